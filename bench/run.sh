@@ -1,0 +1,568 @@
+#!/usr/bin/env bash
+# bench/run.sh - Sluice's benchmark test bed (see docs/performance.md).
+#
+# Builds a throw-away test bed (network namespace, veth pair, nftables
+# redirect, nginx upstream, test PKI, the gateway in transparent mode) and
+# measures, from inside the namespace, the same workloads directly against
+# nginx and through the gateway:
+#   keep-alive small GETs (wrk), new connections/s with full TLS handshakes
+#   (bench/tlsload.c), 1 MiB downloads (wrk), p50 latency at low load
+#   (tlsload), and the gateway's memory per idle intercepted connection.
+# Prints one table and writes bench/results/latest.md.
+#
+# Usage: sudo bench/run.sh [--direct-only]
+# Environment:
+#   SLUICE_BIN              use this sluice binary instead of building one
+#   SLUICE_BENCH_BUILD      build directory (default /tmp/sluice-bench-build)
+#   BENCH_DURATION          seconds per throughput run (default 10)
+#   BENCH_LATENCY_DURATION  seconds per latency run (default 5)
+#   BENCH_CONNS             concurrent connections for wrk/newconn (default 50)
+#   BENCH_IDLE_CONNS        idle connections for the memory figure (default 1000)
+#   BENCH_KEEP=1            keep the run directory (logs, configs) afterwards
+#
+# Traffic goes only over loopback and the veth pair this script creates.
+# Everything it creates is removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+
+DIRECT_ONLY=0
+for arg in "$@"; do
+	case "$arg" in
+	--direct-only) DIRECT_ONLY=1 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
+	esac
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "run.sh: must run as root (netns, veth, nftables)" >&2
+	exit 2
+fi
+for tool in ip nft nginx wrk openssl cc ss timeout awk; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "run.sh: missing $tool" >&2; exit 2; }
+done
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DUR=${BENCH_DURATION:-10}
+LAT_DUR=${BENCH_LATENCY_DURATION:-5}
+CONC=${BENCH_CONNS:-50}
+IDLE_N=${BENCH_IDLE_CONNS:-1000}
+BUILD=${SLUICE_BENCH_BUILD:-/tmp/sluice-bench-build}
+NAME=api.example.test
+T_START=$SECONDS
+
+# Per-run names: unique by PID; the /30 and the loopback address are random.
+ID=$$
+NS=sb_bench_$ID
+TABLE=sb_bench_$ID
+VETH_H=sbb${ID}h
+VETH_S=sbb${ID}s
+DIR=$(mktemp -d /tmp/sluice-bench.XXXXXX)
+chmod 0711 "$DIR"
+
+GW_PID= NGINX_PID= IDLE_PID= MADE_NS=0 MADE_VETH=0 MADE_NFT=0 FAILED=1
+
+log() { printf '[%3ds] %s\n' $((SECONDS - T_START)) "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+stop_pid() { # pid signal: signal it, wait up to 5 s, then SIGKILL
+	local pid=$1 sig=$2 i
+	[ -n "$pid" ] || return 0
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	set +e
+	trap - EXIT INT TERM
+	stop_pid "$IDLE_PID" TERM
+	stop_pid "$GW_PID" TERM
+	stop_pid "$NGINX_PID" QUIT
+	if [ "$MADE_NS" = 1 ]; then
+		# Anything left inside our own namespace was started by this run.
+		for p in $(ip netns pids "$NS" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+	fi
+	[ "$MADE_NFT" = 1 ] && nft delete table inet "$TABLE" 2>/dev/null
+	[ "$MADE_VETH" = 1 ] && ip link del "$VETH_H" 2>/dev/null
+	[ "$MADE_NS" = 1 ] && ip netns del "$NS" 2>/dev/null
+	rm -rf "/etc/netns/$NS"
+	if [ "$FAILED" = 1 ]; then
+		for f in "$DIR"/gateway.log "$DIR"/nginx/error.log; do
+			[ -s "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
+		done
+	fi
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "run directory kept: $DIR" >&2
+	else
+		rm -rf "$DIR"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_free() { [ -z "$(ss -Htan "sport = :$1" 2>/dev/null)" ]; }
+pick_port() {
+	local p i
+	for i in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		port_free "$p" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- build
+log "building tlsload"
+cc -O2 -Wall -Wextra -Werror -o "$DIR/tlsload" "$ROOT/bench/tlsload.c" -lssl -lcrypto ||
+	die "tlsload does not build"
+TL=$DIR/tlsload
+
+SLUICE=
+GW_NOTE=
+if [ "$DIRECT_ONLY" = 1 ]; then
+	GW_NOTE="not measured (--direct-only)"
+elif [ -n "${SLUICE_BIN:-}" ]; then
+	SLUICE=$SLUICE_BIN
+	[ -x "$SLUICE" ] || die "SLUICE_BIN=$SLUICE is not executable"
+else
+	log "building sluice (Release) in $BUILD"
+	if timeout 900 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+	    -DSLUICE_TESTS=OFF >"$DIR/build.log" 2>&1 &&
+	   timeout 900 cmake --build "$BUILD" --target sluice -j2 >>"$DIR/build.log" 2>&1; then
+		SLUICE=$BUILD/cli/sluice
+	else
+		tail -n 15 "$DIR/build.log" >&2
+		GW_NOTE="not measured (sluice does not build)"
+		log "WARNING: sluice does not build; measuring the direct path only"
+	fi
+fi
+
+# ---------------------------------------------------------------- addresses
+X=
+for i in $(seq 50); do
+	c=$((1 + RANDOM % 254))
+	if ! ip -4 -o addr show | grep -q " 10\.200\.$c\." &&
+	   ! ip -4 route show | grep -q "^10\.200\.$c\."; then X=$c; break; fi
+done
+[ -n "$X" ] || die "no free 10.200.X.0/30"
+HOST_IP=10.200.$X.1
+SBX_IP=10.200.$X.2
+UPADDR=
+for i in $(seq 50); do
+	c=127.$((100 + RANDOM % 100)).$((RANDOM % 256)).$((1 + RANDOM % 254))
+	if [ -z "$(ss -Htan "src $c" 2>/dev/null)" ] &&
+	   [ -z "$(ss -Htln 'sport = :443' 2>/dev/null | awk '$4 ~ /^(0\.0\.0\.0|\*|\[::\]):443$/')" ]; then
+		UPADDR=$c; break
+	fi
+done
+[ -n "$UPADDR" ] || die "no free loopback address for nginx (something listens on *:443?)"
+DIRECT_PORT=8443
+TP=$(pick_port) || die "no free port"
+PP=$(pick_port) || die "no free port"
+
+# ---------------------------------------------------------------- test PKI
+log "making the test PKI"
+mkdir -p "$DIR/pki"
+(
+	cd "$DIR/pki"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout root.key -out root.pem -days 2 -subj "/CN=Sluice bench root $ID" \
+	    -addext "basicConstraints=critical,CA:TRUE" \
+	    -addext "keyUsage=critical,keyCertSign,cRLSign"
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout server.key -out server.csr -subj "/CN=$NAME"
+	printf '%s\n' "subjectAltName=DNS:$NAME" "basicConstraints=critical,CA:FALSE" \
+	    "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >server.ext
+	openssl x509 -req -in server.csr -CA root.pem -CAkey root.key -CAcreateserial \
+	    -days 2 -extfile server.ext -out server.pem
+) >"$DIR/pki.log" 2>&1 || { cat "$DIR/pki.log" >&2; die "openssl failed"; }
+
+# ---------------------------------------------------------------- nginx
+log "starting nginx on $UPADDR:443 and $HOST_IP:$DIRECT_PORT"
+mkdir -p "$DIR/nginx" "$DIR/www"
+chmod 0755 "$DIR/www"
+head -c 1048576 /dev/urandom >"$DIR/www/big"
+chmod 0644 "$DIR/www/big"
+cat >"$DIR/nginx/nginx.conf" <<EOF
+worker_processes 2;
+worker_rlimit_nofile 16384;
+pid $DIR/nginx/nginx.pid;
+error_log $DIR/nginx/error.log warn;
+user nobody nogroup;
+events { worker_connections 8192; use epoll; }
+http {
+    access_log off;
+    default_type application/octet-stream;
+    keepalive_requests 100000;
+    keepalive_timeout 300s;
+    client_body_temp_path $DIR/nginx/body;
+    proxy_temp_path $DIR/nginx/proxy;
+    fastcgi_temp_path $DIR/nginx/fastcgi;
+    uwsgi_temp_path $DIR/nginx/uwsgi;
+    scgi_temp_path $DIR/nginx/scgi;
+    ssl_protocols TLSv1.3;
+    ssl_certificate $DIR/pki/server.pem;
+    ssl_certificate_key $DIR/pki/server.key;
+    server {
+        listen $UPADDR:443 ssl;
+        listen $HOST_IP:$DIRECT_PORT ssl;
+        server_name $NAME;
+        location = /small { default_type text/plain; return 200 "ok\n"; }
+        location = /big { root $DIR/www; }
+        location / { return 404; }
+    }
+}
+EOF
+
+# ---------------------------------------------------------------- netns, veth, nft
+log "creating netns $NS, veth $VETH_H/$VETH_S ($HOST_IP/30 - $SBX_IP/30), nft table $TABLE"
+ip netns add "$NS"; MADE_NS=1
+ip link add "$VETH_H" type veth peer name "$VETH_S"; MADE_VETH=1
+ip link set "$VETH_S" netns "$NS"
+ip addr add "$HOST_IP/30" dev "$VETH_H"
+ip link set "$VETH_H" up
+ip -n "$NS" addr add "$SBX_IP/30" dev "$VETH_S"
+ip -n "$NS" link set "$VETH_S" up
+ip -n "$NS" link set lo up
+ip -n "$NS" route add default via "$HOST_IP"
+ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
+ip netns exec "$NS" sysctl -qw net.ipv4.tcp_tw_reuse=1
+# ip netns exec bind-mounts /etc/netns/$NS/hosts over /etc/hosts.
+mkdir -p "/etc/netns/$NS"
+printf '127.0.0.1 localhost\n%s %s\n' "$HOST_IP" "$NAME" >"/etc/netns/$NS/hosts"
+
+# The sandbox's TCP 443 goes to the gateway's transparent port; the port
+# itself is reachable from the veth only through that redirect.
+nft -f - <<EOF
+table inet $TABLE {
+    chain pre {
+        type nat hook prerouting priority dstnat; policy accept;
+        iifname "$VETH_H" tcp dport 443 redirect to :$TP
+    }
+    chain in {
+        type filter hook input priority filter; policy accept;
+        iifname "$VETH_H" tcp dport $TP ct status dnat accept
+        iifname "$VETH_H" tcp dport $TP drop
+    }
+}
+EOF
+MADE_NFT=1
+
+nginx -p "$DIR/nginx" -c "$DIR/nginx/nginx.conf" -g 'daemon off;' &
+NGINX_PID=$!
+for i in $(seq 50); do
+	[ -n "$(ss -Htln "src $UPADDR and sport = :443")" ] && break
+	kill -0 "$NGINX_PID" 2>/dev/null || die "nginx did not start"
+	sleep 0.1
+done
+[ -n "$(ss -Htln "src $UPADDR and sport = :443")" ] || die "nginx does not listen"
+
+# ---------------------------------------------------------------- gateway
+CA_THROUGH=$DIR/ca/ca.pem
+CA_DIRECT=$DIR/pki/root.pem
+start_gateway() {
+	"$SLUICE" ca init --dir "$DIR/ca" >"$DIR/ca.log" 2>&1 || return 1
+	[ -s "$CA_THROUGH" ] || return 1
+	cat >"$DIR/sluice.yaml" <<EOF
+listen: { transparent: "[::]:$TP", proxy: "127.0.0.1:$PP", admin: "unix:$DIR/admin.sock" }
+user: root
+ca: $DIR/ca
+upstream: { ca_bundle: $DIR/pki/root.pem, resolve: { $NAME: $UPADDR } }
+audit: { file: $DIR/audit.jsonl }
+workers: 2
+default: deny
+hosts:
+  $NAME: { allow_private: true, rules: [ { allow: { method: GET } } ] }
+EOF
+	(ulimit -n 65536; exec "$SLUICE" serve -c "$DIR/sluice.yaml") >"$DIR/gateway.log" 2>&1 &
+	GW_PID=$!
+	for i in $(seq 100); do
+		kill -0 "$GW_PID" 2>/dev/null || return 1
+		[ -n "$(ss -Htln "sport = :$TP")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if [ -n "$SLUICE" ]; then
+	log "starting the gateway (transparent :$TP)"
+	if ! start_gateway; then
+		GW_NOTE="not measured (sluice serve did not start)"
+		log "WARNING: the gateway did not start; measuring the direct path only"
+		for f in "$DIR/ca.log" "$DIR/gateway.log"; do [ -s "$f" ] && tail -n 15 "$f" >&2; done
+		stop_pid "$GW_PID" TERM; GW_PID=
+	fi
+fi
+
+# ---------------------------------------------------------------- clients
+# Clients run inside the namespace with a clean environment and an explicit
+# CA.  Usage: in_ns CAFILE command...
+in_ns() {
+	local ca=$1; shift
+	ip netns exec "$NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/ \
+	    SSL_CERT_FILE="$ca" CURL_CA_BUNDLE="$ca" "$@"
+}
+# path -> "address port cafile url-prefix"
+declare -A P_ADDR P_PORT P_CA P_URL
+P_ADDR[direct]=$HOST_IP;   P_PORT[direct]=$DIRECT_PORT; P_CA[direct]=$CA_DIRECT
+P_URL[direct]=https://$NAME:$DIRECT_PORT
+P_ADDR[through]=$HOST_IP;  P_PORT[through]=443;         P_CA[through]=$CA_THROUGH
+P_URL[through]=https://$NAME
+
+tlsload() { # path mode args...
+	local p=$1; shift
+	local mode=$1; shift
+	in_ns "${P_CA[$p]}" timeout -k 5 $((DUR + LAT_DUR + 30)) "$TL" "$mode" \
+	    -a "${P_ADDR[$p]}" -p "${P_PORT[$p]}" -n "$NAME" -c "${P_CA[$p]}" "$@"
+}
+
+cat >"$DIR/report.lua" <<'EOF'
+done = function(summary, latency, requests)
+	local e = summary.errors
+	io.write(string.format(
+	    "wrk requests=%d bytes=%d duration_us=%d errors=%d status_errors=%d p50_us=%d p99_us=%d\n",
+	    summary.requests, summary.bytes, summary.duration,
+	    e.connect + e.read + e.write + e.timeout, e.status,
+	    latency:percentile(50), latency:percentile(99)))
+end
+EOF
+wrk_run() { # path urlpath connections
+	in_ns "${P_CA[$1]}" timeout -k 5 $((DUR + 30)) wrk -t1 -c"$3" -d"${DUR}s" \
+	    --timeout 5s -s "$DIR/report.lua" "${P_URL[$1]}$2" | grep '^wrk '
+}
+kv() { # line key -> value
+	printf '%s\n' "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
+}
+flag_errors() { # metric path output error-keys...: a figure with errors is not a result
+	local m=$1 p=$2 line=$3 k v; shift 3
+	for k in "$@"; do
+		v=$(kv "$line" "$k")
+		if [ -z "$v" ] || [ "$v" != 0 ]; then R[$m.$p.bad]=1; fi
+	done
+	return 0
+}
+
+PATHS="direct"
+if [ -n "$SLUICE" ] && [ -n "$GW_PID" ]; then
+	log "sanity check through the gateway"
+	if out=$(tlsload through latency -N 5 -d 10 2>"$DIR/sanity.err") &&
+	   [ "$(kv "$out" errors)" = 0 ]; then
+		PATHS="direct through"
+	else
+		GW_NOTE="not measured (requests through the gateway fail)"
+		log "WARNING: requests through the gateway fail: $(head -c 300 "$DIR/sanity.err")"
+	fi
+fi
+log "sanity check direct"
+out=$(tlsload direct latency -N 5 -d 10 2>"$DIR/sanity-direct.err") ||
+	{ cat "$DIR/sanity-direct.err" >&2; die "direct requests fail"; }
+
+declare -A R  # R[metric.path] = value; R[metric.path.note] = note
+
+rss_kib() { # pid -> VmRSS of it and its children, KiB
+	local pid total=0 v
+	for pid in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+# ---------------------------------------------------------------- idle memory
+# Measured first, after the warm-up above (leaf minted, pools made), so the
+# delta is the connections' cost rather than one-time allocations or heap
+# that earlier load runs left behind.
+measure_idle() { # path pid
+	local p=$1 pid=$2 before after line i
+	before=$(rss_kib "$pid")
+	in_ns "${P_CA[$p]}" "$TL" idle -a "${P_ADDR[$p]}" -p "${P_PORT[$p]}" -n "$NAME" \
+	    -c "${P_CA[$p]}" -N "$IDLE_N" -C "$CONC" -d 40 -t 60 \
+	    >"$DIR/idle-$p.out" 2>"$DIR/idle-$p.err" &
+	IDLE_PID=$!
+	line=
+	for i in $(seq 450); do
+		line=$(grep '^ready ' "$DIR/idle-$p.out" 2>/dev/null || true)
+		[ -n "$line" ] && break
+		kill -0 "$IDLE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 1
+	after=$(rss_kib "$pid")
+	line=$(grep '^ready ' "$DIR/idle-$p.out" 2>/dev/null || true)
+	stop_pid "$IDLE_PID" TERM; IDLE_PID=
+	local alive; alive=$(kv "$line" alive)
+	if [ -z "$line" ] || [ "${alive:-0}" -ne "$IDLE_N" ]; then
+		R[mem.$p.note]="only ${alive:-0}/$IDLE_N connections open: $(head -c 200 "$DIR/idle-$p.err")"
+		R[mem.$p]=
+		return
+	fi
+	R[mem.$p]=$(awk -v a="$after" -v b="$before" -v n="$IDLE_N" 'BEGIN { printf "%.1f", (a - b) / n }')
+	R[mem.$p.note]="VmRSS $before -> $after KiB"
+	log "idle $p: ${R[mem.$p]} KiB/connection (${R[mem.$p.note]})"
+}
+log "idle memory: $IDLE_N connections"
+measure_idle direct "$NGINX_PID"
+[[ $PATHS == *through* ]] && measure_idle through "$GW_PID"
+
+# ---------------------------------------------------------------- load runs
+# CPU the server side spent (utime + stime of it and its children, in clock
+# ticks): nginx for direct, the gateway for through.  Divided by the work
+# done it gives a per-request cost that does not depend on who was the
+# bottleneck on this shared machine.
+HZ=$(getconf CLK_TCK)
+cpu_ticks() {
+	local pid total=0 v
+	for pid in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		v=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || true)
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+server_pid() { [ "$1" = direct ] && echo "$NGINX_PID" || echo "$GW_PID"; }
+SERVER_NAME_direct=nginx
+SERVER_NAME_through=sluice
+cpu_note() { # path ticks-before count unit -> ", <server> CPU N us/<unit>"
+	local t1 name=SERVER_NAME_$1
+	t1=$(cpu_ticks "$(server_pid "$1")")
+	awk -v a="$2" -v b="$t1" -v n="$3" -v hz="$HZ" -v s="${!name}" -v u="$4" \
+	    'BEGIN { if (n > 0) printf ", %s CPU %.0f us/%s", s, (b - a) * 1e6 / hz / n, u }'
+}
+
+for p in $PATHS; do
+	log "latency $p: sequential keep-alive GETs for ${LAT_DUR}s"
+	out=$(tlsload "$p" latency -d "$LAT_DUR" -N 1000000 2>"$DIR/lat-$p.err") || true
+	R[lat.$p]=$(awk -v v="$(kv "$out" p50_us)" 'BEGIN { if (v != "") printf "%.3f", v / 1000 }')
+	flag_errors lat "$p" "$out" errors
+	R[lat.$p.note]="p90 $(kv "$out" p90_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" requests) requests, $(kv "$out" errors) errors"
+done
+
+for p in $PATHS; do
+	log "keep-alive $p: wrk -t1 -c$CONC -d${DUR}s /small"
+	c0=$(cpu_ticks "$(server_pid "$p")")
+	out=$(wrk_run "$p" /small "$CONC" 2>"$DIR/wrk-small-$p.err") || true
+	R[ka.$p]=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" \
+	    'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6) }')
+	flag_errors ka "$p" "$out" errors status_errors
+	R[ka.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" request)"
+done
+
+for p in $PATHS; do
+	log "new connections $p: tlsload newconn -C $CONC -d $DUR"
+	c0=$(cpu_ticks "$(server_pid "$p")")
+	out=$(tlsload "$p" newconn -C "$CONC" -d "$DUR" 2>"$DIR/newconn-$p.err") || true
+	R[nc.$p]=$(kv "$out" rate)
+	flag_errors nc "$p" "$out" errors
+	R[nc.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" conns) conns, $(kv "$out" errors) errors$(cpu_note "$p" "$c0" "$(kv "$out" conns)" connection)"
+done
+
+BIG_CONNS=10
+for p in $PATHS; do
+	log "1 MiB downloads $p: wrk -t1 -c$BIG_CONNS -d${DUR}s /big"
+	c0=$(cpu_ticks "$(server_pid "$p")")
+	out=$(wrk_run "$p" /big "$BIG_CONNS" 2>"$DIR/wrk-big-$p.err") || true
+	R[big.$p]=$(awk -v b="$(kv "$out" bytes)" -v d="$(kv "$out" duration_us)" \
+	    'BEGIN { if (d > 0) printf "%.1f", b / 1048576 / (d / 1e6) }')
+	flag_errors big "$p" "$out" errors status_errors
+	R[big.$p.note]="$(kv "$out" requests) downloads, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" MiB)"
+done
+
+# ---------------------------------------------------------------- report
+NM=${GW_NOTE:-not measured}
+val() { # metric.path -> value, "-" if missing, "!" appended if it had errors
+	local v=${R[$1]:-}
+	[ -n "$v" ] || { echo -; return; }
+	[ -n "${R[$1.bad]:-}" ] && v="$v!"
+	echo "$v"
+}
+bad() { [ -n "${R[$1.direct.bad]:-}${R[$1.through.bad]:-}" ]; }
+ratio_row() { # label key goal-ratio
+	local d t r met
+	d=$(val "$2.direct"); t=$(val "$2.through")
+	if [ "$t" = - ] || [ "$d" = - ]; then
+		[[ $PATHS == *through* ]] || t=$NM
+		r=-; met=-
+	else
+		r=$(awk -v a="${t%!}" -v b="${d%!}" 'BEGIN { printf "%.2fx", a / b }')
+		met=$(awk -v a="${t%!}" -v b="${d%!}" -v g="$3" 'BEGIN { print (a / b >= g) ? "yes" : "NO" }')
+		bad "$2" && met="invalid (errors)"
+	fi
+	printf '| %s | %s | %s | %s | >= %sx | %s |\n' "$1" "$d" "$t" "$r" "$3" "$met"
+}
+lat_row() {
+	local d t r met
+	d=$(val lat.direct); t=$(val lat.through)
+	if [ "$t" = - ] || [ "$d" = - ]; then
+		[[ $PATHS == *through* ]] || t=$NM
+		r=-; met=-
+	else
+		r=$(awk -v a="${t%!}" -v b="${d%!}" 'BEGIN { printf "%+.3f ms", a - b }')
+		met=$(awk -v a="${t%!}" -v b="${d%!}" 'BEGIN { print (a - b < 0.3) ? "yes" : "NO" }')
+		bad lat && met="invalid (errors)"
+	fi
+	printf '| p50 latency, one keep-alive GET at a time (ms) | %s | %s | %s | added < 0.3 ms | %s |\n' \
+	    "$d" "$t" "$r" "$met"
+}
+mem_row() {
+	local d t met
+	d=$(val mem.direct); t=$(val mem.through)
+	[ "$d" != - ] && d="$d (nginx)"
+	if [ "$t" = - ]; then
+		[[ $PATHS == *through* ]] || t=$NM
+		met=-
+	else
+		met=$(awk -v a="$t" 'BEGIN { print (a < 16) ? "yes" : "NO" }')
+	fi
+	printf '| memory per idle connection at %d connections (KiB) | %s | %s | - | < 16 KiB | %s |\n' \
+	    "$IDLE_N" "$d" "$t" "$met"
+}
+note_lines() {
+	local k p
+	for k in ka nc big lat mem; do
+		for p in direct through; do
+			[ -n "${R[$k.$p.note]:-}" ] && printf -- '- %s %s: %s\n' "$k" "$p" "${R[$k.$p.note]}"
+		done
+	done
+	return 0
+}
+
+CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+{
+	echo "# Sluice benchmark results"
+	echo
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), sluice rev $REV; $(nproc) CPUs ($CPU),"
+	echo "Debian $(cat /etc/debian_version), kernel $(uname -r), $(nginx -v 2>&1 | sed 's/^nginx version: //'),"
+	echo "$(openssl version | cut -d' ' -f1-2); client, gateway and nginx share the machine."
+	echo
+	echo "| metric | direct | through | ratio | goal | met? |"
+	echo "|---|---|---|---|---|---|"
+	ratio_row "keep-alive small GETs, wrk -c$CONC (req/s)" ka 0.30
+	ratio_row "new connections, full TLS handshakes, -C $CONC (conn/s)" nc 0.20
+	ratio_row "1 MiB downloads, wrk -c$BIG_CONNS (MiB/s)" big 0.40
+	lat_row
+	mem_row
+	echo
+	echo "Paths (all clients run inside netns $NS):"
+	echo "- direct: sandbox $SBX_IP -> veth -> nginx $HOST_IP:$DIRECT_PORT"
+	echo "- through: sandbox $SBX_IP -> veth -> $HOST_IP:443 -> nft redirect -> sluice transparent :$TP -> nginx $UPADDR:443"
+	[ -n "$GW_NOTE" ] && echo "- through: $GW_NOTE"
+	echo
+	echo "A value marked ! had errors (failed connections or non-2xx answers): see Details."
+	echo
+	echo "Details:"
+	note_lines
+} >"$DIR/report.md"
+
+echo
+cat "$DIR/report.md"
+mkdir -p "$ROOT/bench/results"
+cp "$DIR/report.md" "$ROOT/bench/results/latest.md"
+log "wrote bench/results/latest.md; total $((SECONDS - T_START)) s"
+FAILED=0
+if [[ $PATHS != *through* ]] && [ "$DIRECT_ONLY" = 0 ]; then
+	exit 3
+fi
+exit 0

@@ -1,0 +1,256 @@
+/*
+ * cli/main.c - the one command, `sluice`, and its subcommands.
+ *
+ * Exit status: 0 success, 1 the thing was refused or failed, 2 bad usage.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/thread.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "ca/ca.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_main[] =
+	"usage: sluice <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  ca init --dir DIR [--force]   create the gateway's CA (ca.pem, ca.key)\n"
+	"  ca show --dir DIR             print the CA's fingerprint, validity and PEM path\n"
+	"  serve -c FILE [-v]            run the gateway\n"
+	"  policy check FILE             validate a configuration and its policy\n"
+	"  version                       print the version\n"
+	"\n"
+	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
+
+static const char usage_ca_init[] =
+	"usage: sluice ca init --dir DIR [--force]\n"
+	"Creates an ECDSA P-256 CA in DIR: ca.pem (what sandboxes trust) and ca.key (mode 0600).\n"
+	"Refuses to overwrite an existing CA unless --force is given.\n";
+
+static const char usage_ca_show[] =
+	"usage: sluice ca show --dir DIR\n"
+	"Prints the CA's SHA-256 fingerprint, its validity, and the path of the PEM sandboxes must trust.\n";
+
+static const char usage_serve[] =
+	"usage: sluice serve -c FILE [-v]\n"
+	"Runs the gateway with the configuration FILE (see docs/policy.md).\n"
+	"SIGHUP reloads the policy; SIGTERM drains open requests, then stops.\n"
+	"  -c, --config FILE   configuration (sluice.yaml)\n"
+	"  -v, --verbose       debug logging\n";
+
+static const char usage_policy_check[] =
+	"usage: sluice policy check FILE\n"
+	"Loads and validates FILE as `sluice serve` would; prints the first error with file:line:column.\n";
+
+static int
+wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+/* Parses "--dir DIR [--force]" for the ca subcommands. */
+static int
+ca_args(int argc, char **argv, const char *usage, const char **dir, int *force, int allow_force)
+{
+	static const struct option opts[] = {
+		{"dir", required_argument, NULL, 'd'},
+		{"force", no_argument, NULL, 'f'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	*dir = NULL;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "d:f", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd':
+			*dir = optarg;
+			break;
+		case 'f':
+			if (!allow_force)
+				goto bad;
+			*force = 1;
+			break;
+		default:
+			goto bad;
+		}
+	}
+	if (*dir == NULL || optind != argc)
+		goto bad;
+	return 0;
+bad:
+	fputs(usage, stderr);
+	return -1;
+}
+
+static int
+cmd_ca(int argc, char **argv)
+{
+	const char *dir, *err = NULL;
+	int force = 0, r;
+
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "init") == 0) {
+		if (wants_help(argc - 1, argv + 1)) {
+			fputs(usage_ca_init, stdout);
+			return 0;
+		}
+		if (ca_args(argc - 1, argv + 1, usage_ca_init, &dir, &force, 1) == -1)
+			return EXIT_USAGE;
+		r = ca_init_dir(dir, force, &err);
+		if (r != 0) {
+			fprintf(stderr, "sluice ca init: %s: %s\n", dir, err ? err : sluice_strerror(r));
+			return 1;
+		}
+		printf("created a CA in %s; sandboxes must trust %s/ca.pem\n", dir, dir);
+		return 0;
+	}
+	if (strcmp(argv[1], "show") == 0) {
+		if (wants_help(argc - 1, argv + 1)) {
+			fputs(usage_ca_show, stdout);
+			return 0;
+		}
+		if (ca_args(argc - 1, argv + 1, usage_ca_show, &dir, &force, 0) == -1)
+			return EXIT_USAGE;
+		r = ca_show(dir, stdout, &err);
+		if (r != 0) {
+			fprintf(stderr, "sluice ca show: %s: %s\n", dir, err ? err : sluice_strerror(r));
+			return 1;
+		}
+		return 0;
+	}
+	fputs(usage_main, stderr);
+	return EXIT_USAGE;
+}
+
+static int
+cmd_policy(int argc, char **argv)
+{
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	char errbuf[1024];
+
+	if (wants_help(argc, argv)) {
+		fputs(usage_policy_check, stdout);
+		return 0;
+	}
+	if (argc != 3 || strcmp(argv[1], "check") != 0) {
+		fputs(usage_policy_check, stderr);
+		return EXIT_USAGE;
+	}
+	if (policy_load_file(argv[2], &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
+		fprintf(stderr, "%s\n", errbuf);
+		return 1;
+	}
+	printf("%s: ok\n", argv[2]);
+	policy_unref(pol);
+	policy_config_free(cfg);
+	return 0;
+}
+
+static int
+cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"verbose", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
+	};
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	struct gateway *gw = NULL;
+	struct ca *ca = NULL;
+	const char *path = NULL, *err = NULL;
+	char errbuf[1024];
+	int ch, verbose = 0, ret = 1;
+
+	if (wants_help(argc, argv)) {
+		fputs(usage_serve, stdout);
+		return 0;
+	}
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:v", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		default:
+			fputs(usage_serve, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (path == NULL || optind != argc) {
+		fputs(usage_serve, stderr);
+		return EXIT_USAGE;
+	}
+	log_init("sluice", verbose);
+	if (evthread_use_pthreads() != 0)
+		fatalx("libevent has no pthreads support");
+	if (policy_load_file(path, &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
+		log_warnx("not serving: %s", errbuf);
+		return 1;
+	}
+	ca = ca_load(cfg->ca_dir, cfg->leaf_cache, &err);
+	if (ca == NULL) {
+		log_warnx("not serving: CA in %s: %s", cfg->ca_dir, err ? err : "cannot load");
+		policy_unref(pol);
+		goto out;
+	}
+	gw = gateway_create(path, cfg, pol, ca, &err);  /* takes pol */
+	if (gw == NULL) {
+		log_warn("not serving: %s", err ? err : "cannot start");
+		goto out;
+	}
+	if (gateway_drop_privileges(gw, cfg->user, &err) != 0) {
+		log_warn("not serving: cannot drop privileges to '%s': %s", cfg->user, err ? err : "?");
+		goto out;
+	}
+	ret = gateway_run(gw) == 0 ? 0 : 1;
+out:
+	gateway_destroy(gw);
+	ca_destroy(ca);
+	policy_config_free(cfg);
+	return ret;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("sluice %s\n", SLUICE_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "ca") == 0)
+		return cmd_ca(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "policy") == 0)
+		return cmd_policy(argc - 1, argv + 1);
+	fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], usage_main);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,372 @@
+/*
+ * policy/config.c - the non-policy part of sluice.yaml (struct policy_config):
+ * listen addresses, identities, upstream trust, audit, workers and limits.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/host.h"
+#include "common/netaddr.h"
+#include "common/sluice.h"
+#include "policy/policy_int.h"
+
+#define LEAF_CACHE_MAX 10000000ul
+#define WORKERS_MAX 256ul
+#define DURATION_MAX_MS 86400000ul   /* one day */
+#define CONNS_PER_CLIENT_MAX 1048576ul
+#define HEADER_COUNT_MAX 256ul       /* H1_MAX_HEADERS */
+#define HEADER_BYTES_MIN 1024ul
+#define HEADER_BYTES_MAX 1048576ul
+#define REQUEST_LINE_MIN 256ul
+
+void
+policy_config_defaults(struct policy_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->user = xstrdup("nobody");
+	cfg->leaf_cache = 10000;
+	cfg->workers = 0;
+	cfg->limits.tls_handshake_ms = 10000;
+	cfg->limits.request_head_ms = 10000;
+	cfg->limits.idle_ms = 60000;
+	cfg->limits.body_ms = 30000;
+	cfg->limits.upstream_connect_ms = 10000;
+	cfg->limits.drain_ms = 10000;
+	cfg->limits.conns_per_client = 256;
+	cfg->limits.header_count = 100;
+	cfg->limits.header_bytes = 32768;
+	cfg->limits.request_line_bytes = 8192;
+	cfg->proxy_clients = xcalloc(2, sizeof(*cfg->proxy_clients));
+	cfg->nproxy_clients = 2;
+	cfg->proxy_clients[0].family = AF_INET;
+	cfg->proxy_clients[0].addr[0] = 127;
+	cfg->proxy_clients[0].prefix = 8;
+	cfg->proxy_clients[1].family = AF_INET6;
+	cfg->proxy_clients[1].addr[15] = 1;
+	cfg->proxy_clients[1].prefix = 128;
+}
+
+void
+policy_config_free(struct policy_config *cfg)
+{
+	size_t i;
+
+	if (cfg == NULL)
+		return;
+	free(cfg->listen_transparent);
+	free(cfg->listen_proxy);
+	free(cfg->listen_admin);
+	free(cfg->listen_dns);
+	free(cfg->proxy_clients);
+	free(cfg->user);
+	free(cfg->ca_dir);
+	free(cfg->ca_bundle);
+	for (i = 0; i < cfg->nresolve; i++) {
+		free(cfg->resolve[i].name);
+		free(cfg->resolve[i].addr);
+	}
+	free(cfg->resolve);
+	free(cfg->audit_file);
+	free(cfg);
+}
+
+/* Reads a listen address; <unix_only> 1 for admin (must be "unix:"), 0 for IP listeners. */
+static int
+listen_addr(struct policy_ld *l, yaml_node_t *n, const char *key, int unix_only, char **out)
+{
+	struct netaddr_listen la;
+	char what[64];
+	int ret;
+
+	snprintf(what, sizeof(what), "a listen address string for listen.%s", key);
+	ret = policy_ld_string(l, n, what, out);
+	if (ret != 0)
+		return ret;
+	if (unix_only && strncmp(*out, "unix:", 5) != 0)
+		return policy_ld_error(l, n, "expected \"unix:/path\" for listen.%s", key);
+	if (netaddr_listen_parse(*out, &la) != 0)
+		return policy_ld_error(l, n, "bad listen address for listen.%s; expected %s", key,
+		                       unix_only ? "\"unix:/path\"" : "\"host:port\" or \"[v6]:port\"");
+	if (!unix_only && la.family == AF_UNIX)
+		return policy_ld_error(l, n, "expected an IP address and port for listen.%s", key);
+	return 0;
+}
+
+static int
+parse_listen(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"transparent", "proxy", "admin", "dns", "proxy_clients"};
+	yaml_node_t *v[5];
+	yaml_node_item_t *it;
+	size_t i;
+	int ret;
+
+	ret = policy_ld_fields(l, map, "listen", "a map of listen addresses", keys, 5, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = listen_addr(l, v[0], "transparent", 0, &cfg->listen_transparent)) != 0)
+		return ret;
+	if (v[1] != NULL && (ret = listen_addr(l, v[1], "proxy", 0, &cfg->listen_proxy)) != 0)
+		return ret;
+	if (v[2] != NULL && (ret = listen_addr(l, v[2], "admin", 1, &cfg->listen_admin)) != 0)
+		return ret;
+	if (v[3] != NULL && (ret = listen_addr(l, v[3], "dns", 0, &cfg->listen_dns)) != 0)
+		return ret;
+	if (v[4] == NULL)
+		return 0;
+	if (v[4]->type != YAML_SEQUENCE_NODE)
+		return policy_ld_error(l, v[4], "expected a list of CIDR blocks for listen.proxy_clients");
+	free(cfg->proxy_clients);
+	cfg->proxy_clients = NULL;
+	cfg->nproxy_clients = 0;
+	i = (size_t)(v[4]->data.sequence.items.top - v[4]->data.sequence.items.start);
+	if (i > 0)
+		cfg->proxy_clients = xcalloc(i, sizeof(*cfg->proxy_clients));
+	for (it = v[4]->data.sequence.items.start; it < v[4]->data.sequence.items.top; it++) {
+		yaml_node_t *c = policy_ld_node(l, *it);
+		char *s;
+
+		if (c == NULL)
+			continue;
+		ret = policy_ld_string(l, c, "a CIDR block (\"10.0.0.0/8\") in listen.proxy_clients", &s);
+		if (ret != 0)
+			return ret;
+		ret = netaddr_cidr_parse(s, &cfg->proxy_clients[cfg->nproxy_clients]);
+		free(s);
+		if (ret != 0)
+			return policy_ld_error(l, c, "bad CIDR block in listen.proxy_clients");
+		cfg->nproxy_clients++;
+	}
+	return 0;
+}
+
+static int
+parse_resolve(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	yaml_node_pair_t *pair;
+	size_t n;
+
+	if (map->type != YAML_MAPPING_NODE)
+		return policy_ld_error(l, map, "expected a map of host names to IP addresses for upstream.resolve");
+	n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+	if (n == 0)
+		return 0;
+	cfg->resolve = xcalloc(n, sizeof(*cfg->resolve));
+	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = policy_ld_node(l, pair->key), *v = policy_ld_node(l, pair->value);
+		char host[HOST_BUF], addr[INET6_ADDRSTRLEN];
+		unsigned char bin[16];
+		const char *err = NULL;
+		char *s;
+		size_t i;
+		int ret;
+
+		if (k == NULL || v == NULL)
+			return policy_ld_error(l, map, "bad entry in upstream.resolve");
+		if (k->type != YAML_SCALAR_NODE ||
+		    memchr(k->data.scalar.value, '\0', k->data.scalar.length) != NULL ||
+		    host_canon((const char *)k->data.scalar.value, k->data.scalar.length, host, &err) != HOST_DNS)
+			return policy_ld_error(l, k, "expected a DNS host name in upstream.resolve%s%s",
+			                       err != NULL ? ": " : "", err != NULL ? err : "");
+		for (i = 0; i < cfg->nresolve; i++)
+			if (strcmp(cfg->resolve[i].name, host) == 0)
+				return policy_ld_error(l, k, "duplicate host '%s' in upstream.resolve", host);
+		ret = policy_ld_string(l, v, "an IP address in upstream.resolve", &s);
+		if (ret != 0)
+			return ret;
+		if (inet_pton(AF_INET, s, bin) == 1)
+			ret = inet_ntop(AF_INET, bin, addr, sizeof(addr)) != NULL ? 0 : -1;
+		else if (inet_pton(AF_INET6, s, bin) == 1)
+			ret = inet_ntop(AF_INET6, bin, addr, sizeof(addr)) != NULL ? 0 : -1;
+		else
+			ret = -1;
+		free(s);
+		if (ret != 0)
+			return policy_ld_error(l, v, "expected an IPv4 or IPv6 address in upstream.resolve");
+		cfg->resolve[cfg->nresolve].name = xstrdup(host);
+		cfg->resolve[cfg->nresolve].addr = xstrdup(addr);
+		cfg->nresolve++;
+	}
+	return 0;
+}
+
+static int
+parse_upstream(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"ca_bundle", "resolve"};
+	yaml_node_t *v[2];
+	int ret;
+
+	ret = policy_ld_fields(l, map, "upstream", "a map of upstream settings", keys, 2, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL &&
+	    (ret = policy_ld_string(l, v[0], "a file name for upstream.ca_bundle", &cfg->ca_bundle)) != 0)
+		return ret;
+	if (v[1] != NULL)
+		return parse_resolve(l, v[1], cfg);
+	return 0;
+}
+
+static int
+parse_audit(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"file", "log_query"};
+	yaml_node_t *v[2];
+	int ret;
+
+	ret = policy_ld_fields(l, map, "audit", "a map of audit settings", keys, 2, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = policy_ld_string(l, v[0], "a file name for audit.file", &cfg->audit_file)) != 0)
+		return ret;
+	if (v[1] != NULL)
+		return policy_ld_bool(l, v[1], "audit.log_query", &cfg->audit_log_query);
+	return 0;
+}
+
+/* A duration: integer seconds, or "<n>ms", "<n>s", "<n>m". */
+static int
+duration(struct policy_ld *l, yaml_node_t *n, const char *key, unsigned long min, unsigned *out)
+{
+	const char *v;
+	size_t len, i;
+	unsigned long x = 0, mul = 1000;
+
+	if (n->type != YAML_SCALAR_NODE)
+		goto bad;
+	v = (const char *)n->data.scalar.value;
+	len = n->data.scalar.length;
+	for (i = 0; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
+		if (i >= 9)
+			goto bad;
+		x = x * 10 + (unsigned long)(v[i] - '0');
+	}
+	if (i == 0)
+		goto bad;
+	if (len - i == 2 && memcmp(v + i, "ms", 2) == 0)
+		mul = 1;
+	else if (len - i == 1 && v[i] == 's')
+		mul = 1000;
+	else if (len - i == 1 && v[i] == 'm')
+		mul = 60000;
+	else if (len != i)
+		goto bad;
+	if (x > DURATION_MAX_MS / mul || x * mul < min)
+		goto bad;
+	*out = (unsigned)(x * mul);
+	return 0;
+bad:
+	return policy_ld_error(l, n, "expected a duration for limits.%s (seconds, or \"500ms\", \"10s\", \"2m\"; %lums to %lus)",
+	                       key, min, DURATION_MAX_MS / 1000);
+}
+
+static int
+parse_limits(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {
+		"tls_handshake", "request_head", "idle", "body", "upstream_connect", "drain",
+		"conns_per_client", "header_count", "header_bytes", "request_line",
+	};
+	struct policy_limits *lim = &cfg->limits;
+	unsigned *durs[6] = {&lim->tls_handshake_ms, &lim->request_head_ms, &lim->idle_ms,
+	                     &lim->body_ms, &lim->upstream_connect_ms, &lim->drain_ms};
+	yaml_node_t *v[10];
+	unsigned long x;
+	size_t i;
+	int ret;
+
+	ret = policy_ld_fields(l, map, "limits", "a map of limits", keys, 10, v, NULL);
+	if (ret != 0)
+		return ret;
+	for (i = 0; i < 6; i++) {
+		/* drain may be 0: stop at once */
+		if (v[i] != NULL && (ret = duration(l, v[i], keys[i], i == 5 ? 0 : 1, durs[i])) != 0)
+			return ret;
+	}
+	if (v[6] != NULL) {
+		if ((ret = policy_ld_uint(l, v[6], "limits.conns_per_client", 1, CONNS_PER_CLIENT_MAX, &x)) != 0)
+			return ret;
+		lim->conns_per_client = (unsigned)x;
+	}
+	if (v[7] != NULL) {
+		if ((ret = policy_ld_uint(l, v[7], "limits.header_count", 1, HEADER_COUNT_MAX, &x)) != 0)
+			return ret;
+		lim->header_count = (unsigned)x;
+	}
+	if (v[8] != NULL) {
+		ret = policy_ld_uint(l, v[8], "limits.header_bytes", HEADER_BYTES_MIN, HEADER_BYTES_MAX, &x);
+		if (ret != 0)
+			return ret;
+		lim->header_bytes = (unsigned)x;
+	}
+	if (v[9] != NULL) {
+		ret = policy_ld_uint(l, v[9], "limits.request_line (at most limits.header_bytes)",
+		                     REQUEST_LINE_MIN, lim->header_bytes, &x);
+		if (ret != 0)
+			return ret;
+		lim->request_line_bytes = (unsigned)x;
+	} else if (lim->request_line_bytes > lim->header_bytes) {
+		lim->request_line_bytes = lim->header_bytes;
+	}
+	return 0;
+}
+
+/* Value of <key> in the already validated map <map>, or NULL. */
+static yaml_node_t *
+get(struct policy_ld *l, yaml_node_t *map, const char *key)
+{
+	yaml_node_pair_t *pair;
+
+	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = policy_ld_node(l, pair->key);
+
+		if (k != NULL && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
+		    memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
+			return policy_ld_node(l, pair->value);
+	}
+	return NULL;
+}
+
+int
+policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg)
+{
+	yaml_node_t *n;
+	unsigned long x;
+	int ret;
+
+	policy_config_defaults(cfg);
+	if ((n = get(l, root, "listen")) != NULL && (ret = parse_listen(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "user")) != NULL) {
+		free(cfg->user);
+		cfg->user = NULL;
+		if ((ret = policy_ld_string(l, n, "a user name for user", &cfg->user)) != 0)
+			return ret;
+	}
+	n = get(l, root, "ca");
+	if (n == NULL)
+		return policy_ld_error(l, root, "missing required key 'ca' (the CA directory)");
+	if ((ret = policy_ld_string(l, n, "a directory name for ca", &cfg->ca_dir)) != 0)
+		return ret;
+	if ((n = get(l, root, "leaf_cache")) != NULL) {
+		if ((ret = policy_ld_uint(l, n, "leaf_cache", 1, LEAF_CACHE_MAX, &x)) != 0)
+			return ret;
+		cfg->leaf_cache = x;
+	}
+	if ((n = get(l, root, "upstream")) != NULL && (ret = parse_upstream(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "audit")) != NULL && (ret = parse_audit(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "workers")) != NULL) {
+		if ((ret = policy_ld_uint(l, n, "workers", 0, WORKERS_MAX, &x)) != 0)
+			return ret;
+		cfg->workers = (unsigned)x;
+	}
+	if ((n = get(l, root, "limits")) != NULL && (ret = parse_limits(l, n, cfg)) != 0)
+		return ret;
+	return 0;
+}

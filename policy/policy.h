@@ -1,0 +1,140 @@
+/*
+ * policy/policy.h - sluice.yaml: the gateway configuration and the compiled,
+ * immutable policy snapshot; connection and request decisions.
+ *
+ * Loading validates everything (unknown keys are errors; errors name
+ * file:line:column and what was expected) and compiles rules once (PCRE2
+ * regexes JIT-compiled at load).  Deciding does no I/O and takes no lock.
+ * A snapshot is reference-counted: a connection holds a reference for its
+ * whole life, and a reload swaps in a new one.
+ */
+#ifndef SLUICE_POLICY_POLICY_H
+#define SLUICE_POLICY_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/netaddr.h"
+
+/* Named bounds and timeouts (limits: in sluice.yaml); defaults in parentheses. */
+struct policy_limits {
+	unsigned tls_handshake_ms;      /* tls_handshake (10s) */
+	unsigned request_head_ms;       /* request_head (10s): first byte to end of head */
+	unsigned idle_ms;               /* idle (60s): keep-alive wait for the next request */
+	unsigned body_ms;               /* body (30s): no body bytes either way for this long */
+	unsigned upstream_connect_ms;   /* upstream_connect (10s): resolve + TCP + TLS */
+	unsigned drain_ms;              /* drain (10s): SIGTERM grace for open requests */
+	unsigned conns_per_client;      /* conns_per_client (256) */
+	unsigned header_count;          /* header_count (100) */
+	unsigned header_bytes;          /* header_bytes (32768): request or status line plus headers */
+	unsigned request_line_bytes;    /* request_line (8192) */
+};
+
+struct policy_resolve {
+	char *name;   /* canonical host name */
+	char *addr;   /* IP literal text */
+};
+
+/* The non-policy part of sluice.yaml: plain data, read once at start. */
+struct policy_config {
+	char *listen_transparent;      /* listen.transparent, NULL if absent */
+	char *listen_proxy;            /* listen.proxy, NULL if absent */
+	char *listen_admin;            /* listen.admin ("unix:/path"), NULL if absent */
+	char *listen_dns;              /* listen.dns, NULL if absent (later issue) */
+	struct netaddr_cidr *proxy_clients; /* listen.proxy_clients (default 127.0.0.0/8, ::1/128) */
+	size_t nproxy_clients;
+	char *user;                    /* user (nobody) */
+	char *ca_dir;                  /* ca (required) */
+	size_t leaf_cache;             /* leaf_cache (10000) */
+	char *ca_bundle;               /* upstream.ca_bundle (NULL: system trust store) */
+	struct policy_resolve *resolve;/* upstream.resolve */
+	size_t nresolve;
+	char *audit_file;              /* audit.file (NULL: no audit log; the operator is warned) */
+	int audit_log_query;           /* audit.log_query (false): keep query strings in path */
+	unsigned workers;              /* workers (0 = number of cores) */
+	struct policy_limits limits;
+};
+
+struct policy;        /* the compiled snapshot, opaque */
+struct policy_host;   /* one host entry of a snapshot, borrowed from it */
+
+/*
+ * Loads <path>.  On success returns 0 and sets *<cfg> (owned by the caller:
+ * policy_config_free) and *<pol> (one reference owned by the caller).
+ * Either out pointer may be NULL when not wanted.  On failure returns a
+ * negative SLUICE_E* and writes "file:line:col: message" into <errbuf>.
+ */
+int policy_load_file(const char *path, struct policy_config **cfg, struct policy **pol,
+                     char *errbuf, size_t errlen);
+
+/* The same from a memory buffer; <name> is used in error messages. */
+int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy_config **cfg,
+                       struct policy **pol, char *errbuf, size_t errlen);
+
+void policy_config_free(struct policy_config *cfg);
+
+/* Reference counting (atomic). policy_unref frees at zero. NULL is fine. */
+struct policy *policy_ref(struct policy *p);
+void policy_unref(struct policy *p);
+
+enum policy_verdict {
+	POLICY_DENY = 0,
+	POLICY_INTERCEPT = 1,
+	POLICY_PASSTHROUGH = 2,
+};
+
+struct policy_conn_decision {
+	enum policy_verdict verdict;
+	const struct policy_host *host; /* the entry that matched, NULL if none */
+	const char *rule;               /* static or snapshot-owned: e.g. "default", "api.github.com" */
+	const char *reason;             /* static text for denials, NULL when not denied */
+};
+
+/*
+ * Decides a connection to the canonical host <host> (common/host.h) on <port>.
+ * Host lookup: an exact entry wins, then the longest matching "*.suffix"
+ * wildcard (one or more labels), compared label by label.  IP literals only
+ * match entries for that same literal.  A port not in the entry's ports
+ * (default 443 and 80) is denied.  No entry: the top-level default decides.
+ */
+void policy_decide_conn(const struct policy *p, const char *host, unsigned port,
+                        struct policy_conn_decision *out);
+
+struct policy_req_decision {
+	int allow;          /* 1 allow, 0 deny */
+	const char *rule;   /* the rule's id ("id:" or "<host-key>/rules/<n>"), or "default" */
+	const char *reason; /* static text, NULL when allowed */
+};
+
+/*
+ * Decides one request on <host> (from policy_decide_conn, may be NULL: then
+ * the default decides).  <path> is the normalised path (policy_path_normalise)
+ * without the query.  The first matching rule wins; none: the default.
+ * An entry without a rules list allows every request.
+ */
+void policy_decide_request(const struct policy *p, const struct policy_host *host,
+                           const char *method, size_t method_len,
+                           const char *path, size_t path_len,
+                           struct policy_req_decision *out);
+
+/* Host entry attributes. */
+const char *policy_host_key(const struct policy_host *h);   /* as written in YAML, canonical */
+int policy_host_allow_private(const struct policy_host *h);
+int policy_host_keep_encoded_slashes(const struct policy_host *h); /* encoded_slashes: keep */
+
+/*
+ * Normalises an origin-form path <in>/<len> (no query, no fragment) into <out>
+ * (capacity <cap>, NUL-terminated; <cap> >= len + 1 always suffices).
+ *  - bytes outside RFC 3986 pchar and '/' are refused (controls, space, '\\',
+ *    '"', '<', '>', '^', '`', '{', '|', '}', '#', bytes >= 0x80);
+ *  - %XX must be two hex digits; it is decoded when it encodes an unreserved
+ *    character (ALPHA DIGIT - . _ ~), else kept with upper-case hex;
+ *  - %00 is refused; %2F and %5C are refused unless <keep_slashes>, which keeps
+ *    them encoded (rules then see them inside one segment);
+ *  - repeated slashes are merged; "." and ".." segments are removed (RFC 3986
+ *    5.2.4); a ".." that would climb above the root is refused.
+ * Returns the output length (>= 1, starts with '/'), or -1 with *<err> set.
+ */
+long policy_path_normalise(const char *in, size_t len, int keep_slashes, char *out, size_t cap,
+                           const char **err);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * policy/policy_int.h - private types of the policy module: the compiled
+ * snapshot, its host entries and rules, and the YAML loading helpers shared
+ * by load.c, config.c and rules.c.  Nothing outside policy/ includes this.
+ */
+#ifndef SLUICE_POLICY_POLICY_INT_H
+#define SLUICE_POLICY_POLICY_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <yaml.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "policy/policy.h"
+
+/* Named bounds of the loader. */
+#define POLICY_FILE_MAX (16u * 1024 * 1024) /* sluice.yaml size */
+#define POLICY_YAML_DEPTH_MAX 32            /* nesting of YAML collections */
+#define POLICY_WHERE_MAX 320                /* "hosts.<key>.rules[n].allow" context text */
+#define POLICY_GLOB_TOKENS_MAX 255          /* glob tokens (literal bytes and stars) */
+#define POLICY_GLOB_WORDS 4                 /* 64-bit words of state: tokens + 1 <= 256 */
+#define POLICY_REGEX_MAX 4096               /* bytes of one regex: source */
+#define POLICY_REGEX_MATCH_LIMIT 100000u    /* pcre2_set_match_limit */
+#define POLICY_REGEX_DEPTH_LIMIT 10000u     /* pcre2_set_depth_limit */
+#define POLICY_REGEX_HEAP_LIMIT 4096u       /* pcre2_set_heap_limit, KiB */
+#define POLICY_METHOD_MAX 64                /* bytes of one method token */
+
+/*
+ * A compiled path glob: a bit-parallel NFA (shift-and).  State i means "the
+ * first i tokens matched"; a literal token advances on its byte, '*' loops on
+ * any byte but '/', '**' loops on any byte.  Matching costs
+ * O(path length * POLICY_GLOB_WORDS), whatever the glob.
+ */
+struct policy_glob {
+	unsigned ntok;                        /* tokens; the accepting state is ntok */
+	uint8_t cls[256];                     /* byte -> index into lit (0: no literal) */
+	uint64_t (*lit)[POLICY_GLOB_WORDS];   /* per class: states whose token is that byte */
+	size_t nlit;
+	uint64_t star[POLICY_GLOB_WORDS];     /* states whose token is '*' or '**' */
+	uint64_t dstar[POLICY_GLOB_WORDS];    /* states whose token is '**' */
+};
+
+enum policy_path_kind {
+	POLICY_PATH_ANY = 0,
+	POLICY_PATH_GLOB = 1,
+	POLICY_PATH_REGEX = 2,
+};
+
+struct policy_rule {
+	int allow;                  /* 1 allow, 0 deny */
+	char **methods;             /* NULL/0: any method */
+	size_t nmethods;
+	enum policy_path_kind path_kind;
+	char *path_src;             /* as written (glob normalised), NULL for any */
+	struct policy_glob glob;
+	pcre2_code *re;
+	char *id;                   /* "id:" or "<host-key>/rules/<n>" */
+};
+
+enum policy_host_kind {
+	POLICY_HOST_EXACT = 1,      /* a canonical DNS name */
+	POLICY_HOST_WILDCARD = 2,   /* "*.suffix": key is "*.suffix", suffix follows the "*." */
+	POLICY_HOST_IP = 3,         /* a canonical IP literal */
+};
+
+struct policy_host {
+	char *key;                  /* canonical key as written: "a.example", "*.example", "10.1.2.3" */
+	enum policy_host_kind kind;
+	enum policy_verdict verdict;
+	unsigned *ports;
+	size_t nports;
+	int allow_private;
+	int keep_slashes;
+	int has_rules;              /* 0: no rules list, every request allowed */
+	struct policy_rule *rules;
+	size_t nrules;
+	unsigned line, col;         /* of the key, for duplicate reports */
+};
+
+/* Open-addressing string table: slot holds host index + 1, 0 is empty. */
+struct policy_htab {
+	uint32_t *slots;
+	size_t mask;                /* capacity - 1, capacity a power of two */
+};
+
+struct policy {
+	atomic_ulong refs;
+	int default_allow;
+	struct policy_host *hosts;
+	size_t nhosts;
+	struct policy_htab exact;   /* exact names and IP literals, by key */
+	struct policy_htab wild;    /* wildcards, by suffix (key + 2) */
+	pcre2_match_context *mctx;  /* limits; read-only once built */
+};
+
+/* Loader state for one document. */
+struct policy_ld {
+	const char *name;           /* file name for messages */
+	yaml_document_t *doc;
+	char *err;
+	size_t errlen;
+};
+
+/* Formats "name:line:col: message" for <node> into the error buffer; returns SLUICE_EINVAL. */
+int policy_ld_error(struct policy_ld *l, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Same at an explicit 0-based mark. */
+int policy_ld_error_at(struct policy_ld *l, yaml_mark_t mark, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Copies <len> bytes of YAML text into <out> (<cap>) escaped for a message. */
+const char *policy_ld_esc(char *out, size_t cap, const yaml_char_t *s, size_t len);
+
+yaml_node_t *policy_ld_node(struct policy_ld *l, int id);
+
+/*
+ * Checks that <map> is a mapping of scalar keys drawn from <keys> (<nkeys>),
+ * without duplicates; fills <vals>[i] with the value of keys[i] or NULL and,
+ * when <knodes> is not NULL, the key nodes.  <what> is the message for a
+ * non-map ("a map of listen addresses").  Returns 0 or SLUICE_EINVAL.
+ */
+int policy_ld_fields(struct policy_ld *l, yaml_node_t *map, const char *where, const char *what,
+                     const char *const *keys, size_t nkeys, yaml_node_t **vals, yaml_node_t **knodes);
+
+/* Scalar readers: each returns 0 or SLUICE_EINVAL with a message naming <what>. */
+int policy_ld_string(struct policy_ld *l, yaml_node_t *n, const char *what, char **out);
+int policy_ld_bool(struct policy_ld *l, yaml_node_t *n, const char *what, int *out);
+int policy_ld_uint(struct policy_ld *l, yaml_node_t *n, const char *what, unsigned long min,
+                   unsigned long max, unsigned long *out);
+/* 1 if <n> is a plain null scalar ("", "~", "null"), else 0. */
+int policy_ld_is_null(const yaml_node_t *n);
+
+/* config.c: the non-policy keys of the top-level map, by name. */
+int policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg);
+void policy_config_defaults(struct policy_config *cfg);
+
+/* rules.c: hosts: and default: into <p>. */
+int policy_hosts_parse(struct policy_ld *l, yaml_node_t *hosts, struct policy *p);
+
+/* match.c */
+struct policy *policy_alloc(void);
+int policy_index_build(struct policy_ld *l, struct policy *p);
+void policy_rule_dispose(struct policy_rule *r);
+/* 1 match, 0 no match, -1 matching failed (limit hit or out of memory). */
+int policy_regex_match(const struct policy *p, const pcre2_code *re, const char *s, size_t len);
+
+/* glob.c */
+/* Compiles <src>/<len>; on failure returns -1 with *<err> set. */
+int policy_glob_compile(struct policy_glob *g, const char *src, size_t len, const char **err);
+int policy_glob_match(const struct policy_glob *g, const char *s, size_t len);
+void policy_glob_dispose(struct policy_glob *g);
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * policy/rules.c - the hosts: map of sluice.yaml compiled into host entries
+ * and rules (globs compiled, regexes compiled anchored and JIT-compiled).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/host.h"
+#include "common/sluice.h"
+#include "policy/policy_int.h"
+
+#define PORTS_MAX 1024 /* entries in one ports: list */
+
+static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules"};
+static const char *const rule_keys[] = {"method", "path", "id"};
+
+static int
+scalar_is(const yaml_node_t *n, const char *lit)
+{
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == strlen(lit) &&
+	       memcmp(n->data.scalar.value, lit, n->data.scalar.length) == 0;
+}
+
+/* RFC 9110 tchar */
+static int
+is_tchar(unsigned c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", (int)c) != NULL);
+}
+
+/* Reads one method token into <out>; *<any> is set by "*". */
+static int
+method_one(struct policy_ld *l, yaml_node_t *n, const char *where, char **out, int *any)
+{
+	size_t i, len;
+	int ret;
+
+	ret = policy_ld_string(l, n, "a method or a list of methods", out);
+	if (ret != 0)
+		return ret;
+	len = strlen(*out);
+	if (len == 1 && (*out)[0] == '*') {
+		*any = 1;
+		return 0;
+	}
+	for (i = 0; i < len; i++)
+		if (!is_tchar((unsigned char)(*out)[i]))
+			break;
+	if (len == 0 || len > POLICY_METHOD_MAX || i < len)
+		return policy_ld_error(l, n, "expected an HTTP method token (or \"*\") in %s.method", where);
+	return 0;
+}
+
+static int
+parse_methods(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_rule *r)
+{
+	yaml_node_item_t *it;
+	size_t cnt;
+	int any = 0, ret;
+
+	if (n->type == YAML_SCALAR_NODE) {
+		r->methods = xcalloc(1, sizeof(*r->methods));
+		r->nmethods = 1;
+		ret = method_one(l, n, where, &r->methods[0], &any);
+	} else if (n->type == YAML_SEQUENCE_NODE) {
+		cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+		if (cnt == 0)
+			return policy_ld_error(l, n, "expected a non-empty list of methods in %s.method", where);
+		r->methods = xcalloc(cnt, sizeof(*r->methods));
+		ret = 0;
+		for (it = n->data.sequence.items.start; it < n->data.sequence.items.top && ret == 0; it++) {
+			yaml_node_t *m = policy_ld_node(l, *it);
+
+			if (m == NULL)
+				continue;
+			if (m->type != YAML_SCALAR_NODE)
+				return policy_ld_error(l, m, "expected a list of methods in %s.method", where);
+			ret = method_one(l, m, where, &r->methods[r->nmethods++], &any);
+		}
+	} else {
+		return policy_ld_error(l, n, "expected a method or a list of methods in %s.method", where);
+	}
+	if (ret == 0 && any) {
+		/* "*" anywhere in the list: any method */
+		size_t i;
+
+		for (i = 0; i < r->nmethods; i++)
+			free(r->methods[i]);
+		free(r->methods);
+		r->methods = NULL;
+		r->nmethods = 0;
+	}
+	return ret;
+}
+
+static int
+parse_path(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_rule *r)
+{
+	const char *err = NULL;
+	int ret;
+
+	ret = policy_ld_string(l, n, "a path glob or \"regex:<pattern>\"", &r->path_src);
+	if (ret != 0)
+		return ret;
+	if (strncmp(r->path_src, "regex:", 6) == 0) {
+		const char *pat = r->path_src + 6;
+		size_t plen = strlen(pat);
+		PCRE2_UCHAR msg[160];
+		PCRE2_SIZE off = 0;
+		int code = 0;
+
+		if (plen > POLICY_REGEX_MAX)
+			return policy_ld_error(l, n, "regex longer than %d bytes in %s.path", POLICY_REGEX_MAX, where);
+		r->re = pcre2_compile((PCRE2_SPTR)pat, plen,
+		                      PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_NEVER_UTF | PCRE2_NEVER_UCP,
+		                      &code, &off, NULL);
+		if (r->re == NULL) {
+			if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
+				snprintf((char *)msg, sizeof(msg), "error %d", code);
+			return policy_ld_error(l, n, "bad regex in %s.path at offset %zu: %s", where,
+			                       (size_t)off, (const char *)msg);
+		}
+		/* JIT failure is not fatal: pcre2_match falls back to the interpreter. */
+		(void)pcre2_jit_compile(r->re, PCRE2_JIT_COMPLETE);
+		r->path_kind = POLICY_PATH_REGEX;
+		return 0;
+	}
+	if (policy_glob_compile(&r->glob, r->path_src, strlen(r->path_src), &err) != 0)
+		return policy_ld_error(l, n, "bad path in %s.path: %s (expected a glob starting with '/' or \"regex:<pattern>\")",
+		                       where, err);
+	r->path_kind = POLICY_PATH_GLOB;
+	return 0;
+}
+
+static int
+parse_rule(struct policy_ld *l, yaml_node_t *item, const char *hwhere, const char *hkey, size_t idx,
+           struct policy_rule *r)
+{
+	char where[POLICY_WHERE_MAX + 32], rwhere[POLICY_WHERE_MAX + 48];
+	static const char *const kinds[] = {"allow", "deny"};
+	yaml_node_t *kv[2], *body, *v[3];
+	int ret;
+
+	snprintf(where, sizeof(where), "%s.rules[%zu]", hwhere, idx);
+	ret = policy_ld_fields(l, item, where, "a rule: a map with one key, allow or deny", kinds, 2, kv, NULL);
+	if (ret != 0)
+		return ret;
+	if ((kv[0] == NULL) == (kv[1] == NULL))
+		return policy_ld_error(l, item, "expected exactly one of allow, deny in %s", where);
+	r->allow = kv[0] != NULL;
+	body = r->allow ? kv[0] : kv[1];
+	snprintf(rwhere, sizeof(rwhere), "%s.%s", where, r->allow ? "allow" : "deny");
+	ret = policy_ld_fields(l, body, rwhere, "a map with method, path, id", rule_keys, 3, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = parse_methods(l, v[0], rwhere, r)) != 0)
+		return ret;
+	if (v[1] != NULL && (ret = parse_path(l, v[1], rwhere, r)) != 0)
+		return ret;
+	if (v[2] != NULL) {
+		ret = policy_ld_string(l, v[2], "a rule id string", &r->id);
+		if (ret != 0)
+			return ret;
+		if (r->id[0] == '\0')
+			return policy_ld_error(l, v[2], "expected a non-empty rule id in %s", rwhere);
+	} else {
+		size_t n = strlen(hkey) + 32;
+
+		r->id = xmalloc(n);
+		snprintf(r->id, n, "%s/rules/%zu", hkey, idx);
+	}
+	return 0;
+}
+
+static int
+parse_ports(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_host *h)
+{
+	yaml_node_item_t *it;
+	size_t cnt;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return policy_ld_error(l, n, "expected a list of ports in %s.ports", where);
+	cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (cnt == 0 || cnt > PORTS_MAX)
+		return policy_ld_error(l, n, "expected a list of 1 to %d ports in %s.ports", PORTS_MAX, where);
+	free(h->ports);
+	h->ports = xcalloc(cnt, sizeof(*h->ports));
+	h->nports = 0;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *pn = policy_ld_node(l, *it);
+		unsigned long x;
+		int ret;
+
+		if (pn == NULL)
+			continue;
+		ret = policy_ld_uint(l, pn, "a port", 1, 65535, &x);
+		if (ret != 0)
+			return ret;
+		h->ports[h->nports++] = (unsigned)x;
+	}
+	return 0;
+}
+
+/* Canonicalises the host key <k> into h->key and h->kind. */
+static int
+host_key(struct policy_ld *l, yaml_node_t *k, struct policy_host *h)
+{
+	const char *s = (const char *)k->data.scalar.value, *err = NULL;
+	size_t len = k->data.scalar.length;
+	char canon[HOST_BUF + 2];
+	int kind;
+
+	if (memchr(s, '\0', len) != NULL)
+		goto bad;
+	if (len >= 2 && s[0] == '*' && s[1] == '.') {
+		kind = host_canon(s + 2, len - 2, canon + 2, &err);
+		if (kind != HOST_DNS)
+			goto bad;
+		canon[0] = '*';
+		canon[1] = '.';
+		h->kind = POLICY_HOST_WILDCARD;
+	} else {
+		kind = host_canon(s, len, canon, &err);
+		if (kind == HOST_DNS)
+			h->kind = POLICY_HOST_EXACT;
+		else if (kind == HOST_IPV4 || kind == HOST_IPV6)
+			h->kind = POLICY_HOST_IP;
+		else
+			goto bad;
+	}
+	h->key = xstrdup(canon);
+	return 0;
+bad:
+	{
+		char esc[128];
+
+		return policy_ld_error(l, k, "bad host '%s' in hosts%s%s; expected a host name, \"*.suffix\" or an IP address",
+		                       policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, len),
+		                       err != NULL ? ": " : "", err != NULL ? err : "");
+	}
+}
+
+static int
+parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_host *h)
+{
+	char where[POLICY_WHERE_MAX], esc[200];
+	yaml_node_t *v[5];
+	yaml_node_item_t *it;
+	size_t i;
+	int ret;
+
+	h->verdict = POLICY_INTERCEPT;
+	h->ports = xcalloc(2, sizeof(*h->ports));
+	h->ports[0] = 443;
+	h->ports[1] = 80;
+	h->nports = 2;
+	h->line = (unsigned)k->start_mark.line + 1;
+	h->col = (unsigned)k->start_mark.column + 1;
+	if (k->type != YAML_SCALAR_NODE)
+		return policy_ld_error(l, k, "expected a host name as a key of hosts");
+	if ((ret = host_key(l, k, h)) != 0)
+		return ret;
+	snprintf(where, sizeof(where), "hosts.%s",
+	         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
+	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 5, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL) {
+		if (scalar_is(v[0], "intercept"))
+			h->verdict = POLICY_INTERCEPT;
+		else if (scalar_is(v[0], "passthrough"))
+			h->verdict = POLICY_PASSTHROUGH;
+		else if (scalar_is(v[0], "deny"))
+			h->verdict = POLICY_DENY;
+		else
+			return policy_ld_error(l, v[0], "expected intercept, passthrough or deny for %s.verdict", where);
+	}
+	if (v[1] != NULL && (ret = parse_ports(l, v[1], where, h)) != 0)
+		return ret;
+	if (v[2] != NULL && (ret = policy_ld_bool(l, v[2], "allow_private", &h->allow_private)) != 0)
+		return ret;
+	if (v[3] != NULL) {
+		if (scalar_is(v[3], "reject"))
+			h->keep_slashes = 0;
+		else if (scalar_is(v[3], "keep"))
+			h->keep_slashes = 1;
+		else
+			return policy_ld_error(l, v[3], "expected reject or keep for %s.encoded_slashes", where);
+	}
+	if (v[4] == NULL)
+		return 0;
+	if (v[4]->type != YAML_SEQUENCE_NODE)
+		return policy_ld_error(l, v[4], "expected a list of rules in %s.rules", where);
+	h->has_rules = 1;
+	h->nrules = (size_t)(v[4]->data.sequence.items.top - v[4]->data.sequence.items.start);
+	if (h->nrules == 0)
+		return 0;
+	/* Zeroed rules are safe to dispose, so nrules is set before they are filled. */
+	h->rules = xcalloc(h->nrules, sizeof(*h->rules));
+	for (i = 0, it = v[4]->data.sequence.items.start; it < v[4]->data.sequence.items.top; it++, i++) {
+		yaml_node_t *item = policy_ld_node(l, *it);
+
+		if (item == NULL)
+			return policy_ld_error(l, v[4], "bad rule in %s.rules", where);
+		ret = parse_rule(l, item, where, h->key, i, &h->rules[i]);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int
+policy_hosts_parse(struct policy_ld *l, yaml_node_t *hosts, struct policy *p)
+{
+	yaml_node_pair_t *pair;
+	size_t n;
+
+	if (hosts->type != YAML_MAPPING_NODE)
+		return policy_ld_error(l, hosts, "expected a map of hosts");
+	n = (size_t)(hosts->data.mapping.pairs.top - hosts->data.mapping.pairs.start);
+	if (n > UINT32_MAX / 4)
+		return policy_ld_error(l, hosts, "too many hosts");
+	if (n == 0)
+		return 0;
+	p->hosts = xcalloc(n, sizeof(*p->hosts));
+	for (pair = hosts->data.mapping.pairs.start; pair < hosts->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = policy_ld_node(l, pair->key), *v = policy_ld_node(l, pair->value);
+		struct policy_host *h = &p->hosts[p->nhosts++];
+
+		if (k == NULL || v == NULL)
+			return policy_ld_error(l, hosts, "bad entry in hosts");
+		if (parse_host(l, k, v, h) != 0)
+			return SLUICE_EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * proxy/audit.c - the audit log: one JSON line per request and per refused
+ * connection, appended with O_APPEND and one write(2) per line.
+ *
+ * Every string goes through the JSON writer, which escapes all bytes a peer
+ * could use to end a line or forge a field.  No header values are recorded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/json.h"
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+
+#define AUDIT_LINE_MAX 8192   /* a record longer than this is written with its path truncated */
+
+struct audit {
+	int fd;
+	pthread_mutex_t mu;
+};
+
+struct audit *
+audit_open(const char *path, const char **err)
+{
+	struct audit *a = xcalloc(1, sizeof(*a));
+
+	a->fd = -1;
+	pthread_mutex_init(&a->mu, NULL);
+	if (path == NULL)
+		return a;
+	a->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (a->fd == -1) {
+		*err = "cannot open the audit file";
+		pthread_mutex_destroy(&a->mu);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+static void
+rfc3339_ms(char *out, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+}
+
+static long
+format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
+{
+	struct jbuf jb;
+	char now[40];
+
+	rfc3339_ms(now, sizeof(now));
+	jb_init(&jb, buf, cap);
+	jb_str(&jb, "time", now);
+	jb_str(&jb, "type", r->type);
+	jb_str(&jb, "sandbox", r->sandbox);
+	jb_str(&jb, "client", r->client);
+	jb_str(&jb, "dest", r->dest);
+	jb_str(&jb, "sni", r->sni);
+	jb_str(&jb, "host", r->host);
+	jb_str(&jb, "method", r->method);
+	if (r->path != NULL)
+		jb_strn(&jb, "path", r->path, strnlen(r->path, path_max));
+	jb_str(&jb, "http_version", r->http_version);
+	jb_str(&jb, "verdict", r->verdict);
+	jb_str(&jb, "rule", r->rule);
+	jb_str(&jb, "reason", r->reason);
+	if (r->status >= 0)
+		jb_int(&jb, "status", r->status);
+	if (r->bytes_up >= 0)
+		jb_int(&jb, "bytes_up", r->bytes_up);
+	if (r->bytes_down >= 0)
+		jb_int(&jb, "bytes_down", r->bytes_down);
+	if (r->duration_ms >= 0)
+		jb_int(&jb, "duration_ms", r->duration_ms);
+	if (r->upstream_tls >= 0)
+		jb_bool(&jb, "upstream_tls", r->upstream_tls);
+	jb_int(&jb, "conn", (int64_t)r->conn_id);
+	return jb_finish(&jb, 1);
+}
+
+void
+audit_write(struct audit *a, const struct audit_rec *r)
+{
+	char buf[AUDIT_LINE_MAX];
+	long n;
+	ssize_t w;
+
+	if (a == NULL || a->fd == -1)
+		return;
+	n = format(r, buf, sizeof(buf), (size_t)-1);
+	if (n < 0)  /* only the path is unbounded: cut it and say so by its length */
+		n = format(r, buf, sizeof(buf), 2048);
+	if (n < 0)
+		return;
+	pthread_mutex_lock(&a->mu);
+	w = write(a->fd, buf, (size_t)n);
+	pthread_mutex_unlock(&a->mu);
+	if (w != n)
+		log_warn("audit: short write (%zd of %ld bytes)", w, n);
+}
+
+void
+audit_close(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->fd != -1)
+		close(a->fd);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}

@@ -1,0 +1,460 @@
+/*
+ * proxy/gateway.c - the gateway process: listeners, privileges, workers,
+ * signals (SIGTERM drains, SIGHUP reloads) and the admin socket.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_int.h"
+
+static unsigned
+client_bucket(const uint8_t a[16])
+{
+	unsigned h = 2166136261u, i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ a[i]) * 16777619u;
+	return h % PROXY_CLIENT_SLOTS;
+}
+
+static void
+client_key(const struct sockaddr *sa, uint8_t a[16])
+{
+	memset(a, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		a[10] = a[11] = 0xff;
+		memcpy(a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		memcpy(a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+}
+
+int
+gateway_client_take(struct gateway *gw, const struct sockaddr *sa)
+{
+	uint8_t a[16];
+	struct client_slot *s;
+	unsigned b;
+	int ret = 0;
+
+	client_key(sa, a);
+	b = client_bucket(a);
+	pthread_mutex_lock(&gw->clients_mu);
+	for (s = gw->clients[b]; s != NULL && memcmp(s->addr, a, 16) != 0; s = s->next)
+		;
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		memcpy(s->addr, a, 16);
+		s->next = gw->clients[b];
+		gw->clients[b] = s;
+	}
+	if (s->count >= gw->cfg->limits.conns_per_client)
+		ret = -1;
+	else
+		s->count++;
+	pthread_mutex_unlock(&gw->clients_mu);
+	return ret;
+}
+
+void
+gateway_client_put(struct gateway *gw, const struct sockaddr *sa)
+{
+	uint8_t a[16];
+	struct client_slot *s, **pp;
+	unsigned b;
+
+	client_key(sa, a);
+	b = client_bucket(a);
+	pthread_mutex_lock(&gw->clients_mu);
+	for (pp = &gw->clients[b]; (s = *pp) != NULL; pp = &s->next) {
+		if (memcmp(s->addr, a, 16) == 0) {
+			if (--s->count == 0) {
+				*pp = s->next;
+				free(s);
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&gw->clients_mu);
+}
+
+static int
+bind_listener(const struct netaddr_listen *la, const char **err)
+{
+	int fd, one = 1, zero = 0;
+
+	fd = socket(la->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		*err = "socket";
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1 ||
+	    (la->family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) == -1)) {
+		*err = "setsockopt";
+		close(fd);
+		return -1;
+	}
+	if (bind(fd, (const struct sockaddr *)&la->ss, la->sslen) == -1) {
+		*err = "cannot bind a listener (address in use, or not allowed?)";
+		close(fd);
+		return -1;
+	}
+	if (listen(fd, 1024) == -1) {
+		*err = "listen";
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+bind_admin(const char *path, const char **err)
+{
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(un.sun_path)) {
+		*err = "admin socket path too long";
+		return -1;
+	}
+	memcpy(un.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);  /* a stale socket from a previous run */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		*err = "admin socket";
+		return -1;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&un, sizeof(un)) == -1) {
+		umask(old);
+		*err = "cannot bind the admin socket";
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	chmod(path, 0600);
+	if (listen(fd, 16) == -1) {
+		*err = "admin listen";
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in, unsigned inlen,
+            void *arg)
+{
+	static const unsigned char h11[] = "\x08http/1.1";
+
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto((unsigned char **)out, outlen, h11, sizeof(h11) - 1, in, inlen) !=
+	    OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static SSL_CTX *
+server_ctx_create(const char **err)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (ctx == NULL) {
+		*err = "cannot create the client-facing TLS context";
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+	SSL_CTX_sess_set_cache_size(ctx, 20000);
+	return ctx;
+}
+
+struct gateway *
+gateway_create(const char *config_path, const struct policy_config *cfg, struct policy *pol, struct ca *ca,
+               const char **err)
+{
+	struct gateway *gw = xcalloc(1, sizeof(*gw));
+	long ncpu;
+	unsigned i;
+
+	gw->config_path = config_path;
+	gw->cfg = cfg;
+	gw->ca = ca;
+	gw->pol = pol;
+	gw->admin_fd = -1;
+	pthread_mutex_init(&gw->clients_mu, NULL);
+	for (i = 0; i < PROXY_MAX_WORKERS; i++)
+		gw->fd_transparent[i] = gw->fd_proxy[i] = -1;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	gw->nworkers = cfg->workers ? cfg->workers : (ncpu > 0 ? (unsigned)ncpu : 1);
+	if (gw->nworkers > PROXY_MAX_WORKERS)
+		gw->nworkers = PROXY_MAX_WORKERS;
+	if (cfg->listen_transparent == NULL && cfg->listen_proxy == NULL) {
+		*err = "no listener: set listen.transparent and/or listen.proxy";
+		goto fail;
+	}
+	if (cfg->listen_transparent != NULL && netaddr_listen_parse(cfg->listen_transparent, &gw->la_transparent) != 0) {
+		*err = "listen.transparent is not an address";
+		goto fail;
+	}
+	if (cfg->listen_proxy != NULL && netaddr_listen_parse(cfg->listen_proxy, &gw->la_proxy) != 0) {
+		*err = "listen.proxy is not an address";
+		goto fail;
+	}
+	for (i = 0; i < gw->nworkers; i++) {
+		if (cfg->listen_transparent != NULL &&
+		    (gw->fd_transparent[i] = bind_listener(&gw->la_transparent, err)) == -1)
+			goto fail;
+		if (cfg->listen_proxy != NULL && (gw->fd_proxy[i] = bind_listener(&gw->la_proxy, err)) == -1)
+			goto fail;
+	}
+	if (cfg->listen_admin != NULL) {
+		struct netaddr_listen la;
+		if (netaddr_listen_parse(cfg->listen_admin, &la) != 0 || la.family != AF_UNIX) {
+			*err = "listen.admin must be unix:/path";
+			goto fail;
+		}
+		if ((gw->admin_fd = bind_admin(la.path, err)) == -1)
+			goto fail;
+	}
+	gw->audit = audit_open(cfg->audit_file, err);
+	if (gw->audit == NULL)
+		goto fail;
+	if (cfg->audit_file == NULL)
+		log_warnx("no audit.file configured: requests are not audited");
+	if ((gw->srv_ctx = server_ctx_create(err)) == NULL || (gw->up_ctx = upstream_ctx_create(cfg, err)) == NULL)
+		goto fail;
+	return gw;
+fail:
+	gateway_destroy(gw);
+	return NULL;
+}
+
+int
+gateway_drop_privileges(struct gateway *gw, const char *user, const char **err)
+{
+	struct passwd *pw;
+
+	(void)gw;
+	if (user == NULL || strcmp(user, "root") == 0) {
+		log_warnx("running as root (user: root): the gateway keeps every privilege");
+	} else {
+		pw = getpwnam(user);
+		if (pw == NULL) {
+			*err = "unknown user";
+			return SLUICE_ENOENT;
+		}
+		if (setgroups(1, &pw->pw_gid) == -1 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
+			*err = "cannot switch user";
+			return SLUICE_EIO;
+		}
+		if (setuid(0) != -1) {
+			*err = "could regain root after dropping privileges";
+			return SLUICE_EIO;
+		}
+	}
+	/* no core dumps, and no ptrace or /proc/PID/mem from other processes of this user */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+		*err = "prctl(PR_SET_DUMPABLE)";
+		return SLUICE_EIO;
+	}
+	return 0;
+}
+
+static void
+reload(struct gateway *gw)
+{
+	struct policy *pol = NULL;
+	char errbuf[512];
+	unsigned i;
+
+	if (policy_load_file(gw->config_path, NULL, &pol, errbuf, sizeof(errbuf)) != 0) {
+		log_warnx("reload failed, keeping the previous policy: %s", errbuf);
+		return;
+	}
+	for (i = 0; i < gw->nworkers; i++)
+		worker_post(&gw->workers[i], policy_ref(pol), 0);
+	policy_unref(gw->pol);
+	gw->pol = pol;
+	log_info("reloaded the policy from %s (listeners, limits and upstream settings need a restart)",
+	         gw->config_path);
+}
+
+static void
+drain_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *gw = arg;
+	unsigned i;
+
+	(void)fd;
+	(void)what;
+	log_warnx("drain time (limits.drain) is over: closing the remaining connections");
+	for (i = 0; i < gw->nworkers; i++)
+		worker_stop(&gw->workers[i]);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct gateway *gw = arg;
+	unsigned i;
+	unsigned ms = gw->cfg->limits.drain_ms;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		reload(gw);
+		return;
+	}
+	if (gw->stopping)
+		return;
+	gw->stopping = 1;
+	log_info("signal %d: draining open requests (up to %u ms)", (int)sig, ms);
+	for (i = 0; i < gw->nworkers; i++)
+		worker_post(&gw->workers[i], NULL, 1);
+	event_base_once(gw->base, -1, EV_TIMEOUT, drain_deadline, gw, &(struct timeval){ms / 1000, (ms % 1000) * 1000});
+}
+
+static void
+worker_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *gw = arg;
+	unsigned i, done = 0;
+
+	(void)fd;
+	(void)what;
+	/* activations from several threads may coalesce: count the flags */
+	for (i = 0; i < gw->nstarted; i++)
+		if (atomic_load(&gw->workers[i].finished))
+			done++;
+	if (done == gw->nstarted)
+		event_base_loopexit(gw->base, NULL);
+}
+
+static void
+admin_health(struct evhttp_request *req, void *arg)
+{
+	struct gateway *gw = arg;
+	struct evbuffer *b = evbuffer_new();
+	unsigned long minted = 0, hits = 0;
+
+	ca_stats(gw->ca, &minted, &hits);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+	evbuffer_add_printf(b,
+	                    "{\"status\":\"%s\",\"workers\":%u,\"connections\":%lu,\"requests\":%lu,\"denied\":%lu,"
+	                    "\"leaf_cache\":%zu,\"leaf_cache_capacity\":%zu,\"leaves_minted\":%lu}\n",
+	                    gw->stopping ? "draining" : "ok", gw->nworkers, atomic_load(&gw->nconns),
+	                    atomic_load(&gw->nrequests), atomic_load(&gw->ndenied), ca_cache_count(gw->ca),
+	                    ca_cache_capacity(gw->ca), minted);
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+int
+gateway_run(struct gateway *gw)
+{
+	struct event *sigs[4];
+	static const int signums[4] = {SIGTERM, SIGINT, SIGHUP, 0};
+	unsigned i, started = 0;
+	int ret = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	gw->base = event_base_new();
+	if (gw->base == NULL)
+		return SLUICE_EIO;
+	gw->done_ev = event_new(gw->base, -1, 0, worker_done_cb, gw);
+	for (i = 0; signums[i] != 0; i++) {
+		sigs[i] = evsignal_new(gw->base, signums[i], signal_cb, gw);
+		event_add(sigs[i], NULL);
+	}
+	if (gw->admin_fd != -1) {
+		gw->admin = evhttp_new(gw->base);
+		evhttp_set_cb(gw->admin, "/health", admin_health, gw);
+		evhttp_set_allowed_methods(gw->admin, EVHTTP_REQ_GET);
+		if (evhttp_accept_socket(gw->admin, gw->admin_fd) != 0)
+			log_warnx("cannot serve the admin socket");
+	}
+	for (i = 0; i < gw->nworkers; i++) {
+		gw->workers[i].idx = i;
+		gw->workers[i].gw = gw;
+		if (worker_start(&gw->workers[i]) != 0) {
+			log_warnx("cannot start worker %u", i);
+			ret = SLUICE_EIO;
+			break;
+		}
+		started++;
+	}
+	gw->nstarted = started;
+	if (ret == 0) {
+		log_info("serving with %u workers", gw->nworkers);
+		event_base_dispatch(gw->base);  /* until every worker has finished */
+	} else {
+		for (i = 0; i < started; i++)
+			worker_post(&gw->workers[i], NULL, 1);
+		for (i = 0; i < started; i++)
+			worker_stop(&gw->workers[i]);
+	}
+	for (i = 0; i < started; i++)
+		worker_join(&gw->workers[i]);
+	for (i = 0; signums[i] != 0; i++)
+		event_free(sigs[i]);
+	log_info("stopped");
+	return ret;
+}
+
+void
+gateway_destroy(struct gateway *gw)
+{
+	struct client_slot *s;
+	unsigned i;
+
+	if (gw == NULL)
+		return;
+	for (i = 0; i < PROXY_MAX_WORKERS; i++) {
+		if (gw->fd_transparent[i] != -1)
+			close(gw->fd_transparent[i]);
+		if (gw->fd_proxy[i] != -1)
+			close(gw->fd_proxy[i]);
+	}
+	if (gw->admin != NULL)
+		evhttp_free(gw->admin);
+	else if (gw->admin_fd != -1)
+		close(gw->admin_fd);
+	if (gw->done_ev != NULL)
+		event_free(gw->done_ev);
+	if (gw->base != NULL)
+		event_base_free(gw->base);
+	audit_close(gw->audit);
+	SSL_CTX_free(gw->srv_ctx);
+	SSL_CTX_free(gw->up_ctx);
+	policy_unref(gw->pol);
+	for (i = 0; i < PROXY_CLIENT_SLOTS; i++)
+		while ((s = gw->clients[i]) != NULL) {
+			gw->clients[i] = s->next;
+			free(s);
+		}
+	pthread_mutex_destroy(&gw->clients_mu);
+	free(gw);
+}

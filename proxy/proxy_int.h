@@ -1,0 +1,339 @@
+/*
+ * proxy/proxy_int.h - private types of the proxy module.
+ *
+ * Threads: the gateway's main thread owns signals, reload and the admin
+ * socket; each worker thread owns one event loop and everything reachable
+ * from its connections.  What workers share is named here: the gateway
+ * (read-only after start), the leaf cache (ca/, sharded locks), the audit
+ * writer (one short lock per line) and the per-client connection counts
+ * (one short lock per accept/close).
+ */
+#ifndef SLUICE_PROXY_INT_H
+#define SLUICE_PROXY_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <openssl/ssl.h>
+
+#include "common/host.h"
+#include "common/netaddr.h"
+#include "policy/policy.h"
+#include "ca/ca.h"
+#include "proxy/h1_parse.h"
+#include "proxy/tls_hello.h"
+
+#define PROXY_MAX_WORKERS 64
+#define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
+#define PROXY_POOL_MAX 64              /* idle upstream connections per worker */
+#define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream is closed after this */
+#define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
+#define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
+
+struct gateway;
+struct worker;
+struct conn;
+struct upstream;
+struct audit;
+
+/* ---- audit.c ---- */
+
+/* One audit record; NULL strings and negative numbers are omitted. */
+struct audit_rec {
+	const char *type;         /* "request" or "connection" */
+	const char *sandbox;
+	const char *client;
+	const char *dest;
+	const char *sni;
+	const char *host;
+	const char *method;
+	const char *path;
+	const char *http_version;
+	const char *verdict;      /* "allow" / "deny" */
+	const char *rule;
+	const char *reason;
+	int status;               /* -1: none */
+	int64_t bytes_up;
+	int64_t bytes_down;
+	int64_t duration_ms;
+	int upstream_tls;         /* -1: not applicable */
+	uint64_t conn_id;
+};
+
+/* Opens <path> for appending (O_APPEND|O_CREAT, 0640). NULL path: records are dropped. */
+struct audit *audit_open(const char *path, const char **err);
+/* Formats <rec> as one JSON line and appends it with one write(2). Thread-safe. */
+void audit_write(struct audit *a, const struct audit_rec *rec);
+void audit_close(struct audit *a);
+
+/* ---- respond.c: answers the gateway writes itself ---- */
+
+/*
+ * Queues a complete response with a JSON body on <out>:
+ *   {"error":<error>,"host":<host>,"rule":<rule>,"reason":<reason>}
+ * with Content-Type application/json, Content-Length, and Connection: close
+ * when <close>.  NULL fields are omitted.
+ */
+void respond_json(struct evbuffer *out, int status, const char *error, const char *host,
+                  const char *rule, const char *reason, int close);
+const char *respond_status_text(int status);
+
+/* ---- upstream.c ---- */
+
+enum upstream_state {
+	UP_S_RESOLVING = 1,
+	UP_S_CONNECTING = 2,
+	UP_S_READY = 3,
+	UP_S_POOLED = 4,
+	UP_S_FAILED = 5,
+};
+
+/* Called once when a dial finishes: <err> NULL on success, else a static reason. */
+typedef void (*upstream_cb)(struct upstream *up, const char *err, int status, void *arg);
+
+struct upstream {
+	struct worker *w;
+	enum upstream_state state;
+	struct bufferevent *bev;
+	SSL *ssl;                        /* owned by bev when tls */
+	int tls;
+	int allow_private;
+	char host[HOST_BUF];
+	unsigned port;
+	char addr_str[64];               /* the address dialled, for logs */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct evdns_getaddrinfo_request *dnsreq;
+	upstream_cb cb;
+	void *cb_arg;
+	int in_dial;                     /* inside upstream_dial: report by state, not by callback */
+	int reused;                      /* came from the pool */
+	struct event *timer;             /* connect timeout, or idle timeout while pooled */
+	char errbuf[512];                /* detail of a failure (verification error text) */
+	TAILQ_ENTRY(upstream) pool_link;
+};
+TAILQ_HEAD(upstream_list, upstream);
+
+/*
+ * Dials <host>:<port> (TLS when <tls>): an idle pooled connection to the same
+ * host/port/tls if the worker has one, else resolve (upstream.resolve
+ * overrides first), refuse special addresses unless <allow_private>, connect,
+ * verify.  Returns the upstream, already UP_S_READY (pooled) or UP_S_FAILED
+ * (errbuf says why) when that is known at once; otherwise <cb> reports the
+ * outcome later, exactly once.  The caller owns the upstream: upstream_release
+ * or upstream_free.  While owned, the upstream's read/write/event activity is
+ * reported through <cb> with <err> NULL and status 0 is never repeated: see
+ * upstream_set_owner.
+ */
+struct upstream *upstream_dial(struct worker *w, const char *host, unsigned port, int tls,
+                               int allow_private, upstream_cb cb, void *arg);
+/* Callbacks for an owned, READY upstream: <readcb>/<writecb> on data and drain, <eventcb> on EOF/error/timeout. */
+void upstream_set_owner(struct upstream *up, bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                        bufferevent_event_cb eventcb, void *arg);
+/* Gives a READY, idle, reusable upstream back to the worker's pool (or frees it). */
+void upstream_release(struct upstream *up);
+/* Closes and frees (safe from inside the upstream's own callbacks). */
+void upstream_free(struct upstream *up);
+/* Worker-level pool teardown. */
+void upstream_pool_clear(struct worker *w);
+SSL_CTX *upstream_ctx_create(const struct policy_config *cfg, const char **err);
+
+/* ---- conn.c / http.c ---- */
+
+enum conn_mode {
+	CONN_MODE_TRANSPARENT = 1,
+	CONN_MODE_EXPLICIT = 2,
+};
+
+enum conn_state {
+	CONN_S_PEEK = 1,        /* reading the proxy head (explicit) or ClientHello (transparent) */
+	CONN_S_TLS_ACCEPT = 2,  /* TLS handshake with the client */
+	CONN_S_REQ_HEAD = 3,    /* waiting for or reading a request head */
+	CONN_S_DIAL = 4,        /* request parsed, upstream being dialled */
+	CONN_S_RELAY = 5,       /* request body up, response down */
+	CONN_S_TUNNEL = 6,      /* bytes both ways (passthrough, WebSocket) */
+	CONN_S_CLOSING = 7,     /* flushing the last answer, then close */
+	CONN_S_DEAD = 8,        /* waiting to be reaped */
+};
+
+enum resp_state {
+	RESP_S_HEAD = 1,
+	RESP_S_BODY = 2,
+	RESP_S_DONE = 3,
+};
+
+/* The request in flight on a connection (one at a time: pipelined requests wait in the input). */
+struct req {
+	int active;
+	char method[40];
+	size_t method_len;
+	char *path;                     /* normalised path, heap, freed at request end */
+	size_t path_len;
+	char *query;                    /* "?..." or NULL, heap */
+	int minor_version;
+	int is_head;
+	int client_keep_alive;
+	int websocket;
+	struct evbuffer *up_head;       /* the head to send upstream, built at parse time */
+	enum h1_framing body;           /* request body framing */
+	uint64_t body_left;
+	struct h1_chunked body_chunk;
+	int body_done;
+	enum resp_state resp;
+	enum h1_framing resp_body;
+	uint64_t resp_left;
+	struct h1_chunked resp_chunk;
+	int resp_chunked_out;           /* re-encode the response body as chunked toward the client */
+	int head_copy_sent;             /* up_head kept for one retry on a stale pooled upstream */
+	int status;
+	int upstream_keep_alive;
+	uint64_t bytes_up;
+	uint64_t bytes_down;
+	struct timespec t0;
+	const char *rule;
+	const char *reason;
+	char rule_buf[512];
+};
+
+struct conn {
+	uint64_t id;
+	struct worker *w;
+	enum conn_mode mode;
+	enum conn_state state;
+	evutil_socket_t fd;
+	struct sockaddr_storage peer;
+	struct sockaddr_storage dest;   /* original destination (transparent) */
+	int has_dest;
+	char peer_str[64];
+	char dest_str[64];
+	struct event *peek_ev;
+	struct event *timer;
+	struct bufferevent *bev;        /* client side, plain or TLS */
+	SSL *ssl;
+	int tls;                        /* client side is TLS */
+	struct policy *pol;             /* the snapshot this connection was judged by */
+	const struct policy_host *entry;
+	char host[HOST_BUF];            /* the judged host ("" until known on plain HTTP) */
+	unsigned port;
+	char sni[256];
+	int judged;                     /* host has a connection verdict */
+	struct upstream *up;
+	int up_tls;
+	unsigned nreq;                  /* requests served on this connection */
+	struct req req;
+	int client_eof;
+	int up_eof;                     /* the upstream closed its side */
+	int up_idle;                    /* c->up is between requests and reusable */
+	int head_started;               /* bytes of the next request head have arrived */
+	int counted;                    /* holds a per-client slot */
+	struct timespec t0;
+	LIST_ENTRY(conn) link;
+};
+LIST_HEAD(conn_list, conn);
+
+void conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const struct sockaddr *sa,
+                 socklen_t salen);
+void conn_close(struct conn *c);
+/* Drives the connection as far as its buffers allow; the one place state advances. */
+void conn_pump(struct conn *c);
+void conn_set_state(struct conn *c, enum conn_state s);
+void conn_arm_timer(struct conn *c, unsigned ms);
+/* Starts serving requests (after TLS or on plain HTTP). */
+void conn_start_requests(struct conn *c);
+/* Ends the connection with an answer (queued, flushed, then closed) and a connection audit line. */
+void conn_refuse(struct conn *c, int status, const char *error, const char *rule, const char *reason);
+
+/* http.c: request and response handling on a connection in REQ_HEAD / DIAL / RELAY / TUNNEL. */
+void http_pump(struct conn *c);
+void http_req_reset(struct conn *c);
+void http_upstream_event(struct conn *c, short what);
+void http_timeout(struct conn *c);
+void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
+
+/* tunnel: bytes both ways until either side closes. */
+void tunnel_pump(struct conn *c);
+
+/* ---- worker.c ---- */
+
+struct worker {
+	unsigned idx;
+	pthread_t thread;
+	struct gateway *gw;
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct evconnlistener *l_transparent;
+	struct evconnlistener *l_proxy;
+	struct policy *pol;              /* current snapshot; only this thread touches it */
+	struct event *mail_ev;
+	pthread_mutex_t mail_mu;
+	struct policy *mail_pol;         /* a new snapshot handed over by the main thread */
+	int mail_drain;
+	SSL_CTX *srv_ctx;                /* client-facing TLS */
+	SSL_CTX *up_ctx;                 /* upstream TLS (verifying) */
+	uint8_t *scratch;                /* peek buffer, this thread only */
+	size_t scratch_cap;
+	struct h1_message *msg;          /* parse scratch, this thread only */
+	struct upstream_list pool;
+	unsigned npool;
+	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
+	struct conn_list conns;
+	unsigned nconns;
+	uint64_t next_id;
+	int draining;
+	struct event *drain_ev;
+	atomic_int finished;             /* set by the thread as its last act */
+};
+
+struct client_slot {
+	uint8_t addr[16];                /* IPv6 or v4-mapped */
+	unsigned count;
+	struct client_slot *next;
+};
+
+struct gateway {
+	const char *config_path;
+	const struct policy_config *cfg;
+	struct ca *ca;
+	struct policy *pol;              /* main thread's current snapshot */
+	struct audit *audit;
+	unsigned nworkers;
+	struct worker workers[PROXY_MAX_WORKERS];
+	int fd_transparent[PROXY_MAX_WORKERS];
+	int fd_proxy[PROXY_MAX_WORKERS];
+	struct netaddr_listen la_transparent;
+	struct netaddr_listen la_proxy;
+	int admin_fd;
+	struct event_base *base;
+	atomic_ulong nconns;
+	atomic_ulong nrequests;
+	atomic_ulong ndenied;
+	pthread_mutex_t clients_mu;
+	struct client_slot *clients[PROXY_CLIENT_SLOTS];
+	SSL_CTX *srv_ctx;
+	SSL_CTX *up_ctx;
+	struct event *done_ev;
+	unsigned nstarted;
+	struct evhttp *admin;
+	int stopping;
+};
+
+/* Takes a per-client connection slot; 0, or -1 when the client is at its limit. */
+int gateway_client_take(struct gateway *gw, const struct sockaddr *sa);
+void gateway_client_put(struct gateway *gw, const struct sockaddr *sa);
+int worker_start(struct worker *w);
+/* Hands <pol> (taken) and/or a drain order to <w>'s thread. Thread-safe. */
+void worker_post(struct worker *w, struct policy *pol, int drain);
+/* Stops <w>'s loop at once (drain deadline). Thread-safe. */
+void worker_stop(struct worker *w);
+void worker_join(struct worker *w);
+
+/* Milliseconds since <t0> (CLOCK_MONOTONIC). */
+int64_t proxy_ms_since(const struct timespec *t0);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * proxy/upstream.c - connections to the real hosts: resolve, refuse special
+ * addresses, connect, verify TLS, and pool idle keep-alive connections per
+ * worker (a pooled connection saves the upstream handshake).
+ *
+ * Security: the gateway resolves the name itself and dials its own answer,
+ * never the address the sandbox dialled.  Loopback, private, link-local,
+ * CGNAT, multicast, unspecified and the IPv6 forms that embed them are refused
+ * unless the host entry says allow_private.  Verification failures are never
+ * downgraded: there is no insecure fallback.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+
+#define SESSION_SLOTS 128
+
+struct up_session {
+	char key[HOST_BUF + 8];
+	SSL_SESSION *sess;
+};
+
+static int up_ex_index = -1;
+static pthread_once_t up_ex_once = PTHREAD_ONCE_INIT;
+
+static void
+ex_index_init(void)
+{
+	up_ex_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+static unsigned
+session_slot(const char *key)
+{
+	unsigned h = 2166136261u;
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h % SESSION_SLOTS;
+}
+
+static void
+session_key(const struct upstream *up, char *key, size_t cap)
+{
+	snprintf(key, cap, "%s:%u", up->host, up->port);
+}
+
+/* OpenSSL hands us each new session (TLS 1.3: after the handshake, in a ticket). */
+static int
+new_session_cb(SSL *ssl, SSL_SESSION *sess)
+{
+	struct upstream *up = SSL_get_ex_data(ssl, up_ex_index);
+	struct up_session *slot;
+	char key[HOST_BUF + 8];
+
+	if (up == NULL || up->w->sessions == NULL)
+		return 0;
+	session_key(up, key, sizeof(key));
+	slot = &up->w->sessions[session_slot(key)];
+	if (slot->sess != NULL)
+		SSL_SESSION_free(slot->sess);
+	memcpy(slot->key, key, sizeof(slot->key));
+	slot->sess = sess;
+	return 1;  /* we keep the reference */
+}
+
+SSL_CTX *
+upstream_ctx_create(const struct policy_config *cfg, const char **err)
+{
+	SSL_CTX *ctx;
+	static const unsigned char alpn[] = "\x08http/1.1";
+
+	pthread_once(&up_ex_once, ex_index_init);
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL) {
+		*err = "cannot create the upstream TLS context";
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (cfg->ca_bundle != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, cfg->ca_bundle, NULL) != 1) {
+			*err = "cannot load upstream.ca_bundle";
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		*err = "cannot load the system trust store";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
+	return ctx;
+}
+
+static void
+finish(struct upstream *up, const char *err, int status)
+{
+	if (up->timer != NULL)
+		evtimer_del(up->timer);
+	if (err != NULL) {
+		up->state = UP_S_FAILED;
+		if (up->errbuf[0] == '\0')
+			snprintf(up->errbuf, sizeof(up->errbuf), "%s", err);
+	} else {
+		up->state = UP_S_READY;
+	}
+	if (up->in_dial || up->cb == NULL)
+		return;
+	up->cb(up, err != NULL ? up->errbuf : NULL, status, up->cb_arg);
+}
+
+static void
+pooled_close(struct upstream *up)
+{
+	TAILQ_REMOVE(&up->w->pool, up, pool_link);
+	up->w->npool--;
+	up->state = UP_S_FAILED;
+	upstream_free(up);
+}
+
+static void
+up_readcb(struct bufferevent *bev, void *arg)
+{
+	struct upstream *up = arg;
+
+	(void)bev;
+	if (up->state == UP_S_POOLED)  /* an idle upstream may not speak: drop it */
+		pooled_close(up);
+}
+
+static void
+up_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream *up = arg;
+	unsigned long e;
+	char ebuf[120];
+	long vr;
+
+	(void)bev;
+	if (up->state == UP_S_POOLED) {
+		pooled_close(up);
+		return;
+	}
+	if (up->state != UP_S_CONNECTING)
+		return;
+	if (what & BEV_EVENT_CONNECTED) {
+		if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
+			snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
+			         X509_verify_cert_error_string(vr));
+			finish(up, up->errbuf, 502);
+			return;
+		}
+		finish(up, NULL, 0);
+		return;
+	}
+	if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
+		         X509_verify_cert_error_string(vr));
+	} else if (up->tls && (e = bufferevent_get_openssl_error(up->bev)) != 0) {
+		ERR_error_string_n(e, ebuf, sizeof(ebuf));
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream TLS handshake failed: %s", ebuf);
+	} else if (EVUTIL_SOCKET_ERROR() != 0 && (what & BEV_EVENT_ERROR)) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
+		         evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	} else {
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream %s closed during the handshake", up->addr_str);
+	}
+	finish(up, up->errbuf, 502);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *up = arg;
+
+	(void)fd;
+	(void)what;
+	if (up->state == UP_S_POOLED) {
+		pooled_close(up);
+		return;
+	}
+	if (up->state == UP_S_RESOLVING && up->dnsreq != NULL) {
+		struct evdns_getaddrinfo_request *r = up->dnsreq;
+		up->dnsreq = NULL;
+		up->state = UP_S_FAILED;  /* the cancel callback sees FAILED and stays quiet */
+		evdns_getaddrinfo_cancel(r);
+	}
+	snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect timed out (limits.upstream_connect)");
+	up->state = UP_S_CONNECTING;  /* so finish() reports */
+	finish(up, up->errbuf, 504);
+}
+
+/* Accepts <sa> as the address to dial, or says why not. */
+static int
+address_ok(struct upstream *up, const struct sockaddr *sa)
+{
+	const char *cls = netaddr_special(sa);
+
+	if (cls != NULL && !up->allow_private) {
+		snprintf(up->errbuf, sizeof(up->errbuf),
+		         "%s resolves to a %s address; the host entry does not say allow_private", up->host, cls);
+		return 0;
+	}
+	return 1;
+}
+
+static void
+set_addr(struct upstream *up, const struct sockaddr *sa, socklen_t len)
+{
+	memcpy(&up->addr, sa, len);
+	up->addrlen = len;
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)&up->addr)->sin_port = htons((uint16_t)up->port);
+	else
+		((struct sockaddr_in6 *)&up->addr)->sin6_port = htons((uint16_t)up->port);
+	netaddr_format((struct sockaddr *)&up->addr, 1, up->addr_str, sizeof(up->addr_str));
+}
+
+/* Parses an IP literal into <up>'s address; 1 if it was one. */
+static int
+literal_addr(struct upstream *up, const char *text)
+{
+	struct sockaddr_in s4 = {0};
+	struct sockaddr_in6 s6 = {0};
+
+	if (inet_pton(AF_INET, text, &s4.sin_addr) == 1) {
+		s4.sin_family = AF_INET;
+		set_addr(up, (struct sockaddr *)&s4, sizeof(s4));
+		return 1;
+	}
+	if (inet_pton(AF_INET6, text, &s6.sin6_addr) == 1) {
+		s6.sin6_family = AF_INET6;
+		set_addr(up, (struct sockaddr *)&s6, sizeof(s6));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+start_connect(struct upstream *up)
+{
+	struct worker *w = up->w;
+	struct up_session *slot;
+	char key[HOST_BUF + 8];
+	struct in6_addr tmp;
+	int is_ip;
+
+	if (!address_ok(up, (struct sockaddr *)&up->addr))
+		return -1;
+	if (up->tls) {
+		up->ssl = SSL_new(w->up_ctx);
+		if (up->ssl == NULL) {
+			snprintf(up->errbuf, sizeof(up->errbuf), "cannot create an upstream TLS session");
+			return -1;
+		}
+		SSL_set_ex_data(up->ssl, up_ex_index, up);
+		is_ip = inet_pton(AF_INET, up->host, &tmp) == 1 || inet_pton(AF_INET6, up->host, &tmp) == 1;
+		if (is_ip) {
+			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(up->ssl), up->host);
+		} else {
+			SSL_set_tlsext_host_name(up->ssl, up->host);
+			SSL_set1_host(up->ssl, up->host);
+		}
+		session_key(up, key, sizeof(key));
+		slot = &w->sessions[session_slot(key)];
+		if (slot->sess != NULL && strcmp(slot->key, key) == 0)
+			SSL_set_session(up->ssl, slot->sess);
+		up->bev = bufferevent_openssl_socket_new(w->base, -1, up->ssl, BUFFEREVENT_SSL_CONNECTING,
+		                                         BEV_OPT_CLOSE_ON_FREE);
+		if (up->bev == NULL) {
+			SSL_free(up->ssl);
+			up->ssl = NULL;
+		}
+	} else {
+		up->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	}
+	if (up->bev == NULL) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "cannot create an upstream connection");
+		return -1;
+	}
+	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
+	up->state = UP_S_CONNECTING;
+	if (bufferevent_socket_connect(up->bev, (struct sockaddr *)&up->addr, up->addrlen) == -1) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
+		         strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+dns_cb(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct upstream *up = arg;
+	struct evutil_addrinfo *ai;
+	int found = 0;
+
+	up->dnsreq = NULL;
+	if (up->state != UP_S_RESOLVING) {  /* cancelled */
+		if (res != NULL)
+			evutil_freeaddrinfo(res);
+		return;
+	}
+	if (result != 0) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "cannot resolve %s: %s", up->host,
+		         evutil_gai_strerror(result));
+	} else {
+		for (ai = res; ai != NULL && !found; ai = ai->ai_next) {
+			if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+				continue;
+			set_addr(up, ai->ai_addr, (socklen_t)ai->ai_addrlen);
+			found = address_ok(up, ai->ai_addr);
+		}
+		if (!found && up->errbuf[0] == '\0')
+			snprintf(up->errbuf, sizeof(up->errbuf), "%s has no usable address", up->host);
+	}
+	if (res != NULL)
+		evutil_freeaddrinfo(res);
+	if (!found) {
+		up->state = UP_S_CONNECTING;
+		finish(up, up->errbuf, 502);
+		return;
+	}
+	up->errbuf[0] = '\0';
+	if (start_connect(up) == -1) {
+		up->state = UP_S_CONNECTING;
+		finish(up, up->errbuf, 502);
+	}
+}
+
+static struct upstream *
+pool_take(struct worker *w, const char *host, unsigned port, int tls, int allow_private)
+{
+	struct upstream *up;
+
+	TAILQ_FOREACH(up, &w->pool, pool_link) {
+		if (up->port == port && up->tls == tls && up->allow_private == allow_private &&
+		    strcmp(up->host, host) == 0) {
+			TAILQ_REMOVE(&w->pool, up, pool_link);
+			w->npool--;
+			evtimer_del(up->timer);
+			up->state = UP_S_READY;
+			up->reused = 1;
+			return up;
+		}
+	}
+	return NULL;
+}
+
+struct upstream *
+upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int allow_private, upstream_cb cb,
+              void *arg)
+{
+	const struct policy_config *cfg = w->gw->cfg;
+	struct evutil_addrinfo hints;
+	struct upstream *up;
+	const char *override = NULL;
+	size_t i;
+
+	if (w->sessions == NULL)
+		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
+	up = pool_take(w, host, port, tls, allow_private);
+	if (up != NULL) {
+		up->cb = cb;
+		up->cb_arg = arg;
+		return up;
+	}
+	up = xcalloc(1, sizeof(*up));
+	up->w = w;
+	up->tls = tls;
+	up->allow_private = allow_private;
+	up->port = port;
+	snprintf(up->host, sizeof(up->host), "%s", host);
+	up->cb = cb;
+	up->cb_arg = arg;
+	up->timer = evtimer_new(w->base, timer_cb, up);
+	up->in_dial = 1;
+	up->state = UP_S_RESOLVING;
+	struct timeval tv = {cfg->limits.upstream_connect_ms / 1000, (cfg->limits.upstream_connect_ms % 1000) * 1000};
+	evtimer_add(up->timer, &tv);
+	for (i = 0; i < cfg->nresolve; i++)
+		if (strcmp(cfg->resolve[i].name, host) == 0)
+			override = cfg->resolve[i].addr;
+	if (literal_addr(up, override != NULL ? override : host)) {
+		if (start_connect(up) == -1)
+			finish(up, up->errbuf, 502);
+	} else {
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_protocol = IPPROTO_TCP;
+		up->dnsreq = evdns_getaddrinfo(w->dns, host, NULL, &hints, dns_cb, up);
+		if (up->state == UP_S_CONNECTING && up->errbuf[0] != '\0')
+			finish(up, up->errbuf, 502);
+	}
+	up->in_dial = 0;
+	return up;
+}
+
+void
+upstream_set_owner(struct upstream *up, bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                   bufferevent_event_cb eventcb, void *arg)
+{
+	bufferevent_setcb(up->bev, readcb, writecb, eventcb, arg);
+	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
+}
+
+void
+upstream_release(struct upstream *up)
+{
+	struct worker *w = up->w;
+	struct upstream *old;
+
+	if (up->state != UP_S_READY || w->draining || evbuffer_get_length(bufferevent_get_input(up->bev)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_output(up->bev)) > 0) {
+		upstream_free(up);
+		return;
+	}
+	if (w->npool >= PROXY_POOL_MAX) {
+		old = TAILQ_LAST(&w->pool, upstream_list);
+		pooled_close(old);
+	}
+	up->state = UP_S_POOLED;
+	up->cb = NULL;
+	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
+	bufferevent_set_timeouts(up->bev, NULL, NULL);
+	bufferevent_enable(up->bev, EV_READ);
+	TAILQ_INSERT_HEAD(&w->pool, up, pool_link);
+	w->npool++;
+	struct timeval tv = {PROXY_POOL_IDLE_MS / 1000, 0};
+	evtimer_add(up->timer, &tv);
+}
+
+void
+upstream_free(struct upstream *up)
+{
+	if (up == NULL)
+		return;
+	if (up->dnsreq != NULL) {
+		struct evdns_getaddrinfo_request *r = up->dnsreq;
+		up->dnsreq = NULL;
+		up->state = UP_S_FAILED;
+		evdns_getaddrinfo_cancel(r);
+	}
+	if (up->timer != NULL)
+		event_free(up->timer);
+	if (up->bev != NULL) {
+		if (up->ssl != NULL)
+			SSL_set_ex_data(up->ssl, up_ex_index, NULL);
+		bufferevent_free(up->bev);  /* frees the SSL and closes the socket */
+	} else if (up->ssl != NULL) {
+		SSL_free(up->ssl);
+	}
+	free(up);
+}
+
+void
+upstream_pool_clear(struct worker *w)
+{
+	struct upstream *up;
+	unsigned i;
+
+	while ((up = TAILQ_FIRST(&w->pool)) != NULL)
+		pooled_close(up);
+	if (w->sessions != NULL) {
+		for (i = 0; i < SESSION_SLOTS; i++)
+			if (w->sessions[i].sess != NULL)
+				SSL_SESSION_free(w->sessions[i].sess);
+		free(w->sessions);
+		w->sessions = NULL;
+	}
+}

@@ -1,0 +1,198 @@
+/*
+ * proxy/worker.c - one worker thread: its event loop, its listener sockets
+ * (SO_REUSEPORT, so the kernel spreads connections), its policy snapshot and
+ * its upstream pool.  The main thread talks to a worker only through the
+ * mailbox below.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+
+static void
+accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+	(void)l;
+	conn_accept(arg, CONN_MODE_TRANSPARENT, fd, sa, (socklen_t)len);
+}
+
+static void
+accept_proxy(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+	(void)l;
+	conn_accept(arg, CONN_MODE_EXPLICIT, fd, sa, (socklen_t)len);
+}
+
+static void
+accept_error(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	log_warn("accept");  /* EMFILE and friends: the listener keeps going */
+}
+
+static void
+drain_check(struct worker *w)
+{
+	if (w->draining && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+}
+
+static void
+drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c, *next;
+
+	(void)fd;
+	(void)what;
+	/* connections waiting between requests will not get another one */
+	for (c = LIST_FIRST(&w->conns); c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
+		if (c->state == CONN_S_PEEK || c->state == CONN_S_TLS_ACCEPT ||
+		    (c->state == CONN_S_REQ_HEAD && !c->head_started))
+			conn_close(c);
+	}
+	drain_check(w);
+}
+
+static void
+mail_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct policy *pol;
+	int drain;
+
+	(void)fd;
+	(void)what;
+	pthread_mutex_lock(&w->mail_mu);
+	pol = w->mail_pol;
+	w->mail_pol = NULL;
+	drain = w->mail_drain;
+	pthread_mutex_unlock(&w->mail_mu);
+	if (pol != NULL) {
+		policy_unref(w->pol);
+		w->pol = pol;   /* new connections use it; open ones keep theirs */
+	}
+	if (drain && !w->draining) {
+		w->draining = 1;
+		if (w->l_transparent != NULL)
+			evconnlistener_free(w->l_transparent);
+		if (w->l_proxy != NULL)
+			evconnlistener_free(w->l_proxy);
+		w->l_transparent = w->l_proxy = NULL;
+		upstream_pool_clear(w);
+		w->drain_ev = event_new(w->base, -1, EV_PERSIST, drain_tick, w);
+		event_add(w->drain_ev, &(struct timeval){0, 100000});
+		drain_tick(-1, 0, w);
+	}
+}
+
+void
+worker_post(struct worker *w, struct policy *pol, int drain)
+{
+	pthread_mutex_lock(&w->mail_mu);
+	if (pol != NULL) {
+		policy_unref(w->mail_pol);
+		w->mail_pol = pol;
+	}
+	if (drain)
+		w->mail_drain = 1;
+	pthread_mutex_unlock(&w->mail_mu);
+	event_active(w->mail_ev, EV_READ, 0);
+}
+
+void
+worker_stop(struct worker *w)
+{
+	event_base_loopbreak(w->base);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c;
+
+	event_base_dispatch(w->base);
+	while ((c = LIST_FIRST(&w->conns)) != NULL)
+		conn_close(c);
+	upstream_pool_clear(w);
+	/* run the deferred reaps of the connections closed above */
+	event_base_loop(w->base, EVLOOP_NONBLOCK);
+	atomic_store(&w->finished, 1);
+	event_active(w->gw->done_ev, EV_READ, 0);
+	return NULL;
+}
+
+int
+worker_start(struct worker *w)
+{
+	struct gateway *gw = w->gw;
+	const struct policy_limits *lim = &gw->cfg->limits;
+	int i;
+
+	w->base = event_base_new();
+	if (w->base == NULL)
+		return SLUICE_EIO;
+	w->dns = evdns_base_new(w->base, 0);
+	if (w->dns == NULL)
+		return SLUICE_EIO;
+	if (evdns_base_resolv_conf_parse(w->dns, DNS_OPTIONS_ALL, "/etc/resolv.conf") != 0)
+		log_debug("worker %u: no usable /etc/resolv.conf; only upstream.resolve and IP literals work", w->idx);
+	evdns_base_set_option(w->dns, "randomize-case:", "0");
+	w->srv_ctx = gw->srv_ctx;
+	w->up_ctx = gw->up_ctx;
+	w->scratch_cap = (lim->header_bytes > TLS_HELLO_MAX_BYTES ? lim->header_bytes : TLS_HELLO_MAX_BYTES) + 1;
+	w->scratch = xmalloc(w->scratch_cap);
+	w->msg = xcalloc(1, sizeof(*w->msg));
+	TAILQ_INIT(&w->pool);
+	LIST_INIT(&w->conns);
+	pthread_mutex_init(&w->mail_mu, NULL);
+	w->mail_ev = event_new(w->base, -1, 0, mail_cb, w);
+	w->pol = policy_ref(gw->pol);
+	i = (int)w->idx;
+	if (gw->fd_transparent[i] != -1) {
+		w->l_transparent = evconnlistener_new(w->base, accept_transparent, w, LEV_OPT_CLOSE_ON_FREE, 0,
+		                                      gw->fd_transparent[i]);
+		if (w->l_transparent == NULL)
+			return SLUICE_EIO;
+		evconnlistener_set_error_cb(w->l_transparent, accept_error);
+		gw->fd_transparent[i] = -1;  /* the listener owns it now */
+	}
+	if (gw->fd_proxy[i] != -1) {
+		w->l_proxy = evconnlistener_new(w->base, accept_proxy, w, LEV_OPT_CLOSE_ON_FREE, 0, gw->fd_proxy[i]);
+		if (w->l_proxy == NULL)
+			return SLUICE_EIO;
+		evconnlistener_set_error_cb(w->l_proxy, accept_error);
+		gw->fd_proxy[i] = -1;
+	}
+	if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+		return SLUICE_EIO;
+	return 0;
+}
+
+void
+worker_join(struct worker *w)
+{
+	pthread_join(w->thread, NULL);
+	if (w->l_transparent != NULL)
+		evconnlistener_free(w->l_transparent);
+	if (w->l_proxy != NULL)
+		evconnlistener_free(w->l_proxy);
+	event_free(w->mail_ev);
+	if (w->drain_ev != NULL)
+		event_free(w->drain_ev);
+	policy_unref(w->mail_pol);
+	policy_unref(w->pol);
+	evdns_base_free(w->dns, 0);
+	event_base_free(w->base);
+	pthread_mutex_destroy(&w->mail_mu);
+	free(w->scratch);
+	free(w->msg);
+}

@@ -1,0 +1,28 @@
+/*
+ * tests/unit/common/test_common.c - runs every group of the common/ unit
+ * tests: host, netaddr, json, log, mem (each in its own test_<file>.c).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+int test_host_run(void);
+int test_netaddr_run(void);
+int test_json_run(void);
+int test_log_run(void);
+int test_mem_run(void);
+
+int
+main(void)
+{
+	int failed = 0;
+
+	failed += test_host_run();
+	failed += test_netaddr_run();
+	failed += test_json_run();
+	failed += test_log_run();
+	failed += test_mem_run();
+	return failed == 0 ? 0 : 1;
+}
