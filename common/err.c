@@ -28,5 +28,5 @@ sluice_iov_ieq(const char *a, size_t alen, const char *lit)
 {
 	size_t n = strlen(lit);
 
-	return alen == n && strncasecmp(a, lit, n) == 0;
+	return alen == n && (n == 0 || strncasecmp(a, lit, n) == 0);
 }

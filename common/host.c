@@ -182,7 +182,15 @@ host_canon(const char *in, size_t len, char *out, const char **err)
 	uint32_t a4;
 	struct in_addr ia;
 
-	if (len > 0 && in[0] == '[') {
+	if (len == 0) {
+		*err = "empty host name";
+		return -1;
+	}
+	if (memchr(in, '\0', len) != NULL) {
+		*err = "NUL in host name";
+		return -1;
+	}
+	if (in[0] == '[') {
 		if (len < 3 || in[len - 1] != ']') {
 			*err = "unterminated IPv6 literal";
 			return -1;
@@ -250,7 +258,11 @@ host_split_authority(const char *in, size_t len, unsigned default_port, char *ho
 	const char *p = NULL;
 	unsigned long v = 0;
 
-	if (len > 0 && in[0] == '[') {
+	if (len == 0) {
+		*err = "empty authority";
+		return -1;
+	}
+	if (in[0] == '[') {
 		const char *close = memchr(in, ']', len);
 
 		if (close == NULL) {

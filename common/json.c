@@ -114,8 +114,11 @@ jb_finish(struct jbuf *jb, int newline)
 	put(jb, "}", 1);
 	if (newline)
 		put(jb, "\n", 1);
-	if (jb->overflow)
+	if (jb->overflow) {
+		if (jb->cap > 0)
+			jb->buf[0] = '\0';  /* never leave a half-written record readable */
 		return -1;
+	}
 	jb->buf[jb->len] = '\0';
 	return (long)jb->len;
 }

@@ -104,15 +104,20 @@ char *
 log_escape(char *out, size_t cap, const char *in, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t o = 0, i;
+	size_t o = 0, i, total = 0, reserve;
 
 	if (cap == 0)
 		return out;
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
+		total += (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') ? 1 : 4;
+	}
+	reserve = total < cap ? 1 : 4;  /* room for "..." only when truncating */
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
 		size_t need = (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') ? 1 : 4;
 
-		if (o + need + 4 > cap) {
+		if (o + need + reserve > cap) {
 			if (o + 4 <= cap) {
 				memcpy(out + o, "...", 3);
 				o += 3;

@@ -77,15 +77,20 @@ as_v4(const struct sockaddr *sa, uint8_t v4[4])
 int
 netaddr_cidr_match(const struct netaddr_cidr *list, size_t n, const struct sockaddr *sa)
 {
-	uint8_t v4[4];
+	uint8_t v4[4], v6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	int is4 = as_v4(sa, v4);
 	size_t i;
 
+	/* the peer as IPv6: itself, or ::ffff:a.b.c.d for a plain IPv4 peer */
+	if (sa->sa_family == AF_INET6)
+		memcpy(v6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, 16);
+	else if (is4)
+		memcpy(v6 + 12, v4, 4);
 	for (i = 0; i < n; i++) {
 		if (list[i].family == AF_INET && is4 && prefix_eq(list[i].addr, v4, list[i].prefix))
 			return 1;
-		if (list[i].family == AF_INET6 && sa->sa_family == AF_INET6 &&
-		    prefix_eq(list[i].addr, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, list[i].prefix))
+		if (list[i].family == AF_INET6 && (is4 || sa->sa_family == AF_INET6) &&
+		    prefix_eq(list[i].addr, v6, list[i].prefix))
 			return 1;
 	}
 	return 0;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Sluice needs to build, test and run its demo; only those missing.
+# Usage: scripts/deps.sh [build|test]   (test adds what the test suites and fuzzers use)
+set -euo pipefail
+want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev libjansson-dev
+      libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl)
+if [ "${1:-build}" = test ]; then
+  want+=(clang libclang-rt-14-dev git python3-pytest python3-h2 nghttp2-client wrk util-linux procps)
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+fi
+need=()
+for p in "${want[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

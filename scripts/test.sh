@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: unit and integration tests (Release), the same under
+# AddressSanitizer + UndefinedBehaviorSanitizer, a banned-function check, and each libFuzzer target for a short,
+# bounded time.  Run as root from the checkout (integration tests create network namespaces and nft tables).
+# Environment: FUZZ_SECONDS (per fuzzer, default 20), JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+JOBS=${JOBS:-2}
+scripts/deps.sh test
+
+echo "== banned functions"
+if git grep -nE '\b(strcpy|strcat|sprintf|vsprintf|strtok|atoi|atol|gets|strncpy)\s*\(' -- '*.c' '*.h'; then
+  echo "banned functions found (STYLE.md section 5)"; exit 1
+fi
+
+echo "== release build + unit + integration tests"
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/release -j"$JOBS"
+ctest --test-dir build/release --output-on-failure
+
+echo "== ASan + UBSan build + unit + integration tests"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
+cmake --build build/asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure
+
+echo "== fuzzers (${FUZZ_SECONDS}s each)"
+CC=clang cmake -S . -B build/fuzz -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/fuzz -j"$JOBS"
+fuzzed=0
+for f in build/fuzz/tests/fuzz/fuzz_*; do
+  [ -x "$f" ] || continue
+  name=$(basename "$f")
+  corpus=build/fuzz/corpus/$name; mkdir -p "$corpus"
+  seeds=tests/fuzz/corpus/$name
+  [ -d "$seeds" ] || seeds=
+  echo "-- $name"
+  "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 "$corpus" $seeds \
+    >"build/fuzz/$name.log" 2>&1 || { tail -n 40 "build/fuzz/$name.log"; echo "fuzzer $name failed"; exit 1; }
+  fuzzed=$((fuzzed + 1))
+done
+[ "$fuzzed" -gt 0 ] || { echo "no fuzzers were built"; exit 1; }
+echo "fuzz: $fuzzed passed, 0 failed"
+echo "all tests passed"
