@@ -3,8 +3,9 @@
  * leaf entry point.
  *
  * The CA key is only ever written through a file created 0600 (O_EXCL, or
- * truncated and fchmod'ed before a byte is written when forced), and every
- * buffer that held it in PEM form is wiped.
+ * truncated and fchmod'ed before a byte is written when forced, never through
+ * a symlink), and every buffer that held it in PEM form is wiped.  The key and
+ * certificate are built in memory before either file is touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 #include <openssl/bio.h>
 #include <openssl/buffer.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -42,13 +44,14 @@ join_path(char *out, size_t cap, const char *dir, const char *file)
 static void
 ca_common_name(char *out, size_t cap, time_t now)
 {
-	char host[CA_HOSTNAME_MAX + 1], date[16];
+	char host[HOST_NAME_MAX + 1], date[16];
 	struct tm tm;
 	size_t i;
 
 	if (gethostname(host, sizeof(host)) == -1)
 		memcpy(host, "localhost", sizeof("localhost"));
-	host[CA_HOSTNAME_MAX] = '\0';
+	host[HOST_NAME_MAX] = '\0';
+	host[CA_HOSTNAME_MAX] = '\0';  /* keeps the CN within 64 bytes */
 	for (i = 0; host[i] != '\0'; i++) {
 		if (host[i] <= ' ' || host[i] > '~')
 			host[i] = '_';
@@ -110,19 +113,20 @@ fail:
 }
 
 /*
- * Writes <len> bytes to <path>, created with mode 0600 (and re-set to 0600
- * with fchmod before writing, whatever the umask or an old file's mode).
- * Without <force> the file must not exist.  Never follows a symlink.
+ * Writes <len> bytes to <path>, created with <mode> (and re-set to <mode>
+ * with fchmod before the first byte, whatever the umask or an old file's
+ * mode).  Without <force> the file must not exist.  Never follows a symlink.
  */
 static int
-write_file(const char *path, const void *buf, size_t len, int force, const char **err)
+write_file(const char *path, const void *buf, size_t len, mode_t mode, int force,
+           const char **err)
 {
 	const char *p = buf;
 	int fd, flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
 	ssize_t n;
 
 	flags |= force ? O_TRUNC : O_EXCL;
-	fd = open(path, flags, 0600);
+	fd = open(path, flags, mode);
 	if (fd == -1) {
 		if (errno == EEXIST) {
 			*err = "CA file already exists (use --force to replace it)";
@@ -131,7 +135,7 @@ write_file(const char *path, const void *buf, size_t len, int force, const char 
 		*err = "cannot create CA file";
 		return SLUICE_EIO;
 	}
-	if (fchmod(fd, 0600) == -1) {
+	if (fchmod(fd, mode) == -1) {
 		*err = "cannot set CA file mode";
 		goto fail;
 	}
@@ -174,7 +178,7 @@ write_key(const char *path, EVP_PKEY *key, int force, const char **err)
 		ret = SLUICE_ETLS;
 		goto out;
 	}
-	ret = write_file(path, mem->data, mem->length, force, err);
+	ret = write_file(path, mem->data, mem->length, 0600, force, err);
 out:
 	if (mem != NULL && mem->data != NULL)
 		OPENSSL_cleanse(mem->data, mem->max);
@@ -195,7 +199,8 @@ write_cert(const char *path, X509 *cert, int force, const char **err)
 		ret = SLUICE_ETLS;
 		goto out;
 	}
-	ret = write_file(path, mem->data, mem->length, force, err);
+	/* Public: sandboxes and the launcher read it. */
+	ret = write_file(path, mem->data, mem->length, 0644, force, err);
 out:
 	BIO_free(bio);
 	return ret;
@@ -253,6 +258,8 @@ ca_init_dir(const char *dir, int force, const char **err)
 out:
 	X509_free(cert);
 	EVP_PKEY_free(key);
+	if (ret != 0)
+		ERR_clear_error();
 	return ret;
 }
 
@@ -312,6 +319,27 @@ fail:
 	return SLUICE_EIO;
 }
 
+/*
+ * <out> (PATH_MAX bytes) = the absolute path of <dir>/ca.pem.  The directory
+ * is resolved, not ca.pem itself: if ca.pem is a symlink that gets rotated,
+ * sandboxes must keep trusting the name, not the current target.
+ */
+static int
+absolute_cert_path(const char *dir, char *out, const char **err)
+{
+	char absdir[PATH_MAX];
+
+	if (realpath(dir, absdir) == NULL) {
+		*err = "cannot resolve the CA directory";
+		return SLUICE_EIO;
+	}
+	if (join_path(out, PATH_MAX, absdir, CA_CERT_FILE) != 0) {
+		*err = "CA directory path too long";
+		return SLUICE_ETOOBIG;
+	}
+	return 0;
+}
+
 static int
 load_cert(const char *dir, char *abspath, X509 **out, const char **err)
 {
@@ -329,10 +357,8 @@ load_cert(const char *dir, char *abspath, X509 **out, const char **err)
 	if ((ret = read_file(path, &buf, &len, &st, err)) != 0)
 		return ret;
 	ret = SLUICE_EIO;
-	if (abspath != NULL && realpath(path, abspath) == NULL) {
-		*err = "cannot resolve the CA certificate path";
+	if (abspath != NULL && absolute_cert_path(dir, abspath, err) != 0)
 		goto out;
-	}
 	ret = SLUICE_ENOMEM;
 	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
 		*err = "out of memory";
@@ -416,8 +442,10 @@ ca_show(const char *dir, FILE *out, const char **err)
 	int n, ret = SLUICE_ETLS;
 
 	*err = NULL;
-	if ((ret = load_cert(dir, abspath, &cert, err)) != 0)
+	if ((ret = load_cert(dir, abspath, &cert, err)) != 0) {
+		ERR_clear_error();
 		return ret;
+	}
 	ret = SLUICE_ETLS;
 	if (X509_digest(cert, EVP_sha256(), md, &mdlen) != 1) {
 		*err = "cannot compute the CA fingerprint";
@@ -448,6 +476,8 @@ ca_show(const char *dir, FILE *out, const char **err)
 out:
 	BIO_free(bio);
 	X509_free(cert);
+	if (ret != 0)
+		ERR_clear_error();
 	return ret;
 }
 
@@ -469,7 +499,13 @@ ca_load(const char *dir, size_t cache_size, const char **err)
 		*err = "CA key does not match the CA certificate";
 		goto fail;
 	}
-	if (X509_check_ca(ca->cert) < 1) {
+	if (EVP_PKEY_get_base_id(ca->key) != EVP_PKEY_EC &&
+	    EVP_PKEY_get_base_id(ca->key) != EVP_PKEY_RSA) {
+		*err = "CA key must be EC or RSA (leaves are signed with SHA-256)";
+		goto fail;
+	}
+	/* 1: basicConstraints CA:TRUE (and keyCertSign if keyUsage is present). */
+	if (X509_check_ca(ca->cert) != 1) {
 		*err = "ca.pem is not a CA certificate";
 		goto fail;
 	}
@@ -494,6 +530,7 @@ ca_load(const char *dir, size_t cache_size, const char **err)
 	return ca;
 fail:
 	ca_destroy(ca);
+	ERR_clear_error();  /* *err says why; leave no stale queue for SSL_get_error() */
 	return NULL;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <openssl/bn.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
@@ -292,5 +293,7 @@ ca_leaf_mint(void *arg, const char *name, const char **err)
 	x = NULL;
 out:
 	X509_free(x);
+	if (ret == NULL)
+		ERR_clear_error();  /* stale errors would confuse SSL_get_error() */
 	return ret;
 }

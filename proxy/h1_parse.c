@@ -12,39 +12,22 @@
  * bound has passed); the bounds are what keep that wait short.
  */
 #include "proxy/h1_parse.h"
+#include "proxy/h1_int.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #define H1_METHOD_MAX 32                        /* bytes of a request method */
 #define H1_LEADING_EMPTY_LINES_MAX 2            /* CRLFs tolerated before a request line */
 #define H1_CONTENT_LENGTH_MAX (UINT64_C(1) << 53)
-#define H1_CHUNK_SIZE_DIGITS_MAX 16             /* hex digits of a chunk size */
-#define H1_CHUNK_SIZE_MAX (UINT64_C(1) << 62)
-#define H1_CHUNK_LINE_MAX 4096                  /* chunk-size line with extensions and CRLF */
 
-/* line_find results */
-enum {
-	LINE_OK = 1,
-	LINE_MORE = 0,
-	LINE_BAD = -1,   /* bare CR or bare LF */
-	LINE_LONG = -3,  /* no CRLF within the window */
-};
 
-/* h1_chunked.state values; 0 is what h1_chunked_init and zeroing give. */
-enum {
-	CH_SIZE = 0,
-	CH_DATA = 1,
-	CH_DATA_CRLF = 2,
-	CH_TRAILER = 3,
-	CH_DONE = 4,
-	CH_ERROR = 5,
-};
 
 /* ---- character classes and small helpers ---- */
 
-static int
-is_tchar(unsigned char c)
+int
+h1_is_tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
 		return 1;
@@ -52,14 +35,14 @@ is_tchar(unsigned char c)
 }
 
 /* field-vchar / SP / HTAB: VCHAR and obs-text, no controls and no DEL. */
-static int
-is_field_byte(unsigned char c)
+int
+h1_is_field_byte(unsigned char c)
 {
 	return c == '\t' || c == ' ' || (c >= 0x21 && c != 0x7f);
 }
 
-static int
-is_ows(char c)
+int
+h1_is_ows(char c)
 {
 	return c == ' ' || c == '\t';
 }
@@ -70,8 +53,8 @@ is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int
-hex_value(char c)
+int
+h1_hex_value(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -120,8 +103,8 @@ min_size(size_t a, size_t b)
  * Returns LINE_OK with *<line_len> (content, without CRLF), LINE_MORE, LINE_BAD
  * for a bare CR or LF, or LINE_LONG when <window> bytes hold no line end.
  */
-static int
-line_find(const char *p, size_t avail, size_t window, size_t *line_len)
+int
+h1_line_find(const char *p, size_t avail, size_t window, size_t *line_len)
 {
 	size_t i, n = min_size(avail, window);
 
@@ -144,23 +127,23 @@ line_find(const char *p, size_t avail, size_t window, size_t *line_len)
  * Parses one field line (no CRLF): name ":" OWS value OWS.  Returns 0 and fills
  * <h>, or -1 with *<err>.
  */
-static int
-field_parse(const char *l, size_t n, struct h1_header *h, const char **err)
+int
+h1_field_parse(const char *l, size_t n, struct h1_header *h, const char **err)
 {
 	size_t i = 0, v, e;
 
-	if (n > 0 && is_ows(l[0])) {
+	if (n > 0 && h1_is_ows(l[0])) {
 		*err = "obsolete line folding";
 		return -1;
 	}
-	while (i < n && is_tchar((unsigned char)l[i]))
+	while (i < n && h1_is_tchar((unsigned char)l[i]))
 		i++;
 	if (i == n) {
 		*err = "header line without colon";
 		return -1;
 	}
 	if (l[i] != ':') {
-		*err = is_ows(l[i]) ? "whitespace before colon" : "bad byte in header name";
+		*err = h1_is_ows(l[i]) ? "whitespace before colon" : "bad byte in header name";
 		return -1;
 	}
 	if (i == 0) {
@@ -169,12 +152,12 @@ field_parse(const char *l, size_t n, struct h1_header *h, const char **err)
 	}
 	h->name = l;
 	h->name_len = i;
-	for (v = i + 1; v < n && is_ows(l[v]); v++)
+	for (v = i + 1; v < n && h1_is_ows(l[v]); v++)
 		;
-	for (e = n; e > v && is_ows(l[e - 1]); e--)
+	for (e = n; e > v && h1_is_ows(l[e - 1]); e--)
 		;
 	for (i = v; i < e; i++) {
-		if (!is_field_byte((unsigned char)l[i])) {
+		if (!h1_is_field_byte((unsigned char)l[i])) {
 			*err = "bad byte in header value";
 			return -1;
 		}
@@ -194,12 +177,12 @@ list_has(const char *v, size_t n, const char *tok, size_t tlen)
 	size_t i = 0, s, e;
 
 	while (i < n) {
-		while (i < n && (is_ows(v[i]) || v[i] == ','))
+		while (i < n && (h1_is_ows(v[i]) || v[i] == ','))
 			i++;
 		s = i;
 		while (i < n && v[i] != ',')
 			i++;
-		for (e = i; e > s && is_ows(v[e - 1]); e--)
+		for (e = i; e > s && h1_is_ows(v[e - 1]); e--)
 			;
 		if (e > s && e - s == tlen && ieq_n(v + s, tok, tlen))
 			return 1;
@@ -241,14 +224,8 @@ version_parse(const char *v, size_t n)
 static void
 message_reset(struct h1_message *msg)
 {
-	msg->method = NULL;
-	msg->method_len = 0;
-	msg->target = NULL;
-	msg->target_len = 0;
-	msg->status = 0;
-	msg->reason = NULL;
-	msg->reason_len = 0;
-	msg->minor_version = 0;
+	/* everything but the header array, which nheaders bounds */
+	memset(msg, 0, offsetof(struct h1_message, headers));
 	msg->nheaders = 0;
 	msg->framing = H1_BODY_NONE;
 	msg->content_length = 0;
@@ -272,7 +249,7 @@ fields_parse(const char *buf, size_t end, size_t off, size_t max_headers,
 	int r;
 
 	for (;;) {
-		r = line_find(buf + off, end - off, SIZE_MAX, &n);
+		r = h1_line_find(buf + off, end - off, SIZE_MAX, &n);
 		if (r == LINE_MORE)
 			return -2;
 		if (r != LINE_OK) {
@@ -287,7 +264,7 @@ fields_parse(const char *buf, size_t end, size_t off, size_t max_headers,
 			*status = 431;
 			return -1;
 		}
-		if (field_parse(buf + off, n, &msg->headers[msg->nheaders], err) != 0) {
+		if (h1_field_parse(buf + off, n, &msg->headers[msg->nheaders], err) != 0) {
 			*status = 400;
 			return -1;
 		}
@@ -397,7 +374,7 @@ request_line_parse(const char *l, size_t n, struct h1_message *msg, const char *
 	int v;
 
 	*status = 400;
-	while (i < n && is_tchar((unsigned char)l[i]))
+	while (i < n && h1_is_tchar((unsigned char)l[i]))
 		i++;
 	if (i == 0 || i == n || l[i] != ' ') {
 		*err = "bad method";
@@ -459,7 +436,7 @@ h1_parse_request(const char *buf, size_t len, const struct h1_limits *lim,
 		}
 		off += 2;
 	}
-	r = line_find(buf + off, end - off, window, &n);
+	r = h1_line_find(buf + off, end - off, window, &n);
 	if (r == LINE_MORE)
 		goto more;
 	if (r == LINE_LONG) {
@@ -555,7 +532,7 @@ status_line_parse(const char *l, size_t n, struct h1_message *msg, const char **
 		return -1;
 	}
 	for (i = 13; i < n; i++) {
-		if (!is_field_byte((unsigned char)l[i])) {
+		if (!h1_is_field_byte((unsigned char)l[i])) {
 			*err = "bad byte in reason phrase";
 			return -1;
 		}
@@ -579,7 +556,7 @@ h1_parse_response(const char *buf, size_t len, const struct h1_limits *lim,
 
 	message_reset(msg);
 	*err = NULL;
-	r = line_find(buf, end, window, &n);
+	r = h1_line_find(buf, end, window, &n);
 	if (r == LINE_MORE)
 		goto more;
 	if (r != LINE_OK) {
@@ -666,240 +643,4 @@ h1_connection_lists(const struct h1_message *msg, const char *name, size_t len)
 			return 1;
 	}
 	return 0;
-}
-
-/* ---- chunked transfer coding (RFC 9112 7.1) ---- */
-
-void
-h1_chunked_init(struct h1_chunked *c, size_t max_trailer_bytes)
-{
-	c->state = CH_SIZE;
-	c->remaining = 0;
-	c->max_trailer_bytes = max_trailer_bytes;
-}
-
-static size_t
-ows_skip(const char *l, size_t n, size_t i)
-{
-	while (i < n && is_ows(l[i]))
-		i++;
-	return i;
-}
-
-/*
- * chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ).
- * Returns 0 if <l>/<n> is exactly that, else -1.
- */
-static int
-chunk_ext_check(const char *l, size_t n)
-{
-	size_t i = 0, s, j;
-	unsigned char c;
-
-	while (i < n) {
-		i = ows_skip(l, n, i);
-		if (i == n || l[i] != ';')
-			return -1;
-		i = ows_skip(l, n, i + 1);
-		for (s = i; i < n && is_tchar((unsigned char)l[i]); i++)
-			;
-		if (i == s)
-			return -1;
-		j = ows_skip(l, n, i);
-		if (j == n || l[j] != '=')
-			continue;   /* a following ";" or the end; trailing BWS is refused above */
-		i = ows_skip(l, n, j + 1);
-		if (i < n && l[i] == '"') {
-			for (i++;; i++) {
-				if (i == n)
-					return -1;
-				c = (unsigned char)l[i];
-				if (c == '"')
-					break;
-				if (c == '\\') {
-					if (++i == n || !is_field_byte((unsigned char)l[i]))
-						return -1;
-				} else if (!is_field_byte(c)) {
-					return -1;
-				}
-			}
-			i++;
-		} else {
-			for (s = i; i < n && is_tchar((unsigned char)l[i]); i++)
-				;
-			if (i == s)
-				return -1;
-		}
-	}
-	return 0;
-}
-
-/* chunk-size [chunk-ext], without CRLF.  Returns 0 with *<size>, or -1. */
-static int
-chunk_size_parse(const char *l, size_t n, uint64_t *size)
-{
-	uint64_t x = 0;
-	size_t i;
-	int v;
-
-	for (i = 0; i < n && (v = hex_value(l[i])) >= 0; i++) {
-		if (i == H1_CHUNK_SIZE_DIGITS_MAX)
-			return -1;
-		x = (x << 4) | (uint64_t)v;
-	}
-	if (i == 0 || x > H1_CHUNK_SIZE_MAX)
-		return -1;
-	if (chunk_ext_check(l + i, n - i) != 0)
-		return -1;
-	*size = x;
-	return 0;
-}
-
-/*
- * Finds the end of the trailer section at <p>/<avail>: field lines, then an
- * empty line.  The field lines may take <max> bytes.  Returns 1 with
- * *<fields_len>, 0 for more, -1 with *<err>.
- */
-static int
-trailers_find(const char *p, size_t avail, size_t max, size_t *fields_len, const char **err)
-{
-	size_t limit = max <= SIZE_MAX - 2 ? max + 2 : SIZE_MAX;
-	size_t window = min_size(avail, limit), off = 0, n;
-	struct h1_header h;
-	int r;
-
-	for (;;) {
-		r = line_find(p + off, window - off, SIZE_MAX, &n);
-		if (r == LINE_MORE) {
-			if (avail >= limit) {
-				*err = "trailer section too large";
-				return -1;
-			}
-			return 0;
-		}
-		if (r != LINE_OK) {
-			*err = "bare CR or LF in trailers";
-			return -1;
-		}
-		if (n == 0) {
-			*fields_len = off;
-			return 1;
-		}
-		if (field_parse(p + off, n, &h, err) != 0)
-			return -1;
-		off += n + 2;
-	}
-}
-
-/*
- * One step of the decoder at <p>/<avail>.  Returns bytes consumed (>= 0),
- * -2 for more, -1 with *<err>.  <data> gets a span when the step is data.
- */
-static long
-chunked_step(struct h1_chunked *c, const char *p, size_t avail, const char **data,
-             size_t *data_len, const char **trailers, size_t *trailers_len, const char **err)
-{
-	uint64_t size;
-	size_t n;
-	int r;
-
-	switch (c->state) {
-	case CH_SIZE:
-		r = line_find(p, avail, H1_CHUNK_LINE_MAX - 1, &n);
-		if (r == LINE_MORE)
-			return -2;
-		if (r != LINE_OK) {
-			*err = r == LINE_LONG ? "chunk size line too long" : "bare CR or LF in chunk size line";
-			return -1;
-		}
-		if (chunk_size_parse(p, n, &size) != 0) {
-			*err = "bad chunk size line";
-			return -1;
-		}
-		c->remaining = size;
-		c->state = size ? CH_DATA : CH_TRAILER;
-		return (long)(n + 2);
-	case CH_DATA:
-		if (avail == 0)
-			return -2;
-		n = (size_t)((uint64_t)avail < c->remaining ? (uint64_t)avail : c->remaining);
-		*data = p;
-		*data_len = n;
-		c->remaining -= n;
-		if (c->remaining == 0)
-			c->state = CH_DATA_CRLF;
-		return (long)n;
-	case CH_DATA_CRLF:
-		if (avail >= 1 && p[0] != '\r') {
-			*err = "missing CRLF after chunk data";
-			return -1;
-		}
-		if (avail < 2)
-			return -2;
-		if (p[1] != '\n') {
-			*err = "missing CRLF after chunk data";
-			return -1;
-		}
-		c->state = CH_SIZE;
-		return 2;
-	case CH_TRAILER:
-		r = trailers_find(p, avail, c->max_trailer_bytes, &n, err);
-		if (r <= 0)
-			return r == 0 ? -2 : -1;
-		*trailers = p;
-		*trailers_len = n;
-		c->state = CH_DONE;
-		return (long)(n + 2);
-	case CH_DONE:
-		*err = "chunked body already complete";
-		return -1;
-	default:
-		*err = "chunked decoder in error";
-		return -1;
-	}
-}
-
-int
-h1_chunked_decode(struct h1_chunked *c, const char *buf, size_t len,
-                  const char **data, size_t *data_len, int *done,
-                  const char **trailers, size_t *trailers_len, const char **err)
-{
-	size_t off = 0;
-	long r;
-	int had_data = 0;
-
-	*data = NULL;
-	*data_len = 0;
-	*done = 0;
-	*trailers = NULL;
-	*trailers_len = 0;
-	*err = NULL;
-	if (len > INT_MAX)
-		len = INT_MAX;   /* the return value is an int; the rest comes next call */
-	for (;;) {
-		if (c->state == CH_DATA && had_data)
-			break;
-		had_data |= c->state == CH_DATA;
-		r = chunked_step(c, buf + off, len - off, data, data_len, trailers, trailers_len, err);
-		if (r == -2)
-			break;
-		if (r == -1) {
-			/*
-			 * Hand back what was consumed before the error; the next call
-			 * starts at the offending bytes and reports them.
-			 */
-			if (off > 0) {
-				*err = NULL;
-				break;
-			}
-			c->state = CH_ERROR;
-			return -1;
-		}
-		off += (size_t)r;
-		if (c->state == CH_DONE) {
-			*done = 1;
-			break;
-		}
-	}
-	return off > 0 ? (int)off : -2;
 }

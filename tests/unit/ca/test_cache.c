@@ -354,10 +354,10 @@ test_concurrent_evicting(void **state)
 	struct ca *ca = load(*state, 130);  /* 2 shards of 65 */
 	unsigned long m, h;
 
-	run_workers(ca, 8, 1000, 400);
+	run_workers(ca, 8, 400, 160);
 	ca_stats(ca, &m, &h);
-	assert_int_equal(m + h, 8 * 1000);
-	assert_true(m >= 400 - 130);
+	assert_int_equal(m + h, 8 * 400);
+	assert_true(m >= 160 && h > 0);
 	assert_true(ca_cache_count(ca) <= 130);
 	ca_destroy(ca);
 }
@@ -369,10 +369,11 @@ test_ten_thousand(void **state)
 	struct ca *ca = load(*state, 1000);
 	char name[64];
 	const char *err;
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 	int i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	for (i = 0; i < 10000; i++) {
 		X509 *x;
 
@@ -385,11 +386,13 @@ test_ten_thousand(void **state)
 			assert_true(ca_cache_count(ca) <= 1000);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	assert_int_equal(minted(ca), 10000);
 	/* Sharded LRU: each shard is full, so the total is exactly the bound. */
 	assert_int_equal(ca_cache_count(ca), 1000);
-	print_message("10000 mints: %.3f s\n",
-	              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	print_message("10000 mints: %.3f s wall, %.3f s cpu\n",
+	              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+	              (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9);
 	ca_destroy(ca);
 }
 

@@ -330,6 +330,23 @@ test_request_nul(void **state)
 }
 
 static void
+test_request_errors(void **state)
+{
+	const char *err;
+	int status;
+
+	(void)state;
+	assert_int_equal(h1_parse_request(H11 "X: b\r\n c\r\n\r\n", strlen(H11) + 13, &LIM, &M, &err,
+	                                  &status), -1);
+	assert_string_equal(err, "obsolete line folding");
+	assert_int_equal(h1_parse_request(H11 "X : b\r\n\r\n", strlen(H11) + 8, &LIM, &M, &err,
+	                                  &status), -1);
+	assert_string_equal(err, "whitespace before colon");
+	assert_int_equal(h1_parse_request(H11 "\n", strlen(H11) + 1, &LIM, &M, &err, &status), -1);
+	assert_string_equal(err, "bare CR or LF in head");
+}
+
+static void
 test_request_framing(void **state)
 {
 	int status;
@@ -876,6 +893,8 @@ static const struct chunk_case CHUNK_CASES[] = {
 	{"5;a=\"b\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
 	{"5;a=\"b\x01\"\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
 	{"5;a=b\x01\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
+	{"5;a=\"\\\x01\"\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
+	{"5;a=\"\\\"\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
 	{"5;a=b c\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
 	{"5;a=b\"c\"\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
 	{"5,a\r\nhello\r\n0\r\n\r\n", -1, NULL, NULL},
@@ -1036,6 +1055,7 @@ main(void)
 		cmocka_unit_test(test_request_obs_text_and_connect),
 		cmocka_unit_test(test_request_table),
 		cmocka_unit_test(test_request_nul),
+		cmocka_unit_test(test_request_errors),
 		cmocka_unit_test(test_request_framing),
 		cmocka_unit_test(test_request_connection),
 		cmocka_unit_test(test_hop_by_hop),
