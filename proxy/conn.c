@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ conn_close(struct conn *c)
 	conn_set_state(c, CONN_S_DEAD);
 	http_req_reset(c);
 	if (c->up != NULL) {
-		upstream_free(c->up);
+		upstream_free(c->up);  /* mid-request: not reusable */
 		c->up = NULL;
 	}
 	if (c->peek_ev != NULL)
@@ -540,6 +541,7 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	w->nconns++;
 	atomic_fetch_add(&gw->nconns, 1);
 	evutil_make_socket_nonblocking(fd);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	if (mode == CONN_MODE_EXPLICIT &&
 	    !netaddr_cidr_match(gw->cfg->proxy_clients, gw->cfg->nproxy_clients, sa)) {
 		conn_refuse(c, 0, NULL, "listen.proxy_clients", "client address not in listen.proxy_clients");

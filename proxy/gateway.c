@@ -276,8 +276,9 @@ gateway_drop_privileges(struct gateway *gw, const char *user, const char **err)
 			return SLUICE_EIO;
 		}
 	}
-	/* no core dumps, and no ptrace or /proc/PID/mem from other processes of this user */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+	/* no core dumps, and no ptrace or /proc/PID/mem from other processes of this user;
+	 * and nothing this process could exec may gain privileges again */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
 		*err = "prctl(PR_SET_DUMPABLE)";
 		return SLUICE_EIO;
 	}

@@ -111,7 +111,7 @@ answer(struct conn *c, int status, const char *error, const char *rule, const ch
 	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
 	if (audit)
 		audit_request(c, status == 403 ? "deny" : "error");
-	if (c->up != NULL && !c->up_idle) {
+	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;
 	}
@@ -175,16 +175,8 @@ static void dial_done(struct upstream *up, const char *err, int status, void *ar
 static void
 up_readcb(struct bufferevent *bev, void *arg)
 {
-	struct conn *c = arg;
-
 	(void)bev;
-	if (c->up_idle) {  /* an idle upstream may not speak */
-		upstream_free(c->up);
-		c->up = NULL;
-		c->up_idle = 0;
-		return;
-	}
-	conn_pump(c);
+	conn_pump(arg);
 }
 
 static void
@@ -206,12 +198,6 @@ http_upstream_event(struct conn *c, short what)
 {
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
 		return;
-	if (c->up_idle) {
-		upstream_free(c->up);
-		c->up = NULL;
-		c->up_idle = 0;
-		return;
-	}
 	c->up_eof = 1;
 	conn_pump(c);
 }
@@ -226,7 +212,6 @@ start_relay(struct conn *c)
 	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
 	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
-	c->up_idle = 0;
 	c->up_eof = 0;
 	/* keep the head for one resend if a pooled connection turns out stale */
 	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
@@ -240,24 +225,9 @@ start_relay(struct conn *c)
 static void
 dial(struct conn *c)
 {
-	struct req *r = &c->req;
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
 
-	if (c->up != NULL && c->up_idle && c->up->port == c->port && c->up->tls == c->tls &&
-	    strcmp(c->up->host, c->host) == 0) {
-		c->up->reused = 1;
-		start_relay(c);
-		relay(c);
-		return;
-	}
-	if (c->up != NULL) {
-		if (c->up_idle)
-			upstream_release(c->up);
-		else
-			upstream_free(c->up);
-		c->up = NULL;
-	}
-	c->up_idle = 0;
+	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->up_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
 	bufferevent_disable(c->bev, EV_READ);
@@ -269,7 +239,6 @@ dial(struct conn *c)
 	} else if (c->up->state == UP_S_FAILED) {
 		dial_done(c->up, c->up->errbuf, 502, c);
 	}
-	(void)r;
 }
 
 static void
@@ -365,14 +334,6 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	if (!c->judged || strcmp(host, c->host) != 0 || port != c->port) {
 		struct policy_conn_decision d;
 
-		if (c->up != NULL) {
-			if (c->up_idle)
-				upstream_release(c->up);
-			else
-				upstream_free(c->up);
-			c->up = NULL;
-			c->up_idle = 0;
-		}
 		memcpy(c->host, host, sizeof(c->host));
 		c->port = port;
 		policy_decide_conn(c->pol, c->host, c->port, &d);
@@ -693,14 +654,11 @@ finish_request(struct conn *c)
 	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
 
 	audit_request(c, "allow");
-	if (keep_up) {
-		c->up_idle = 1;
-		bufferevent_set_timeouts(c->up->bev, NULL, NULL);
-	} else {
+	if (keep_up)
+		upstream_release(c->up);
+	else
 		upstream_free(c->up);
-		c->up = NULL;
-		c->up_idle = 0;
-	}
+	c->up = NULL;
 	next_request(c, r->client_keep_alive && r->body_done);
 }
 
@@ -825,11 +783,6 @@ http_pump(struct conn *c)
 	for (;;) {
 		switch (c->state) {
 		case CONN_S_REQ_HEAD:
-			if (c->up_idle && c->up_eof) {
-				upstream_free(c->up);
-				c->up = NULL;
-				c->up_idle = 0;
-			}
 			if (!read_request(c))
 				return;
 			break;

@@ -229,7 +229,6 @@ struct conn {
 	struct req req;
 	int client_eof;
 	int up_eof;                     /* the upstream closed its side */
-	int up_idle;                    /* c->up is between requests and reusable */
 	int head_started;               /* bytes of the next request head have arrived */
 	int counted;                    /* holds a per-client slot */
 	struct timespec t0;

@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
@@ -297,6 +298,8 @@ start_connect(struct upstream *up)
 		         strerror(errno));
 		return -1;
 	}
+	/* request heads are small writes: never hold them back for an ACK */
+	setsockopt(bufferevent_getfd(up->bev), IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	return 0;
 }
 
