@@ -373,6 +373,11 @@ policy_load_buffer(const char *name, const char *buf, size_t len, struct policy_
 		*pol = NULL;
 	if (errbuf != NULL && errlen > 0)
 		errbuf[0] = '\0';
+	if (buf == NULL) {
+		/* libyaml asserts on a NULL input */
+		buf = "";
+		len = 0;
+	}
 	if (len > POLICY_FILE_MAX) {
 		yaml_mark_t m = {0, 0, 0};
 

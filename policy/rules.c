@@ -279,8 +279,13 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 	}
 	if (v[1] != NULL && (ret = parse_ports(l, v[1], where, h)) != 0)
 		return ret;
-	if (v[2] != NULL && (ret = policy_ld_bool(l, v[2], "allow_private", &h->allow_private)) != 0)
-		return ret;
+	if (v[2] != NULL) {
+		char what[POLICY_WHERE_MAX + 16];
+
+		snprintf(what, sizeof(what), "%s.allow_private", where);
+		if ((ret = policy_ld_bool(l, v[2], what, &h->allow_private)) != 0)
+			return ret;
+	}
 	if (v[3] != NULL) {
 		if (scalar_is(v[3], "reject"))
 			h->keep_slashes = 0;

@@ -58,7 +58,7 @@ static long
 format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
 {
 	struct jbuf jb;
-	char now[40];
+	char now[96];
 
 	rfc3339_ms(now, sizeof(now));
 	jb_init(&jb, buf, cap);

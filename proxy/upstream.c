@@ -105,21 +105,18 @@ upstream_ctx_create(const struct policy_config *cfg, const char **err)
 	return ctx;
 }
 
+/* Ends a dial: <failed> with the reason already in up->errbuf. */
 static void
-finish(struct upstream *up, const char *err, int status)
+finish(struct upstream *up, int failed, int status)
 {
 	if (up->timer != NULL)
 		evtimer_del(up->timer);
-	if (err != NULL) {
-		up->state = UP_S_FAILED;
-		if (up->errbuf[0] == '\0')
-			snprintf(up->errbuf, sizeof(up->errbuf), "%s", err);
-	} else {
-		up->state = UP_S_READY;
-	}
+	up->state = failed ? UP_S_FAILED : UP_S_READY;
+	if (failed && up->errbuf[0] == '\0')
+		memcpy(up->errbuf, "upstream failed", 16);
 	if (up->in_dial || up->cb == NULL)
 		return;
-	up->cb(up, err != NULL ? up->errbuf : NULL, status, up->cb_arg);
+	up->cb(up, failed ? up->errbuf : NULL, status, up->cb_arg);
 }
 
 static void
@@ -160,10 +157,10 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 		if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
 			snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
 			         X509_verify_cert_error_string(vr));
-			finish(up, up->errbuf, 502);
+			finish(up, 1, 502);
 			return;
 		}
-		finish(up, NULL, 0);
+		finish(up, 0, 0);
 		return;
 	}
 	if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
@@ -178,7 +175,7 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 	} else {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream %s closed during the handshake", up->addr_str);
 	}
-	finish(up, up->errbuf, 502);
+	finish(up, 1, 502);
 }
 
 static void
@@ -200,7 +197,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect timed out (limits.upstream_connect)");
 	up->state = UP_S_CONNECTING;  /* so finish() reports */
-	finish(up, up->errbuf, 504);
+	finish(up, 1, 504);
 }
 
 /* Accepts <sa> as the address to dial, or says why not. */
@@ -333,13 +330,13 @@ dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 		evutil_freeaddrinfo(res);
 	if (!found) {
 		up->state = UP_S_CONNECTING;
-		finish(up, up->errbuf, 502);
+		finish(up, 1, 502);
 		return;
 	}
 	up->errbuf[0] = '\0';
 	if (start_connect(up) == -1) {
 		up->state = UP_S_CONNECTING;
-		finish(up, up->errbuf, 502);
+		finish(up, 1, 502);
 	}
 }
 
@@ -398,7 +395,7 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 			override = cfg->resolve[i].addr;
 	if (literal_addr(up, override != NULL ? override : host)) {
 		if (start_connect(up) == -1)
-			finish(up, up->errbuf, 502);
+			finish(up, 1, 502);
 	} else {
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_family = AF_UNSPEC;
@@ -406,7 +403,7 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 		hints.ai_protocol = IPPROTO_TCP;
 		up->dnsreq = evdns_getaddrinfo(w->dns, host, NULL, &hints, dns_cb, up);
 		if (up->state == UP_S_CONNECTING && up->errbuf[0] != '\0')
-			finish(up, up->errbuf, 502);
+			finish(up, 1, 502);
 	}
 	up->in_dial = 0;
 	return up;

@@ -407,7 +407,7 @@ static const struct err_case err_cases[] = {
 	{"ca: /x\nhosts:\n  a.example:\n    rules:\n      - { allow: {}, deny: {} }\n", "t.yaml:5:9: ",
 	 "expected exactly one of allow, deny in hosts.a.example.rules[0]"},
 	{"ca: /x\nhosts:\n  a.example:\n    rules:\n      - {}\n", "t.yaml:5:9: ", "expected exactly one of allow, deny"},
-	{"ca: /x\nhosts:\n  a.example: { allow_private: yes }\n", "t.yaml:3:31: ", "expected true or false for allow_private"},
+	{"ca: /x\nhosts:\n  a.example: { allow_private: yes }\n", "t.yaml:3:31: ", "expected true or false for hosts.a.example.allow_private"},
 	{"ca: /x\nhosts:\n  a.example: { allow_private: \"true\" }\n", "t.yaml:3:31: ", "expected true or false"},
 	{"ca: /x\naudit: { log_query: 1 }\n", "t.yaml:2:21: ", "expected true or false for audit.log_query"},
 	{"ca: /x\nhosts:\n  a.example: { encoded_slashes: decode }\n", "t.yaml:3:33: ",
@@ -524,6 +524,25 @@ test_small_errbuf(void **state)
 }
 
 static void
+test_buffer_edges(void **state)
+{
+	struct policy_config *cfg = (void *)1;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(policy_load_buffer("n.yaml", NULL, 0, &cfg, NULL, err, sizeof(err)), SLUICE_EINVAL);
+	assert_null(cfg);
+	assert_string_equal(err, "n.yaml:1:1: empty configuration; expected a map with at least 'ca'");
+	/* the size bound is checked before the bytes are read */
+	assert_int_equal(policy_load_buffer("n.yaml", "ca: /x\n", (size_t)1 << 30, &cfg, NULL, err, sizeof(err)),
+	                 SLUICE_ETOOBIG);
+	assert_non_null(strstr(err, "n.yaml:1:1: configuration larger than"));
+	/* no name: a placeholder */
+	assert_int_equal(policy_load_buffer(NULL, "x: 1\n", 5, NULL, NULL, err, sizeof(err)), SLUICE_EINVAL);
+	assert_non_null(strstr(err, "<buffer>:1:1: unknown key 'x'"));
+}
+
+static void
 test_host_keys_canonical(void **state)
 {
 	static const char yaml[] =
@@ -566,6 +585,7 @@ main(void)
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_small_errbuf),
 		cmocka_unit_test(test_host_keys_canonical),
+		cmocka_unit_test(test_buffer_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

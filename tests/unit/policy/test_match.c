@@ -14,6 +14,7 @@
 
 #include "common/sluice.h"
 #include "policy/policy.h"
+#include "policy/policy_int.h"
 
 static struct policy *
 load_pol(const char *yaml)
@@ -376,6 +377,76 @@ test_long_glob(void **state)
 	assert_non_null(strstr(err, "g.yaml:3:40: bad path in hosts.a.example.rules[0].allow.path: path glob too long"));
 }
 
+/* Reference glob matcher: plain backtracking over the glob text. */
+static int
+ref_match(const char *p, const char *s)
+{
+	size_t k;
+
+	if (*p == '\0')
+		return *s == '\0';
+	if (p[0] == '*' && p[1] == '*') {
+		while (*p == '*')
+			p++;
+		for (k = 0;; k++) {
+			if (ref_match(p, s + k))
+				return 1;
+			if (s[k] == '\0')
+				return 0;
+		}
+	}
+	if (p[0] == '*') {
+		for (k = 0;; k++) {
+			if (ref_match(p + 1, s + k))
+				return 1;
+			if (s[k] == '\0' || s[k] == '/')
+				return 0;
+		}
+	}
+	return *s == *p && ref_match(p + 1, s + 1);
+}
+
+static void
+test_glob_differential(void **state)
+{
+	static const char galpha[] = "/ab**";
+	static const char salpha[] = "/ab";
+	unsigned seed = 12345, compiled = 0, matched = 0;
+	int i, j;
+
+	(void)state;
+	for (i = 0; i < 4000; i++) {
+		char glob[16], path[16];
+		struct policy_glob g;
+		const char *err;
+		int gl = 1 + (int)((seed = seed * 1103515245 + 12345) >> 16) % 10, k;
+
+		glob[0] = '/';
+		for (k = 1; k < gl; k++)
+			glob[k] = galpha[((seed = seed * 1103515245 + 12345) >> 16) % 5];
+		glob[gl] = '\0';
+		if (policy_glob_compile(&g, glob, (size_t)gl, &err) != 0)
+			continue;
+		compiled++;
+		for (j = 0; j < 20; j++) {
+			int pl = (int)((seed = seed * 1103515245 + 12345) >> 16) % 12, want, got;
+
+			for (k = 0; k < pl; k++)
+				path[k] = salpha[((seed = seed * 1103515245 + 12345) >> 16) % 3];
+			path[pl] = '\0';
+			want = ref_match(glob, path);
+			got = policy_glob_match(&g, path, (size_t)pl);
+			matched += (unsigned)want;
+			if (want != got)
+				fail_msg("glob '%s' path '%s': want %d got %d", glob, path, want, got);
+		}
+		policy_glob_dispose(&g);
+	}
+	/* the generator must exercise both outcomes */
+	assert_true(compiled > 1000);
+	assert_true(matched > 1000);
+}
+
 static void *
 unref_thread(void *arg)
 {
@@ -429,6 +500,7 @@ main(void)
 		cmocka_unit_test(test_req_default),
 		cmocka_unit_test(test_regex_limits),
 		cmocka_unit_test(test_long_glob),
+		cmocka_unit_test(test_glob_differential),
 		cmocka_unit_test(test_refcount),
 	};
 
