@@ -94,14 +94,26 @@ bad:
 	return -1;
 }
 
+static const char usage_ca[] =
+	"usage: sluice ca init --dir DIR [--force]\n"
+	"       sluice ca show --dir DIR\n";
+
+static const char usage_version[] =
+	"usage: sluice version\n"
+	"Prints the version of sluice.\n";
+
 static int
 cmd_ca(int argc, char **argv)
 {
 	const char *dir, *err = NULL;
 	int force = 0, r;
 
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage_ca, stdout);
+		return 0;
+	}
 	if (argc < 2) {
-		fputs(usage_main, stderr);
+		fputs(usage_ca, stderr);
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "init") == 0) {
@@ -133,7 +145,7 @@ cmd_ca(int argc, char **argv)
 		}
 		return 0;
 	}
-	fputs(usage_main, stderr);
+	fputs(usage_ca, stderr);
 	return EXIT_USAGE;
 }
 
@@ -242,6 +254,14 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+			fputs(usage_version, stdout);
+			return 0;
+		}
+		if (argc != 2) {
+			fputs(usage_version, stderr);
+			return EXIT_USAGE;
+		}
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;
 	}
