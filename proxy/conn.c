@@ -70,6 +70,7 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 		event_free(c->timer);
 	if (c->peek_ev != NULL)
 		event_free(c->peek_ev);
+	free(c->sni);
 	free(c);
 }
 
@@ -114,7 +115,7 @@ audit_conn(struct conn *c, const char *verdict, const char *rule, const char *re
 		.sandbox = c->peer_str,
 		.client = c->peer_str,
 		.dest = c->has_dest ? c->dest_str : NULL,
-		.sni = c->sni[0] ? c->sni : NULL,
+		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
 		.verdict = verdict,
 		.rule = rule,
@@ -137,12 +138,20 @@ client_readcb(struct bufferevent *bev, void *arg);
 static void
 client_writecb(struct bufferevent *bev, void *arg);
 
+/* Ends the peek phase: the socket's bytes now belong to a bufferevent or an upstream relay. */
+static void
+peek_stop(struct conn *c)
+{
+	/* deferred free: this may run inside peek_cb, so only delete now */
+	if (c->peek_ev != NULL)
+		event_del(c->peek_ev);
+}
+
 /* Wraps the raw socket in a plain bufferevent (explicit or port-80 HTTP, or to answer a refusal). */
 static int
 plain_bev(struct conn *c)
 {
-	if (c->peek_ev != NULL)
-		event_del(c->peek_ev);
+	peek_stop(c);
 	c->bev = bufferevent_socket_new(c->w->base, c->fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL)
 		return -1;
@@ -270,8 +279,7 @@ start_tls(struct conn *c)
 	const char *err = NULL;
 	X509 *leaf;
 
-	if (c->peek_ev != NULL)
-		event_del(c->peek_ev);
+	peek_stop(c);
 	leaf = ca_leaf_get(gw->ca, c->host, &err);
 	if (leaf == NULL) {
 		conn_refuse(c, 0, NULL, "tls", err != NULL ? err : "cannot mint a certificate for this name");
@@ -358,8 +366,7 @@ judge(struct conn *c)
 		conn_refuse(c, c->mode == CONN_MODE_EXPLICIT ? 403 : 0, "denied by policy", d.rule, d.reason);
 		return;
 	case POLICY_PASSTHROUGH:
-		if (c->peek_ev != NULL)
-			event_del(c->peek_ev);
+		peek_stop(c);
 		conn_set_state(c, CONN_S_DIAL);
 		conn_arm_timer(c, c->w->gw->cfg->limits.upstream_connect_ms + 1000);
 		c->up = upstream_dial(c->w, c->host, c->port, 0, policy_host_allow_private(d.host), passthrough_ready, c);
@@ -449,7 +456,7 @@ peek_transparent(struct conn *c, const uint8_t *buf, size_t n)
 		return;
 	}
 	if (hello.has_sni) {
-		snprintf(c->sni, sizeof(c->sni), "%s", hello.sni);
+		c->sni = xstrndup(hello.sni, hello.sni_len);
 		if (host_canon(hello.sni, hello.sni_len, c->host, &err) < 0) {
 			conn_refuse(c, 0, NULL, "tls", "SNI is not a valid host name");
 			return;

@@ -23,13 +23,26 @@ static int read_request(struct conn *c);
 void
 http_req_reset(struct conn *c)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 
+	if (r == NULL)
+		return;
 	free(r->path);
 	free(r->query);
 	if (r->up_head != NULL)
 		evbuffer_free(r->up_head);
-	memset(r, 0, sizeof(*r));
+	free(r);
+	c->req = NULL;
+}
+
+/* A fresh request; between requests a connection holds none (idle connections stay small). */
+static struct req *
+req_new(struct conn *c)
+{
+	http_req_reset(c);
+	c->req = xcalloc(1, sizeof(*c->req));
+	clock_gettime(CLOCK_MONOTONIC, &c->req->t0);
+	return c->req;
 }
 
 static const struct policy_limits *
@@ -41,7 +54,7 @@ limits(struct conn *c)
 static void
 audit_request(struct conn *c, const char *verdict)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	char pathbuf[1024];
 	const char *path = r->path;
 
@@ -54,7 +67,7 @@ audit_request(struct conn *c, const char *verdict)
 		.sandbox = c->peer_str,
 		.client = c->peer_str,
 		.dest = c->has_dest ? c->dest_str : NULL,
-		.sni = c->sni[0] ? c->sni : NULL,
+		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
@@ -101,7 +114,7 @@ next_request(struct conn *c, int keep)
 static void
 answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	int keep = r->client_keep_alive && r->body == H1_BODY_NONE && status != 400 && status != 408 &&
 	           status != 431 && status != 414 && status < 500;
 
@@ -205,7 +218,7 @@ http_upstream_event(struct conn *c, short what)
 static void
 start_relay(struct conn *c)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
 	size_t n = evbuffer_get_length(r->up_head);
 
@@ -249,11 +262,11 @@ dial_done(struct upstream *up, const char *err, int status, void *arg)
 	(void)up;
 	if (err != NULL) {
 		/* the reason is in the upstream, which answer() frees: copy it first */
-		snprintf(c->req.rule_buf, sizeof(c->req.rule_buf), "%s", err);
+		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
 		upstream_free(c->up);
 		c->up = NULL;
-		log_info("c%llu: %s", (unsigned long long)c->id, c->req.rule_buf);
-		answer(c, status ? status : 502, "upstream failed", "upstream", c->req.rule_buf, 1);
+		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
+		answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
 		return;
 	}
 	start_relay(c);
@@ -356,7 +369,7 @@ read_request(struct conn *c)
 	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct h1_message *m = c->w->msg;
-	struct req *r = &c->req;
+	struct req *r;
 	struct policy_req_decision d;
 	size_t len = evbuffer_get_length(in), cap, path_len = 0, plen;
 	const char *err = NULL, *path = NULL, *q;
@@ -387,9 +400,8 @@ read_request(struct conn *c)
 		status = 431;
 		err = "request head too large (limits.header_bytes)";
 	}
-	http_req_reset(c);
+	r = req_new(c);
 	r->active = 1;
-	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	if (n < 0) {
 		r->client_keep_alive = 0;
 		answer(c, status, "bad request", "http", err ? err : "malformed request", 1);
@@ -518,7 +530,7 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 static void
 abort_relay(struct conn *c, const char *why, int status)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 
 	log_info("c%llu: %s", (unsigned long long)c->id, why);
 	if (r->resp == RESP_S_HEAD && r->status == 0) {
@@ -539,7 +551,7 @@ response_head(struct conn *c)
 	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
 	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = bufferevent_get_output(c->bev);
 	struct h1_message *m = c->w->msg;
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
 	const struct h1_header *cl;
 	const char *err = NULL, *head;
@@ -650,7 +662,7 @@ response_head(struct conn *c)
 static void
 finish_request(struct conn *c)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
 
 	audit_request(c, "allow");
@@ -665,7 +677,7 @@ finish_request(struct conn *c)
 static void
 relay(struct conn *c)
 {
-	struct req *r = &c->req;
+	struct req *r = c->req;
 	struct evbuffer *cin, *cout, *uin, *uout;
 	const char *err = NULL;
 	int progress = 1, p;
@@ -804,7 +816,7 @@ http_timeout(struct conn *c)
 	switch (c->state) {
 	case CONN_S_REQ_HEAD:
 		if (c->head_started && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
-			c->req.client_keep_alive = 0;
+			req_new(c)->client_keep_alive = 0;
 			answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
 			return;
 		}

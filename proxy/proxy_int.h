@@ -221,12 +221,12 @@ struct conn {
 	const struct policy_host *entry;
 	char host[HOST_BUF];            /* the judged host ("" until known on plain HTTP) */
 	unsigned port;
-	char sni[256];
+	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	int judged;                     /* host has a connection verdict */
 	struct upstream *up;
 	int up_tls;
 	unsigned nreq;                  /* requests served on this connection */
-	struct req req;
+	struct req *req;                /* the request in flight, NULL between requests */
 	int client_eof;
 	int up_eof;                     /* the upstream closed its side */
 	int head_started;               /* bytes of the next request head have arrived */
