@@ -14,7 +14,7 @@
 #include "policy/policy_int.h"
 
 #define LEAF_CACHE_MAX 10000000ul
-#define WORKERS_MAX 256ul
+#define WORKERS_MAX 64ul            /* PROXY_MAX_WORKERS */
 #define DURATION_MAX_MS 86400000ul   /* one day */
 #define CONNS_PER_CLIENT_MAX 1048576ul
 #define HEADER_COUNT_MAX 256ul       /* H1_MAX_HEADERS */

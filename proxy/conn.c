@@ -534,7 +534,7 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
-	c->id = ((uint64_t)w->idx << 48) | ++w->next_id;
+	c->id = atomic_fetch_add(&gw->next_conn_id, 1) + 1;
 	c->w = w;
 	c->mode = mode;
 	c->fd = fd;

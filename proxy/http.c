@@ -41,6 +41,8 @@ req_new(struct conn *c)
 {
 	http_req_reset(c);
 	c->req = xcalloc(1, sizeof(*c->req));
+	c->req->minor_version = -1;   /* unknown until the head parses */
+	c->req->upstream_tls = -1;    /* unknown until an upstream is dialled */
 	clock_gettime(CLOCK_MONOTONIC, &c->req->t0);
 	return c->req;
 }
@@ -71,7 +73,7 @@ audit_request(struct conn *c, const char *verdict)
 		.host = c->host[0] ? c->host : NULL,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
-		.http_version = r->minor_version == 0 ? "1.0" : "1.1",
+		.http_version = r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
 		.verdict = verdict,
 		.rule = r->rule,
 		.reason = r->reason,
@@ -79,7 +81,7 @@ audit_request(struct conn *c, const char *verdict)
 		.bytes_up = (int64_t)r->bytes_up,
 		.bytes_down = (int64_t)r->bytes_down,
 		.duration_ms = proxy_ms_since(&r->t0),
-		.upstream_tls = c->up_tls,
+		.upstream_tls = r->upstream_tls,
 		.conn_id = c->id,
 	};
 	audit_write(c->w->gw->audit, &a);
@@ -241,7 +243,7 @@ dial(struct conn *c)
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
 
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
-	c->up_tls = c->tls;
+	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
 	bufferevent_disable(c->bev, EV_READ);
 	conn_arm_timer(c, limits(c)->upstream_connect_ms + 1000);
@@ -403,8 +405,17 @@ read_request(struct conn *c)
 	r = req_new(c);
 	r->active = 1;
 	if (n < 0) {
+		const char *rule = "http";
+
+		/* name the limit a refusal comes from, so the operator knows which knob it is */
+		if (status == 414)
+			rule = "limits.request_line";
+		else if (status == 431 && err != NULL && strstr(err, "header fields") != NULL)
+			rule = "limits.header_count";
+		else if (status == 431)
+			rule = "limits.header_bytes";
 		r->client_keep_alive = 0;
-		answer(c, status, "bad request", "http", err ? err : "malformed request", 1);
+		answer(c, status, "bad request", rule, err ? err : "malformed request", 1);
 		return 1;
 	}
 	if (m->method_len >= sizeof(r->method)) {
@@ -534,7 +545,11 @@ abort_relay(struct conn *c, const char *why, int status)
 
 	log_info("c%llu: %s", (unsigned long long)c->id, why);
 	if (r->resp == RESP_S_HEAD && r->status == 0) {
-		answer(c, status, "upstream failed", "upstream", why, 1);
+		r->client_keep_alive = 0;
+		if (status < 500)
+			answer(c, status, "bad request", "http", why, 1);
+		else
+			answer(c, status, "upstream failed", "upstream", why, 1);
 		return;
 	}
 	r->reason = why;

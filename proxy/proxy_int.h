@@ -191,6 +191,7 @@ struct req {
 	struct h1_chunked resp_chunk;
 	int resp_chunked_out;           /* re-encode the response body as chunked toward the client */
 	int head_copy_sent;             /* up_head kept for one retry on a stale pooled upstream */
+	int upstream_tls;               /* -1 until dialled */
 	int status;
 	int upstream_keep_alive;
 	uint64_t bytes_up;
@@ -224,7 +225,6 @@ struct conn {
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	int judged;                     /* host has a connection verdict */
 	struct upstream *up;
-	int up_tls;
 	unsigned nreq;                  /* requests served on this connection */
 	struct req *req;                /* the request in flight, NULL between requests */
 	int client_eof;
@@ -283,7 +283,6 @@ struct worker {
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
 	struct conn_list conns;
 	unsigned nconns;
-	uint64_t next_id;
 	int draining;
 	struct event *drain_ev;
 	atomic_int finished;             /* set by the thread as its last act */
@@ -310,6 +309,7 @@ struct gateway {
 	int admin_fd;
 	struct event_base *base;
 	atomic_ulong nconns;
+	atomic_ullong next_conn_id;      /* connection ids, unique across workers */
 	atomic_ulong nrequests;
 	atomic_ulong ndenied;
 	pthread_mutex_t clients_mu;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/demo.sh - Sluice in five minutes, on a fresh Debian 12 machine, as root.
 #
-# 1. installs the Debian packages that are missing (apt-get, only those);
-# 2. builds sluice (cmake, Release) into build/;
+# 1. installs the Debian packages that are missing (scripts/deps.sh: apt-get, only those);
+# 2. builds sluice (cmake, Release) into build/release/ (the directory scripts/test.sh uses);
 # 3. makes a throw-away test root CA and a certificate for api.github.com, and
 #    starts nginx on a random 127.x.y.z:443 posing as api.github.com
 #    (examples/demo-upstream/);
@@ -21,7 +21,7 @@
 # (upstream.resolve).  Exit status 0 when every step behaved as shown.
 #
 # Environment:
-#   SLUICE_BIN=path   use this sluice binary instead of building build/cli/sluice
+#   SLUICE_BIN=path   use this sluice binary instead of building build/release/cli/sluice
 #   DEMO_KEEP=1       keep the demo directory (configs, logs, audit file)
 set -euo pipefail
 
@@ -36,20 +36,9 @@ die()  { printf '%sdemo: %s%s\n' "$R" "$*" "$N" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run me as root (I install packages, create a network namespace and nftables rules)"
 
 # ---------------------------------------------------------------- 1. packages
-PKGS=(gcc make cmake pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev
-      libjansson-dev libcmocka-dev zlib1g-dev openssl nginx nftables curl iproute2 jq python3)
-step "1/7 Debian packages"
-need=()
-for p in "${PKGS[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if [ ${#need[@]} -eq 0 ]; then
-	note "all present"
-else
-	note "installing: ${need[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+step "1/7 Debian packages (scripts/deps.sh: apt-get, only what is missing)"
+"$ROOT/scripts/deps.sh" build | sed 's/^/   /'
+note "ok"
 
 # ---------------------------------------------------------------- 2. build
 step "2/7 build"
@@ -58,19 +47,19 @@ if [ -n "${SLUICE_BIN:-}" ]; then
 	[ -x "$SLUICE" ] || die "SLUICE_BIN=$SLUICE_BIN is not an executable"
 	note "using $SLUICE (SLUICE_BIN)"
 else
-	mkdir -p "$ROOT/build"
-	note "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --target sluice"
-	if ! { cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release &&
-	       cmake --build "$ROOT/build" --target sluice -j"$(nproc)"; } >"$ROOT/build/demo-build.log" 2>&1; then
+	mkdir -p "$ROOT/build/release"
+	note "cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release && cmake --build build/release --target sluice"
+	if ! { cmake -S "$ROOT" -B "$ROOT/build/release" -DCMAKE_BUILD_TYPE=Release &&
+	       cmake --build "$ROOT/build/release" --target sluice -j"$(nproc)"; } >"$ROOT/build/demo-build.log" 2>&1; then
 		tail -n 25 "$ROOT/build/demo-build.log" >&2
 		die "build failed (full log: build/demo-build.log)"
 	fi
-	SLUICE=$ROOT/build/cli/sluice
+	SLUICE=$ROOT/build/release/cli/sluice
 fi
 note "$("$SLUICE" version)"
 
 # ---------------------------------------------------------------- clean-up, whatever happens next
-D=$(mktemp -d /tmp/sluice-demo.XXXXXX)
+D=''
 SUF=$(printf '%04x' $((RANDOM % 65536)))
 NS=sluice-demo-$SUF              # network namespace
 VH=sd${SUF}h VS=sd${SUF}s        # veth pair: host side, sandbox side
@@ -93,9 +82,9 @@ cleanup() {
 	[ "$MADE_NFT" = 1 ] && nft delete table inet "$TABLE" 2>/dev/null
 	[ "$MADE_NS" = 1 ] && ip netns del "$NS" 2>/dev/null
 	[ "$MADE_VETH" = 1 ] && ip link show "$VH" >/dev/null 2>&1 && ip link del "$VH" 2>/dev/null
-	if [ "${DEMO_KEEP:-0}" = 1 ]; then
+	if [ -n "$D" ] && [ "${DEMO_KEEP:-0}" = 1 ]; then
 		echo "demo directory kept: $D"
-	else
+	elif [ -n "$D" ]; then
 		rm -rf "$D"
 	fi
 	if [ $rc -ne 0 ]; then
@@ -105,6 +94,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+D=$(mktemp -d /tmp/sluice-demo.XXXXXX)
 
 freeport() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 waitlisten() { # ADDR:PORT, seconds

@@ -10,7 +10,8 @@ if [ "${1:-build}" = test ]; then
 fi
 need=()
 for p in "${want[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+  # "install ok installed" only: a removed package whose config files remain does not count
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

@@ -232,7 +232,7 @@ test_values(void **state)
 		"ca: /ca\n"
 		"user: sluice\n"
 		"leaf_cache: 5\n"
-		"workers: 256\n"
+		"workers: 64\n"
 		"audit: { log_query: true }\n"
 		"listen: { proxy_clients: [] }\n"
 		"upstream:\n"
@@ -258,7 +258,7 @@ test_values(void **state)
 	assert_int_equal(load(yaml, &cfg, &pol, err, sizeof(err)), 0);
 	assert_string_equal(cfg->user, "sluice");
 	assert_int_equal(cfg->leaf_cache, 5);
-	assert_int_equal(cfg->workers, 256);
+	assert_int_equal(cfg->workers, 64);
 	assert_int_equal(cfg->audit_log_query, 1);
 	assert_int_equal(cfg->nproxy_clients, 0);
 	assert_int_equal(cfg->nresolve, 2);
@@ -376,8 +376,8 @@ static const struct err_case err_cases[] = {
 	{"ca: /x\nupstream:\n  resolve:\n    a.example: 1.2.3.4\n    A.example: 1.2.3.5\n", "t.yaml:5:5: ",
 	 "duplicate host 'a.example' in upstream.resolve"},
 	/* types */
-	{"ca: /x\nworkers: many\n", "t.yaml:2:10: ", "expected workers (an integer from 0 to 256)"},
-	{"ca: /x\nworkers: 257\n", "t.yaml:2:10: ", "expected workers (an integer from 0 to 256)"},
+	{"ca: /x\nworkers: many\n", "t.yaml:2:10: ", "expected workers (an integer from 0 to 64)"},
+	{"ca: /x\nworkers: 257\n", "t.yaml:2:10: ", "expected workers (an integer from 0 to 64)"},
 	{"ca: /x\nworkers: \"2\"\n", "t.yaml:2:10: ", "expected workers"},
 	{"ca: /x\nworkers: -1\n", "t.yaml:2:10: ", "expected workers"},
 	{"ca: /x\nleaf_cache: 0\n", "t.yaml:2:13: ", "expected leaf_cache (an integer from 1"},
