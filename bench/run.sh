@@ -14,6 +14,7 @@
 # Environment:
 #   SLUICE_BIN              use this sluice binary instead of building one
 #   SLUICE_BENCH_BUILD      build directory (default /tmp/sluice-bench-build)
+#   SLUICE_BENCH_CMAKE_ARGS extra arguments for cmake's configure step
 #   BENCH_DURATION          seconds per throughput run (default 10)
 #   BENCH_LATENCY_DURATION  seconds per latency run (default 5)
 #   BENCH_CONNS             concurrent connections for wrk/newconn (default 50)
@@ -59,17 +60,17 @@ VETH_S=sbb${ID}s
 DIR=$(mktemp -d /tmp/sluice-bench.XXXXXX)
 chmod 0711 "$DIR"
 
-GW_PID= NGINX_PID= IDLE_PID= MADE_NS=0 MADE_VETH=0 MADE_NFT=0 FAILED=1
+GW_PID='' NGINX_PID='' IDLE_PID='' MADE_NS=0 MADE_VETH=0 MADE_NFT=0 FAILED=1
 
 log() { printf '[%3ds] %s\n' $((SECONDS - T_START)) "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 stop_pid() { # pid signal: signal it, wait up to 5 s, then SIGKILL
-	local pid=$1 sig=$2 i
+	local pid=$1 sig=$2
 	[ -n "$pid" ] || return 0
 	kill -0 "$pid" 2>/dev/null || return 0
 	kill "-$sig" "$pid" 2>/dev/null || true
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -77,6 +78,7 @@ stop_pid() { # pid signal: signal it, wait up to 5 s, then SIGKILL
 	wait "$pid" 2>/dev/null || true
 }
 
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	set +e
 	trap - EXIT INT TERM
@@ -107,8 +109,8 @@ trap 'exit 130' INT TERM
 
 port_free() { [ -z "$(ss -Htan "sport = :$1" 2>/dev/null)" ]; }
 pick_port() {
-	local p i
-	for i in $(seq 100); do
+	local p
+	for _ in $(seq 100); do
 		p=$((20000 + RANDOM % 40000))
 		port_free "$p" && { echo "$p"; return 0; }
 	done
@@ -130,8 +132,9 @@ elif [ -n "${SLUICE_BIN:-}" ]; then
 	[ -x "$SLUICE" ] || die "SLUICE_BIN=$SLUICE is not executable"
 else
 	log "building sluice (Release) in $BUILD"
+	# shellcheck disable=SC2086 # word splitting of the extra args is wanted
 	if timeout 900 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-	    -DSLUICE_TESTS=OFF >"$DIR/build.log" 2>&1 &&
+	    -DSLUICE_TESTS=OFF ${SLUICE_BENCH_CMAKE_ARGS:-} >"$DIR/build.log" 2>&1 &&
 	   timeout 900 cmake --build "$BUILD" --target sluice -j2 >>"$DIR/build.log" 2>&1; then
 		SLUICE=$BUILD/cli/sluice
 	else
@@ -141,9 +144,15 @@ else
 	fi
 fi
 
+# A benchmark on a busy machine measures the machine: say so in the report.
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$LOAD_START" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+	log "WARNING: load average $LOAD_START on $(nproc) CPUs before the run: figures will be noisy"
+fi
+
 # ---------------------------------------------------------------- addresses
 X=
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	c=$((1 + RANDOM % 254))
 	if ! ip -4 -o addr show | grep -q " 10\.200\.$c\." &&
 	   ! ip -4 route show | grep -q "^10\.200\.$c\."; then X=$c; break; fi
@@ -152,7 +161,7 @@ done
 HOST_IP=10.200.$X.1
 SBX_IP=10.200.$X.2
 UPADDR=
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	c=127.$((100 + RANDOM % 100)).$((RANDOM % 256)).$((1 + RANDOM % 254))
 	if [ -z "$(ss -Htan "src $c" 2>/dev/null)" ] &&
 	   [ -z "$(ss -Htln 'sport = :443' 2>/dev/null | awk '$4 ~ /^(0\.0\.0\.0|\*|\[::\]):443$/')" ]; then
@@ -254,7 +263,7 @@ MADE_NFT=1
 
 nginx -p "$DIR/nginx" -c "$DIR/nginx/nginx.conf" -g 'daemon off;' &
 NGINX_PID=$!
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	[ -n "$(ss -Htln "src $UPADDR and sport = :443")" ] && break
 	kill -0 "$NGINX_PID" 2>/dev/null || die "nginx did not start"
 	sleep 0.1
@@ -274,13 +283,14 @@ ca: $DIR/ca
 upstream: { ca_bundle: $DIR/pki/root.pem, resolve: { $NAME: $UPADDR } }
 audit: { file: $DIR/audit.jsonl }
 workers: 2
+limits: { conns_per_client: 4096 }
 default: deny
 hosts:
   $NAME: { allow_private: true, rules: [ { allow: { method: GET } } ] }
 EOF
-	(ulimit -n 65536; exec "$SLUICE" serve -c "$DIR/sluice.yaml") >"$DIR/gateway.log" 2>&1 &
+	(ulimit -n "$(ulimit -Hn)"; exec "$SLUICE" serve -c "$DIR/sluice.yaml") >"$DIR/gateway.log" 2>&1 &
 	GW_PID=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		kill -0 "$GW_PID" 2>/dev/null || return 1
 		[ -n "$(ss -Htln "sport = :$TP")" ] && return 0
 		sleep 0.1
@@ -300,10 +310,12 @@ fi
 # ---------------------------------------------------------------- clients
 # Clients run inside the namespace with a clean environment and an explicit
 # CA.  Usage: in_ns CAFILE command...
+# (A command started in the background must not go through this function:
+# $! would be a subshell, and signalling it would leave the client running.)
+NS_ENV=(ip netns exec "$NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/)
 in_ns() {
 	local ca=$1; shift
-	ip netns exec "$NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/ \
-	    SSL_CERT_FILE="$ca" CURL_CA_BUNDLE="$ca" "$@"
+	"${NS_ENV[@]}" SSL_CERT_FILE="$ca" CURL_CA_BUNDLE="$ca" "$@"
 }
 # path -> "address port cafile url-prefix"
 declare -A P_ADDR P_PORT P_CA P_URL
@@ -376,14 +388,15 @@ rss_kib() { # pid -> VmRSS of it and its children, KiB
 # delta is the connections' cost rather than one-time allocations or heap
 # that earlier load runs left behind.
 measure_idle() { # path pid
-	local p=$1 pid=$2 before after line i
+	local p=$1 pid=$2 before after line
 	before=$(rss_kib "$pid")
-	in_ns "${P_CA[$p]}" "$TL" idle -a "${P_ADDR[$p]}" -p "${P_PORT[$p]}" -n "$NAME" \
+	# ip and env exec, so $! is tlsload itself.
+	"${NS_ENV[@]}" SSL_CERT_FILE="${P_CA[$p]}" "$TL" idle -a "${P_ADDR[$p]}" -p "${P_PORT[$p]}" -n "$NAME" \
 	    -c "${P_CA[$p]}" -N "$IDLE_N" -C "$CONC" -d 40 -t 60 \
 	    >"$DIR/idle-$p.out" 2>"$DIR/idle-$p.err" &
 	IDLE_PID=$!
 	line=
-	for i in $(seq 450); do
+	for _ in $(seq 450); do
 		line=$(grep '^ready ' "$DIR/idle-$p.out" 2>/dev/null || true)
 		[ -n "$line" ] && break
 		kill -0 "$IDLE_PID" 2>/dev/null || break
@@ -395,13 +408,28 @@ measure_idle() { # path pid
 	stop_pid "$IDLE_PID" TERM; IDLE_PID=
 	local alive; alive=$(kv "$line" alive)
 	if [ -z "$line" ] || [ "${alive:-0}" -ne "$IDLE_N" ]; then
-		R[mem.$p.note]="only ${alive:-0}/$IDLE_N connections open: $(head -c 200 "$DIR/idle-$p.err")"
+		R[mem.$p.note]="only ${alive:-0}/$IDLE_N connections open: $(head -n 3 "$DIR/idle-$p.err" | tr '\n' ' ')"
 		R[mem.$p]=
+		settle "$p"
 		return
 	fi
 	R[mem.$p]=$(awk -v a="$after" -v b="$before" -v n="$IDLE_N" 'BEGIN { printf "%.1f", (a - b) / n }')
 	R[mem.$p.note]="VmRSS $before -> $after KiB"
 	log "idle $p: ${R[mem.$p]} KiB/connection (${R[mem.$p.note]})"
+	settle "$p"
+}
+# After the clients closed: wait until the server closed its side too, so
+# the next run does not start with a thousand connections still open.
+settle() {
+	local port n=0
+	[ "$1" = direct ] && port=$DIRECT_PORT || port=$TP
+	for _ in $(seq 100); do
+		n=$(ss -Htn state established "( sport = :$port )" 2>/dev/null | wc -l)
+		[ "$n" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	R[mem.$1.note]="${R[mem.$1.note]}; $n connections still open on the server side 10 s after the clients closed"
+	log "WARNING: $1: $n connections still open on the server side 10 s after the clients closed"
 }
 log "idle memory: $IDLE_N connections"
 measure_idle direct "$NGINX_PID"
@@ -422,12 +450,11 @@ cpu_ticks() {
 	echo "$total"
 }
 server_pid() { [ "$1" = direct ] && echo "$NGINX_PID" || echo "$GW_PID"; }
-SERVER_NAME_direct=nginx
-SERVER_NAME_through=sluice
+declare -A SERVER_NAME=([direct]=nginx [through]=sluice)
 cpu_note() { # path ticks-before count unit -> ", <server> CPU N us/<unit>"
-	local t1 name=SERVER_NAME_$1
+	local t1
 	t1=$(cpu_ticks "$(server_pid "$1")")
-	awk -v a="$2" -v b="$t1" -v n="$3" -v hz="$HZ" -v s="${!name}" -v u="$4" \
+	awk -v a="$2" -v b="$t1" -v n="$3" -v hz="$HZ" -v s="${SERVER_NAME[$1]}" -v u="$4" \
 	    'BEGIN { if (n > 0) printf ", %s CPU %.0f us/%s", s, (b - a) * 1e6 / hz / n, u }'
 }
 
@@ -518,11 +545,14 @@ mem_row() {
 	printf '| memory per idle connection at %d connections (KiB) | %s | %s | - | < 16 KiB | %s |\n' \
 	    "$IDLE_N" "$d" "$t" "$met"
 }
+declare -A LABEL=([ka]="keep-alive" [nc]="new connections" [big]="1 MiB downloads"
+    [lat]="latency" [mem]="idle memory")
 note_lines() {
 	local k p
 	for k in ka nc big lat mem; do
 		for p in direct through; do
-			[ -n "${R[$k.$p.note]:-}" ] && printf -- '- %s %s: %s\n' "$k" "$p" "${R[$k.$p.note]}"
+			[ -n "${R[$k.$p.note]:-}" ] &&
+			    printf -- '- %s, %s: %s\n' "${LABEL[$k]}" "$p" "${R[$k.$p.note]}"
 		done
 	done
 	return 0
@@ -535,7 +565,8 @@ REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	echo
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), sluice rev $REV; $(nproc) CPUs ($CPU),"
 	echo "Debian $(cat /etc/debian_version), kernel $(uname -r), $(nginx -v 2>&1 | sed 's/^nginx version: //'),"
-	echo "$(openssl version | cut -d' ' -f1-2); client, gateway and nginx share the machine."
+	echo "$(openssl version | cut -d' ' -f1-2); client, gateway and nginx share the machine;"
+	echo "load average before the run $LOAD_START (after building), at the end $(cut -d' ' -f1 /proc/loadavg)."
 	echo
 	echo "| metric | direct | through | ratio | goal | met? |"
 	echo "|---|---|---|---|---|---|"
