@@ -21,6 +21,8 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_int.h"
 
+#define PROXY_DEFAULT_LISTEN "127.0.0.1:3128"
+
 static unsigned
 client_bucket(const uint8_t a[16])
 {
@@ -196,6 +198,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
                const char **err)
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
+	const char *proxy_addr;
 	long ncpu;
 	unsigned i;
 
@@ -211,15 +214,17 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->nworkers = cfg->workers ? cfg->workers : (ncpu > 0 ? (unsigned)ncpu : 1);
 	if (gw->nworkers > PROXY_MAX_WORKERS)
 		gw->nworkers = PROXY_MAX_WORKERS;
-	if (cfg->listen_transparent == NULL && cfg->listen_proxy == NULL) {
-		*err = "no listener: set listen.transparent and/or listen.proxy";
-		goto fail;
+	/* with no listener configured, the explicit proxy serves loopback only */
+	proxy_addr = cfg->listen_proxy;
+	if (cfg->listen_transparent == NULL && proxy_addr == NULL) {
+		proxy_addr = PROXY_DEFAULT_LISTEN;
+		log_info("no listen section: explicit proxy on %s", proxy_addr);
 	}
 	if (cfg->listen_transparent != NULL && netaddr_listen_parse(cfg->listen_transparent, &gw->la_transparent) != 0) {
 		*err = "listen.transparent is not an address";
 		goto fail;
 	}
-	if (cfg->listen_proxy != NULL && netaddr_listen_parse(cfg->listen_proxy, &gw->la_proxy) != 0) {
+	if (proxy_addr != NULL && netaddr_listen_parse(proxy_addr, &gw->la_proxy) != 0) {
 		*err = "listen.proxy is not an address";
 		goto fail;
 	}
@@ -227,7 +232,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 		if (cfg->listen_transparent != NULL &&
 		    (gw->fd_transparent[i] = bind_listener(&gw->la_transparent, err)) == -1)
 			goto fail;
-		if (cfg->listen_proxy != NULL && (gw->fd_proxy[i] = bind_listener(&gw->la_proxy, err)) == -1)
+		if (proxy_addr != NULL && (gw->fd_proxy[i] = bind_listener(&gw->la_proxy, err)) == -1)
 			goto fail;
 	}
 	if (cfg->listen_admin != NULL) {
