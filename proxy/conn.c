@@ -236,8 +236,29 @@ conn_pump(struct conn *c)
 		tunnel_pump(c);
 		return;
 	case CONN_S_CLOSING:
-		if (c->bev == NULL || evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 || c->client_eof)
+		if (c->bev == NULL || c->client_eof) {
 			conn_close(c);
+			return;
+		}
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+			return;
+		if (!c->linger) {
+			conn_close(c);
+			return;
+		}
+		/*
+		 * Lingering close: the client may still be sending a request body we
+		 * did not read.  Closing now would answer it with a RST that can
+		 * destroy our response in flight, so end our side, discard what
+		 * arrives, and close on its EOF or when the timer ends.
+		 */
+		if (!c->shut_wr) {
+			c->shut_wr = 1;
+			shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+			conn_arm_timer(c, PROXY_LINGER_MS);
+			bufferevent_enable(c->bev, EV_READ);
+		}
+		evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
 		return;
 	default:
 		return;

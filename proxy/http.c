@@ -123,6 +123,8 @@ answer(struct conn *c, int status, const char *error, const char *rule, const ch
 	r->status = status;
 	r->rule = rule;
 	r->reason = reason;
+	if (!keep && r->body != H1_BODY_NONE && !r->body_done)
+		c->linger = 1;
 	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
 	if (audit)
 		audit_request(c, status == 403 ? "deny" : "error");
@@ -497,8 +499,9 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
              int *done, const char **err)
 {
 	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
-	const char *p, *data, *trailers;
-	size_t dlen, tlen, off;
+	const char *p, *data = NULL, *trailers = NULL;
+	size_t dlen = 0, tlen = 0, off;
+	char tbuf[PROXY_TRAILER_MAX + 2];
 	int n;
 
 	if (len == 0)
@@ -514,8 +517,17 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 	}
 	if (n < 0)
 		return -1;
+	/* one call may return the last data span and the end of the body together;
+	 * the trailers point into <in>, so keep them before draining it */
+	if (*done && tlen > 0) {
+		if (tlen > sizeof(tbuf)) {
+			*err = "trailers too large";
+			return -1;
+		}
+		memcpy(tbuf, trailers, tlen);
+	}
+	off = dlen > 0 ? (size_t)(data - p) : 0;
 	if (dlen > 0) {
-		off = (size_t)(data - p);
 		if (reencode)
 			evbuffer_add_printf(out, "%zx\r\n", dlen);
 		evbuffer_drain(in, off);
@@ -523,18 +535,14 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 		if (reencode)
 			evbuffer_add(out, "\r\n", 2);
 		*bytes += dlen;
-		evbuffer_drain(in, (size_t)n - off - dlen);
-	} else if (*done) {
-		if (reencode) {
-			evbuffer_add(out, "0\r\n", 3);
-			if (tlen > 0)
-				evbuffer_add(out, trailers, tlen);
-			evbuffer_add(out, "\r\n", 2);
-		}
-		evbuffer_drain(in, (size_t)n);
-	} else {
-		evbuffer_drain(in, (size_t)n);
 	}
+	if (*done && reencode) {
+		evbuffer_add(out, "0\r\n", 3);
+		if (tlen > 0)
+			evbuffer_add(out, tbuf, tlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	evbuffer_drain(in, (size_t)n - off - dlen);
 	return 1;
 }
 
@@ -782,6 +790,7 @@ relay(struct conn *c)
 		}
 		if (r->resp == RESP_S_DONE) {
 			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */
+				c->linger = 1;
 				r->client_keep_alive = 0;
 				r->upstream_keep_alive = 0;
 				r->body_done = 1;

@@ -35,6 +35,7 @@
 #define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream is closed after this */
 #define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
 #define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
+#define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
 
 struct gateway;
 struct worker;
@@ -230,6 +231,8 @@ struct conn {
 	int client_eof;
 	int up_eof;                     /* the upstream closed its side */
 	int head_started;               /* bytes of the next request head have arrived */
+	int linger;                     /* unread request bytes remain: lingering close */
+	int shut_wr;                    /* our side of the socket is shut down */
 	int counted;                    /* holds a per-client slot */
 	struct timespec t0;
 	LIST_ENTRY(conn) link;
