@@ -451,9 +451,9 @@ read_request(struct conn *c)
 	nl = policy_path_normalise(path, plen, c->entry != NULL && policy_host_keep_encoded_slashes(c->entry),
 	                           r->path, plen + 2, &err);
 	if (nl < 0) {
-		evbuffer_drain(in, (size_t)n);
 		free(r->path);
-		r->path = xstrndup(path, plen);  /* the raw path, escaped by the audit writer */
+		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */
+		evbuffer_drain(in, (size_t)n);
 		answer(c, 400, "bad request", "path", err, 1);
 		return 1;
 	}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# CLI: ca init/show (key mode, overwrite refusal, --force, fingerprint), --help and usage exit codes,
+# policy check (ok, and file:line:col errors with exit 1), version.
+. "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
+S=$SLUICE D=$T/cadir
+
+# ca init
+out=$(timeout 20 "$S" ca init --dir "$D" 2>&1); rc=$?
+check_eq "ca init exits 0" 0 "$rc"
+check "ca init made ca.pem and ca.key" test -s "$D/ca.pem" -a -s "$D/ca.key"
+check_eq "ca.key is mode 0600" 600 "$(stat -c %a "$D/ca.key")"
+check_eq "ca.key is owned by root" 0 "$(stat -c %u "$D/ca.key")"
+txt=$(openssl x509 -in "$D/ca.pem" -noout -text 2>&1)
+check_match "ca is a CA (basicConstraints CA:TRUE, critical)" 'X509v3 Basic Constraints: critical' "$txt"
+check_match "ca has CA:TRUE" 'CA:TRUE' "$txt"
+check_match "ca key is ECDSA P-256" 'NIST CURVE: P-256|prime256v1' "$txt"
+check_match "ca can sign certificates (keyCertSign)" 'Certificate Sign' "$txt"
+check "ca.key matches ca.pem" sh -c "[ \"\$(openssl pkey -in '$D/ca.key' -pubout 2>/dev/null)\" = \"\$(openssl x509 -in '$D/ca.pem' -noout -pubkey)\" ]"
+sum1=$(sha256sum <"$D/ca.pem")
+
+# refuses overwrite, --force replaces
+out=$(timeout 20 "$S" ca init --dir "$D" 2>&1); rc=$?
+check_eq "ca init over an existing CA exits 1" 1 "$rc"
+check_match "the refusal says --force" 'force' "$out"
+check_eq "the refused init left ca.pem unchanged" "$sum1" "$(sha256sum <"$D/ca.pem")"
+out=$(timeout 20 "$S" ca init --dir "$D" --force 2>&1); rc=$?
+check_eq "ca init --force exits 0" 0 "$rc"
+check "ca init --force replaced the CA" test "$sum1" != "$(sha256sum <"$D/ca.pem")"
+check_eq "ca.key is still 0600 after --force" 600 "$(stat -c %a "$D/ca.key")"
+
+# ca show
+out=$(timeout 20 "$S" ca show --dir "$D" 2>&1); rc=$?
+check_eq "ca show exits 0" 0 "$rc"
+fp=$(openssl x509 -in "$D/ca.pem" -noout -fingerprint -sha256 | cut -d= -f2)
+got=$(printf '%s\n' "$out" | sed -n 's/^fingerprint: SHA256 //p')
+check_eq "ca show fingerprint equals openssl's" "$fp" "$got"
+check_match "ca show prints the PEM path to trust" "trust this: $(readlink -f "$D")/ca.pem" "$out"
+check_match "ca show prints validity" 'not after' "$out"
+out=$(timeout 20 "$S" ca show --dir "$T/nothing" 2>&1); rc=$?
+check_eq "ca show on a missing CA exits 1" 1 "$rc"
+
+# --help exits 0 and prints usage, for every command
+for c in "ca init" "ca show" "serve" "policy check" "version" "ca" "policy"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 10 "$S" $c --help 2>&1); rc=$?
+  check_eq "sluice $c --help exits 0" 0 "$rc"
+  check_match "sluice $c --help prints usage" 'usage' "$out"
+done
+out=$(timeout 10 "$S" --help 2>&1); rc=$?
+check_eq "sluice --help exits 0" 0 "$rc"
+
+# bad usage exits 2
+while IFS= read -r c; do
+  # shellcheck disable=SC2086
+  timeout 10 "$S" $c >/dev/null 2>&1; rc=$?
+  check_eq "bad usage '$c' exits 2" 2 "$rc"
+done <<'LIST'
+bogus
+ca
+ca init
+ca frobnicate
+ca init --dir
+ca init --dir /tmp/x --bogus
+ca show
+serve
+serve -c
+serve --bogus
+policy
+policy check
+policy check a b
+version extra
+LIST
+timeout 10 "$S" >/dev/null 2>&1; rc=$?
+check_eq "no command exits 2" 2 "$rc"
+
+# policy check
+cat >"$T/good.yaml" <<Y
+listen:
+  proxy: "127.0.0.1:3128"
+user: root
+ca: $D
+default: deny
+hosts:
+  api.example.test:
+    rules:
+      - allow: { method: GET, path: "/ok/**" }
+      - deny: { method: [PUT, DELETE], path: "regex:/x/[0-9]+", id: no-x }
+  "*.example.test":
+    verdict: passthrough
+Y
+out=$(timeout 10 "$S" policy check "$T/good.yaml" 2>&1); rc=$?
+check_eq "policy check of a good file exits 0" 0 "$rc"
+check_eq "policy check prints FILE: ok" "$T/good.yaml: ok" "$out"
+bad_case() { # bad_case NAME LINE:COL SED-EXPR
+  sed "$3" "$T/good.yaml" >"$T/$1.yaml"
+  out=$(timeout 10 "$S" policy check "$T/$1.yaml" 2>&1); rc=$?
+  check_eq "policy check $1 exits 1" 1 "$rc"
+  check_match "policy check $1 names file:line:col ($2)" "^$T/$1.yaml:$2: " "$out"
+}
+bad_case unknown-rule-key 9:18 's/allow: { method: GET/allow: { methd: GET/'
+bad_case unknown-top-key 5:1 's/^default: deny/bogus: deny/'
+bad_case bad-regex 10:46 's|regex:/x/\[0-9\]+|regex:/x/((|'
+bad_case bad-verdict 12:14 's/verdict: passthrough/verdict: maybe/'
+bad_case bad-default 5:10 's/^default: deny/default: perhaps/'
+out=$(timeout 10 "$S" policy check "$T/none.yaml" 2>&1); rc=$?
+check_eq "policy check of a missing file exits 1" 1 "$rc"
+
+# version
+out=$(timeout 10 "$S" version 2>&1); rc=$?
+check_eq "version exits 0" 0 "$rc"
+check_match "version prints 'sluice X.Y.Z'" '^sluice [0-9]+\.[0-9]+\.[0-9]+' "$out"
+finish
