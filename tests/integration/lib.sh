@@ -135,6 +135,14 @@ die() { bad "$*"; dump_logs; exit 1; }
 finish() {
   if [ -n "$GWPID" ] && ! kill -0 "$GWPID" 2>/dev/null; then
     wait "$GWPID" 2>/dev/null; bad "the gateway exited on its own during the test (status $?)"
+  elif [ -n "$GWPID" ]; then
+    # a clean stop is part of every test: under the sanitizers, leaks make it non-zero
+    gw_stop 20
+    check_eq "the gateway stops cleanly on SIGTERM" 0 "$GW_RC"
+  fi
+  if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' "$GWLOG" 2>/dev/null; then
+    bad "sanitizer report in the gateway log"
+    grep -E -A12 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' "$GWLOG" | head -40 | sed 's/^/# /'
   fi
   echo "$NAME: $PASS/$((PASS + FAIL)) checks pass"
   [ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ] && exit 0
