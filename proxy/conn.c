@@ -138,6 +138,15 @@ client_readcb(struct bufferevent *bev, void *arg);
 static void
 client_writecb(struct bufferevent *bev, void *arg);
 
+/* The client's read bound: a whole request head must fit, or a large one would stall instead of failing. */
+static size_t
+read_high(const struct conn *c)
+{
+	size_t head = (size_t)c->w->gw->cfg->limits.header_bytes + 1;
+
+	return head > PROXY_HIGH_WATER ? head : PROXY_HIGH_WATER;
+}
+
 /* Ends the peek phase: the socket's bytes now belong to a bufferevent or an upstream relay. */
 static void
 peek_stop(struct conn *c)
@@ -156,7 +165,7 @@ plain_bev(struct conn *c)
 	if (c->bev == NULL)
 		return -1;
 	bufferevent_setcb(c->bev, client_readcb, client_writecb, client_eventcb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, read_high(c));
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	return 0;
 }
@@ -242,15 +251,12 @@ conn_pump(struct conn *c)
 		}
 		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
 			return;
-		if (!c->linger) {
-			conn_close(c);
-			return;
-		}
 		/*
-		 * Lingering close: the client may still be sending a request body we
-		 * did not read.  Closing now would answer it with a RST that can
-		 * destroy our response in flight, so end our side, discard what
-		 * arrives, and close on its EOF or when the timer ends.
+		 * Lingering close: the client may still be sending bytes we will not
+		 * read (a request body, the rest of a refused head).  Closing now would
+		 * answer them with a RST that can destroy our answer in flight, so end
+		 * our side (the FIN also ends close-delimited bodies), discard what
+		 * arrives, and close on the client's EOF or when the timer ends.
 		 */
 		if (!c->shut_wr) {
 			c->shut_wr = 1;
@@ -274,6 +280,11 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	switch (c->state) {
 	case CONN_S_PEEK:
+		if (c->mode == CONN_MODE_EXPLICIT && c->head_started) {
+			conn_refuse(c, 408, "request timeout", "limits.request_head",
+			            "request head not received in time (limits.request_head)");
+			return;
+		}
 		audit_conn(c, "deny", "limits.request_head",
 		           c->mode == CONN_MODE_EXPLICIT ? "timed out waiting for the proxy request (limits.request_head)"
 		                                         : "timed out waiting for the ClientHello (limits.request_head)",
@@ -327,7 +338,7 @@ start_tls(struct conn *c)
 	}
 	c->tls = 1;
 	bufferevent_setcb(c->bev, client_readcb, client_writecb, client_eventcb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, read_high(c));
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	conn_set_state(c, CONN_S_TLS_ACCEPT);
 	conn_arm_timer(c, gw->cfg->limits.tls_handshake_ms);
@@ -416,6 +427,7 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 	const char *err = NULL;
 	int status = 400, r, kind;
 
+	c->head_started = 1;
 	r = h1_parse_request((const char *)buf, n, &hl, m, &err, &status);
 	if (r == -2 && n < c->w->scratch_cap)
 		return;
@@ -424,7 +436,7 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 			status = 431;
 			err = "request head too large (limits.header_bytes)";
 		}
-		conn_refuse(c, status, "bad request", "http", err ? err : "malformed request");
+		conn_refuse(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request");
 		return;
 	}
 	if (m->method_len != 7 || memcmp(m->method, "CONNECT", 7) != 0) {

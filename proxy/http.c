@@ -15,7 +15,7 @@
 #include "proxy/proxy_int.h"
 
 #define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
-#define RESP_HEAD_MIN 65536
+#define RESP_HEAD_MIN 32768
 
 static void relay(struct conn *c);
 static int read_request(struct conn *c);
@@ -90,6 +90,19 @@ audit_request(struct conn *c, const char *verdict)
 		atomic_fetch_add(&c->w->gw->ndenied, 1);
 }
 
+const char *
+http_refusal_rule(int status, const char *err)
+{
+	/* name the limit a refusal comes from, so the operator knows which knob it is */
+	if (status == 414)
+		return "limits.request_line";
+	if (status == 431 && err != NULL && strstr(err, "header fields") != NULL)
+		return "limits.header_count";
+	if (status == 431)
+		return "limits.header_bytes";
+	return "http";
+}
+
 /* Enters REQ_HEAD for the next request, or closes when the connection cannot go on. */
 static void
 next_request(struct conn *c, int keep)
@@ -123,8 +136,6 @@ answer(struct conn *c, int status, const char *error, const char *rule, const ch
 	r->status = status;
 	r->rule = rule;
 	r->reason = reason;
-	if (!keep && r->body != H1_BODY_NONE && !r->body_done)
-		c->linger = 1;
 	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
 	if (audit)
 		audit_request(c, status == 403 ? "deny" : "error");
@@ -407,17 +418,8 @@ read_request(struct conn *c)
 	r = req_new(c);
 	r->active = 1;
 	if (n < 0) {
-		const char *rule = "http";
-
-		/* name the limit a refusal comes from, so the operator knows which knob it is */
-		if (status == 414)
-			rule = "limits.request_line";
-		else if (status == 431 && err != NULL && strstr(err, "header fields") != NULL)
-			rule = "limits.header_count";
-		else if (status == 431)
-			rule = "limits.header_bytes";
 		r->client_keep_alive = 0;
-		answer(c, status, "bad request", rule, err ? err : "malformed request", 1);
+		answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);
 		return 1;
 	}
 	if (m->method_len >= sizeof(r->method)) {
@@ -560,9 +562,15 @@ abort_relay(struct conn *c, const char *why, int status)
 			answer(c, status, "upstream failed", "upstream", why, 1);
 		return;
 	}
+	/* the head is out: flush what was relayed, then close so the client sees the truncation */
 	r->reason = why;
+	r->client_keep_alive = 0;
 	audit_request(c, "allow");
-	conn_close(c);
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+	next_request(c, 0);
 }
 
 /* The response head arrived: 1 when handled, 0 to wait. */
@@ -570,7 +578,11 @@ static int
 response_head(struct conn *c)
 {
 	const struct policy_limits *lim = limits(c);
+	/* bounded by the upstream's read watermark, or a larger head would stall instead of failing */
 	size_t maxh = lim->header_bytes > RESP_HEAD_MIN ? lim->header_bytes : RESP_HEAD_MIN;
+
+	if (maxh > PROXY_HIGH_WATER - 1)
+		maxh = PROXY_HIGH_WATER - 1;
 	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
 	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = bufferevent_get_output(c->bev);
 	struct h1_message *m = c->w->msg;
@@ -598,7 +610,7 @@ response_head(struct conn *c)
 	head = (const char *)evbuffer_pullup(uin, (ev_ssize_t)cap);
 	n = h1_parse_response(head, cap, &hl, r->method, r->method_len, m, &err);
 	if (n == -2) {
-		if (cap > maxh) {
+		if (len > maxh) {
 			abort_relay(c, "upstream response head too large", 502);
 			return 1;
 		}
@@ -790,7 +802,6 @@ relay(struct conn *c)
 		}
 		if (r->resp == RESP_S_DONE) {
 			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */
-				c->linger = 1;
 				r->client_keep_alive = 0;
 				r->upstream_keep_alive = 0;
 				r->body_done = 1;

@@ -231,7 +231,6 @@ struct conn {
 	int client_eof;
 	int up_eof;                     /* the upstream closed its side */
 	int head_started;               /* bytes of the next request head have arrived */
-	int linger;                     /* unread request bytes remain: lingering close */
 	int shut_wr;                    /* our side of the socket is shut down */
 	int counted;                    /* holds a per-client slot */
 	struct timespec t0;
@@ -256,6 +255,8 @@ void http_pump(struct conn *c);
 void http_req_reset(struct conn *c);
 void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);
+/* The rule to report for a head parser refusal: the limit it enforces, or "http". */
+const char *http_refusal_rule(int status, const char *err);
 void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
 
 /* tunnel: bytes both ways until either side closes. */

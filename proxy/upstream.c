@@ -145,6 +145,7 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 	unsigned long e;
 	char ebuf[120];
 	long vr;
+	int soerr;
 
 	(void)bev;
 	if (up->state == UP_S_POOLED) {
@@ -163,10 +164,15 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 		finish(up, 0, 0);
 		return;
 	}
-	if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
+	soerr = 0;
+	getsockopt(bufferevent_getfd(up->bev), SOL_SOCKET, SO_ERROR, &soerr, &(socklen_t){sizeof(soerr)});
+	if (soerr != 0) {
+		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
+		         strerror(soerr));
+	} else if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
 		         X509_verify_cert_error_string(vr));
-	} else if (up->tls && (e = bufferevent_get_openssl_error(up->bev)) != 0) {
+	} else if (up->tls && (e = bufferevent_get_openssl_error(up->bev)) != 0 && ERR_GET_LIB(e) != 0) {
 		ERR_error_string_n(e, ebuf, sizeof(ebuf));
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream TLS handshake failed: %s", ebuf);
 	} else if (EVUTIL_SOCKET_ERROR() != 0 && (what & BEV_EVENT_ERROR)) {
