@@ -404,6 +404,10 @@ measure_idle() { # path pid
 	done
 	sleep 1
 	after=$(rss_kib "$pid")
+	# Upstream connections the gateway holds for these idle clients.
+	local ups=''
+	[ "$p" = through ] &&
+	    ups=", $(ss -Htn state established "( dst $UPADDR and dport = :443 )" | wc -l) upstream connections open"
 	line=$(grep '^ready ' "$DIR/idle-$p.out" 2>/dev/null || true)
 	stop_pid "$IDLE_PID" TERM; IDLE_PID=
 	local alive; alive=$(kv "$line" alive)
@@ -414,7 +418,7 @@ measure_idle() { # path pid
 		return
 	fi
 	R[mem.$p]=$(awk -v a="$after" -v b="$before" -v n="$IDLE_N" 'BEGIN { printf "%.1f", (a - b) / n }')
-	R[mem.$p.note]="VmRSS $before -> $after KiB"
+	R[mem.$p.note]="VmRSS $before -> $after KiB$ups"
 	log "idle $p: ${R[mem.$p]} KiB/connection (${R[mem.$p.note]})"
 	settle "$p"
 }
@@ -424,7 +428,7 @@ settle() {
 	local port n=0
 	[ "$1" = direct ] && port=$DIRECT_PORT || port=$TP
 	for _ in $(seq 100); do
-		n=$(ss -Htn state established "( sport = :$port )" 2>/dev/null | wc -l)
+		n=$(ss -Htn state established "( src $HOST_IP and sport = :$port )" 2>/dev/null | wc -l)
 		[ "$n" -eq 0 ] && return 0
 		sleep 0.1
 	done

@@ -79,6 +79,7 @@ struct slot {
 	size_t head_len;
 	size_t head_end;          /* 0 until the blank line is seen */
 	long long clen;           /* -1 unknown */
+	int close_after;          /* the response said "Connection: close" */
 	uint64_t body;
 	int requests;             /* on this connection */
 };
@@ -218,6 +219,7 @@ resp_reset(struct slot *s)
 	s->head_len = 0;
 	s->head_end = 0;
 	s->clen = -1;
+	s->close_after = 0;
 	s->body = 0;
 	s->req_off = 0;
 }
@@ -297,6 +299,9 @@ parse_head(struct slot *s)
 			    v > (1ull << 40))
 				return -1;
 			s->clen = (long long)v;
+		} else if (n > 11 && strncasecmp(line, "connection:", 11) == 0 &&
+		    memmem(line + 11, n - 11, "close", 5) != NULL) {
+			s->close_after = 1;
 		}
 		line = eol + 1;
 	}
@@ -493,8 +498,14 @@ response_done(struct slot *s)
 		if (s->requests > 1)
 			sample_add(t - s->t_start);
 		s->st = ST_IDLE;
+		if (s->close_after)
+			slot_close(s);   /* e.g. nginx's keepalive_requests: reconnect */
 		break;
 	case MODE_IDLE:
+		if (s->close_after) {
+			slot_close(s);   /* not kept: counted as not alive */
+			break;
+		}
 		resp_reset(s);
 		s->st = ST_IDLE;
 		want(s, EPOLLIN);
