@@ -402,7 +402,9 @@ measure_idle() { # path pid
 		kill -0 "$IDLE_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	sleep 1
+	# idle means idle: give the gateway one malloc_trim period (5 s) to return
+	# the handshakes' freed heap before reading its resident size
+	sleep 6
 	after=$(rss_kib "$pid")
 	# Upstream connections the gateway holds for these idle clients.
 	local ups=''

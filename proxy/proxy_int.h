@@ -35,6 +35,7 @@
 #define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream is closed after this */
 #define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
 #define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
+#define PROXY_TRIM_SECONDS 5           /* how often freed heap pages go back to the kernel */
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
 
 struct gateway;
@@ -321,6 +322,7 @@ struct gateway {
 	SSL_CTX *srv_ctx;
 	SSL_CTX *up_ctx;
 	struct event *done_ev;
+	struct event *trim_ev;           /* periodic malloc_trim */
 	unsigned nstarted;
 	struct evhttp *admin;
 	int stopping;

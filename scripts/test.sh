@@ -42,4 +42,5 @@ for f in build/fuzz/tests/fuzz/fuzz_*; do
 done
 [ "$fuzzed" -gt 0 ] || { echo "no fuzzers were built"; exit 1; }
 echo "fuzz: $fuzzed passed, 0 failed"
-echo "all tests passed"
+total=$(( $(ctest --test-dir build/release -N | sed -n 's/^Total Tests: //p') + $(ctest --test-dir build/asan -N | sed -n 's/^Total Tests: //p') + fuzzed ))
+echo "all: $total passed, 0 failed"
