@@ -14,10 +14,7 @@
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
 
-#define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
-#define RESP_HEAD_MIN 32768
 
-static void relay(struct conn *c);
 static int read_request(struct conn *c);
 
 void
@@ -47,14 +44,14 @@ req_new(struct conn *c)
 	return c->req;
 }
 
-static const struct policy_limits *
-limits(struct conn *c)
+const struct policy_limits *
+http_limits(struct conn *c)
 {
 	return &c->w->gw->cfg->limits;
 }
 
-static void
-audit_request(struct conn *c, const char *verdict)
+void
+http_audit_request(struct conn *c, const char *verdict)
 {
 	struct req *r = c->req;
 	char pathbuf[1024];
@@ -104,8 +101,8 @@ http_refusal_rule(int status, const char *err)
 }
 
 /* Enters REQ_HEAD for the next request, or closes when the connection cannot go on. */
-static void
-next_request(struct conn *c, int keep)
+void
+http_next_request(struct conn *c, int keep)
 {
 	http_req_reset(c);
 	c->head_started = 0;
@@ -119,15 +116,15 @@ next_request(struct conn *c, int keep)
 	c->nreq++;
 	conn_set_state(c, CONN_S_REQ_HEAD);
 	bufferevent_enable(c->bev, EV_READ);
-	conn_arm_timer(c, limits(c)->idle_ms);
+	conn_arm_timer(c, http_limits(c)->idle_ms);
 }
 
 /*
  * Answers the current request ourselves.  The request body (if any) was not
  * read, so the connection closes after the answer unless there was none.
  */
-static void
-answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
+void
+http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
 	struct req *r = c->req;
 	int keep = r->client_keep_alive && r->body == H1_BODY_NONE && status != 400 && status != 408 &&
@@ -138,23 +135,23 @@ answer(struct conn *c, int status, const char *error, const char *rule, const ch
 	r->reason = reason;
 	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
 	if (audit)
-		audit_request(c, status == 403 ? "deny" : "error");
+		http_audit_request(c, status == 403 ? "deny" : "error");
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;
 	}
-	next_request(c, keep);
+	http_next_request(c, keep);
 }
 
-static int
-append_header(struct evbuffer *out, const struct h1_header *h)
+int
+http_append_header(struct evbuffer *out, const struct h1_header *h)
 {
 	return evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name, (int)h->value_len, h->value);
 }
 
 /* Copies the end-to-end headers of <m>, minus <skip1>/<skip2> (may be NULL). */
-static void
-copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2)
+void
+http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2)
 {
 	size_t i;
 
@@ -168,7 +165,7 @@ copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1
 		if ((skip1 && sluice_iov_ieq(h->name, h->name_len, skip1)) ||
 		    (skip2 && sluice_iov_ieq(h->name, h->name_len, skip2)))
 			continue;
-		append_header(out, h);
+		http_append_header(out, h);
 	}
 }
 
@@ -198,95 +195,13 @@ absolute_form(const char *t, size_t n, int *https, const char **auth, size_t *au
 	return *auth_len > 0 ? 0 : -1;
 }
 
-static void dial_done(struct upstream *up, const char *err, int status, void *arg);
 
-static void
-up_readcb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	conn_pump(arg);
-}
 
-static void
-up_writecb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	conn_pump(arg);
-}
 
-static void
-up_eventcb(struct bufferevent *bev, short what, void *arg)
-{
-	(void)bev;
-	http_upstream_event(arg, what);
-}
 
-void
-http_upstream_event(struct conn *c, short what)
-{
-	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
-		return;
-	c->up_eof = 1;
-	conn_pump(c);
-}
 
-static void
-start_relay(struct conn *c)
-{
-	struct req *r = c->req;
-	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
-	size_t n = evbuffer_get_length(r->up_head);
 
-	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
-	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
-	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
-	c->up_eof = 0;
-	/* keep the head for one resend if a pooled connection turns out stale */
-	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
-	conn_set_state(c, CONN_S_RELAY);
-	r->resp = RESP_S_HEAD;
-	r->body_done = r->body == H1_BODY_NONE;
-	conn_arm_timer(c, limits(c)->body_ms);
-	bufferevent_enable(c->bev, EV_READ);
-}
 
-static void
-dial(struct conn *c)
-{
-	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
-
-	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
-	c->req->upstream_tls = c->tls;
-	conn_set_state(c, CONN_S_DIAL);
-	bufferevent_disable(c->bev, EV_READ);
-	conn_arm_timer(c, limits(c)->upstream_connect_ms + 1000);
-	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, dial_done, c);
-	if (c->up->state == UP_S_READY) {
-		start_relay(c);
-		relay(c);
-	} else if (c->up->state == UP_S_FAILED) {
-		dial_done(c->up, c->up->errbuf, 502, c);
-	}
-}
-
-static void
-dial_done(struct upstream *up, const char *err, int status, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)up;
-	if (err != NULL) {
-		/* the reason is in the upstream, which answer() frees: copy it first */
-		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
-		upstream_free(c->up);
-		c->up = NULL;
-		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
-		answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
-		return;
-	}
-	start_relay(c);
-	relay(c);
-}
 
 /* Works out which host a request on this connection names; 0, or an answer was sent. */
 static int
@@ -302,41 +217,41 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		*path = m->target;
 		*path_len = m->target_len;
 		if (c->mode == CONN_MODE_EXPLICIT && !c->tls) {
-			answer(c, 400, "bad request", "http", "a proxy request needs an absolute-form target or CONNECT", 1);
+			http_answer(c, 400, "bad request", "http", "a proxy request needs an absolute-form target or CONNECT", 1);
 			return -1;
 		}
 	} else if (absolute_form(m->target, m->target_len, &https, &auth, &auth_len, &rest, &rest_len) == 0) {
 		if (https != c->tls) {
-			answer(c, 400, "bad request", "http",
+			http_answer(c, 400, "bad request", "http",
 			       c->tls ? "http:// target inside a TLS connection" : "https:// targets need CONNECT", 1);
 			return -1;
 		}
 		if (host_split_authority(auth, auth_len, dflt, ahost, &aport, &err) < 0) {
-			answer(c, 400, "bad request", "http", err, 1);
+			http_answer(c, 400, "bad request", "http", err, 1);
 			return -1;
 		}
 		has_abs = 1;
 		*path = rest_len > 0 ? rest : "/";
 		*path_len = rest_len > 0 ? rest_len : 1;
 		if ((*path)[0] == '?') {  /* "http://h?q": the path is "/" */
-			answer(c, 400, "bad request", "http", "absolute-form target without a path", 1);
+			http_answer(c, 400, "bad request", "http", "absolute-form target without a path", 1);
 			return -1;
 		}
 	} else {
-		answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
+		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
 		return -1;
 	}
 	if (m->host != NULL) {
 		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
-			answer(c, 400, "bad request", "http", "malformed Host header", 1);
+			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);
 			return -1;
 		}
 	} else if (!has_abs && (c->tls == 0 || m->minor_version == 1)) {
-		answer(c, 400, "bad request", "http", "missing Host header", 1);
+		http_answer(c, 400, "bad request", "http", "missing Host header", 1);
 		return -1;
 	}
 	if (has_abs && m->host != NULL && (strcmp(ahost, host) != 0 || aport != port)) {
-		answer(c, 421, "misdirected request", "host", "Host header differs from the request target", 1);
+		http_answer(c, 421, "misdirected request", "host", "Host header differs from the request target", 1);
 		return -1;
 	}
 	if (!has_abs && m->host == NULL) {  /* HTTP/1.0 inside TLS: the judged host */
@@ -349,7 +264,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	if (c->tls || (c->mode == CONN_MODE_TRANSPARENT && c->judged)) {
 		/* inside TLS the judged host is the SNI or CONNECT authority; the request must name it */
 		if (strcmp(host, c->host) != 0 || (c->tls && port != c->port && (has_abs || port != (unsigned)dflt))) {
-			answer(c, 421, "misdirected request", "host",
+			http_answer(c, 421, "misdirected request", "host",
 			       c->mode == CONN_MODE_EXPLICIT ? "Host differs from the CONNECT authority"
 			                                     : "Host differs from the TLS server name (SNI)",
 			       1);
@@ -369,7 +284,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		c->judged = 1;
 		if (d.verdict == POLICY_DENY) {
 			c->judged = 0;
-			answer(c, 403, "denied by policy", d.rule, d.reason, 1);
+			http_answer(c, 403, "denied by policy", d.rule, d.reason, 1);
 			return -1;
 		}
 	}
@@ -380,7 +295,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 static int
 read_request(struct conn *c)
 {
-	const struct policy_limits *lim = limits(c);
+	const struct policy_limits *lim = http_limits(c);
 	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct h1_message *m = c->w->msg;
@@ -419,11 +334,11 @@ read_request(struct conn *c)
 	r->active = 1;
 	if (n < 0) {
 		r->client_keep_alive = 0;
-		answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);
+		http_answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);
 		return 1;
 	}
 	if (m->method_len >= sizeof(r->method)) {
-		answer(c, 400, "bad request", "http", "method too long", 1);
+		http_answer(c, 400, "bad request", "http", "method too long", 1);
 		return 1;
 	}
 	memcpy(r->method, m->method, m->method_len);
@@ -438,7 +353,7 @@ read_request(struct conn *c)
 	/* <m> points into <in>: the head is drained only after its last use below */
 	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
 		evbuffer_drain(in, (size_t)n);
-		answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
+		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
 		return 1;
 	}
 	if (request_host(c, m, &path, &path_len) < 0) {
@@ -456,7 +371,7 @@ read_request(struct conn *c)
 		free(r->path);
 		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */
 		evbuffer_drain(in, (size_t)n);
-		answer(c, 400, "bad request", "path", err, 1);
+		http_answer(c, 400, "bad request", "path", err, 1);
 		return 1;
 	}
 	r->path_len = (size_t)nl;
@@ -465,20 +380,20 @@ read_request(struct conn *c)
 	r->reason = d.reason;
 	if (!d.allow) {
 		evbuffer_drain(in, (size_t)n);
-		answer(c, 403, "denied by policy", d.rule, d.reason ? d.reason : "denied", 1);
+		http_answer(c, 403, "denied by policy", d.rule, d.reason ? d.reason : "denied", 1);
 		return 1;
 	}
 	/* build the head we send upstream while the parsed views are valid */
 	r->up_head = evbuffer_new();
 	evbuffer_add_printf(r->up_head, "%s %s%s HTTP/1.1\r\n", r->method, r->path, r->query ? r->query : "");
 	if (m->host != NULL)
-		append_header(r->up_head, m->host);
+		http_append_header(r->up_head, m->host);
 	else if ((c->tls && c->port == 443) || (!c->tls && c->port == 80))
 		evbuffer_add_printf(r->up_head, "Host: %s\r\n", c->host);
 	else
 		evbuffer_add_printf(r->up_head, strchr(c->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", c->host,
 		                    c->port);
-	copy_headers(r->up_head, m, "host", NULL);
+	http_copy_headers(r->up_head, m, "host", NULL);
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
 	else if (r->body == H1_BODY_CHUNKED)
@@ -487,342 +402,18 @@ read_request(struct conn *c)
 		const struct h1_header *u = h1_find_header(m, "upgrade");
 		evbuffer_add(r->up_head, "Connection: Upgrade\r\n", 21);
 		if (u != NULL)
-			append_header(r->up_head, u);
+			http_append_header(r->up_head, u);
 	}
 	evbuffer_add(r->up_head, "\r\n", 2);
 	evbuffer_drain(in, (size_t)n);
-	dial(c);
+	relay_dial(c);
 	return 1;
 }
 
-/* One chunked-decoder step from <in> to <out>; re-encodes when <reencode>. 1 progress, 0 wait, -1 error. */
-static int
-chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
-             int *done, const char **err)
-{
-	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
-	const char *p, *data = NULL, *trailers = NULL;
-	size_t dlen = 0, tlen = 0, off;
-	char tbuf[PROXY_TRAILER_MAX + 2];
-	int n;
 
-	if (len == 0)
-		return 0;
-	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)cap);
-	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &trailers, &tlen, err);
-	if (n == -2) {
-		if (cap == CHUNK_PULL) {
-			*err = "chunk framing line too long";
-			return -1;
-		}
-		return 0;
-	}
-	if (n < 0)
-		return -1;
-	/* one call may return the last data span and the end of the body together;
-	 * the trailers point into <in>, so keep them before draining it */
-	if (*done && tlen > 0) {
-		if (tlen > sizeof(tbuf)) {
-			*err = "trailers too large";
-			return -1;
-		}
-		memcpy(tbuf, trailers, tlen);
-	}
-	off = dlen > 0 ? (size_t)(data - p) : 0;
-	if (dlen > 0) {
-		if (reencode)
-			evbuffer_add_printf(out, "%zx\r\n", dlen);
-		evbuffer_drain(in, off);
-		evbuffer_remove_buffer(in, out, dlen);
-		if (reencode)
-			evbuffer_add(out, "\r\n", 2);
-		*bytes += dlen;
-	}
-	if (*done && reencode) {
-		evbuffer_add(out, "0\r\n", 3);
-		if (tlen > 0)
-			evbuffer_add(out, tbuf, tlen);
-		evbuffer_add(out, "\r\n", 2);
-	}
-	evbuffer_drain(in, (size_t)n - off - dlen);
-	return 1;
-}
 
-static void
-abort_relay(struct conn *c, const char *why, int status)
-{
-	struct req *r = c->req;
 
-	log_info("c%llu: %s", (unsigned long long)c->id, why);
-	if (r->resp == RESP_S_HEAD && r->status == 0) {
-		r->client_keep_alive = 0;
-		if (status < 500)
-			answer(c, status, "bad request", "http", why, 1);
-		else
-			answer(c, status, "upstream failed", "upstream", why, 1);
-		return;
-	}
-	/* the head is out: flush what was relayed, then close so the client sees the truncation */
-	r->reason = why;
-	r->client_keep_alive = 0;
-	audit_request(c, "allow");
-	if (c->up != NULL) {
-		upstream_free(c->up);
-		c->up = NULL;
-	}
-	next_request(c, 0);
-}
 
-/* The response head arrived: 1 when handled, 0 to wait. */
-static int
-response_head(struct conn *c)
-{
-	const struct policy_limits *lim = limits(c);
-	/* bounded by the upstream's read watermark, or a larger head would stall instead of failing */
-	size_t maxh = lim->header_bytes > RESP_HEAD_MIN ? lim->header_bytes : RESP_HEAD_MIN;
-
-	if (maxh > PROXY_HIGH_WATER - 1)
-		maxh = PROXY_HIGH_WATER - 1;
-	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
-	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = bufferevent_get_output(c->bev);
-	struct h1_message *m = c->w->msg;
-	struct req *r = c->req;
-	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
-	const struct h1_header *cl;
-	const char *err = NULL, *head;
-	int n;
-
-	if (len == 0) {
-		if (c->up_eof) {
-			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
-				/* a pooled connection the upstream had closed: dial afresh, once */
-				r->head_copy_sent = 1;
-				upstream_free(c->up);
-				c->up = NULL;
-				dial(c);
-				return 1;
-			}
-			abort_relay(c, "upstream closed before responding", 502);
-			return 1;
-		}
-		return 0;
-	}
-	head = (const char *)evbuffer_pullup(uin, (ev_ssize_t)cap);
-	n = h1_parse_response(head, cap, &hl, r->method, r->method_len, m, &err);
-	if (n == -2) {
-		if (len > maxh) {
-			abort_relay(c, "upstream response head too large", 502);
-			return 1;
-		}
-		if (c->up_eof) {
-			abort_relay(c, "upstream closed inside the response head", 502);
-			return 1;
-		}
-		return 0;
-	}
-	if (n < 0) {
-		char why[160];
-		snprintf(r->rule_buf, sizeof(r->rule_buf), "malformed upstream response: %s", err ? err : "?");
-		memcpy(why, r->rule_buf, sizeof(why) < sizeof(r->rule_buf) ? sizeof(why) : sizeof(r->rule_buf));
-		abort_relay(c, r->rule_buf, 502);
-		return 1;
-	}
-	if (m->status < 200) {
-		if (m->status == 101 && r->websocket) {
-			evbuffer_add_printf(cout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
-			copy_headers(cout, m, NULL, NULL);
-			evbuffer_add(cout, "Connection: Upgrade\r\n", 21);
-			if ((cl = h1_find_header(m, "upgrade")) != NULL)
-				append_header(cout, cl);
-			evbuffer_add(cout, "\r\n", 2);
-			evbuffer_drain(uin, (size_t)n);
-			r->status = 101;
-			audit_request(c, "allow");
-			conn_set_state(c, CONN_S_TUNNEL);
-			conn_arm_timer(c, lim->idle_ms);
-			tunnel_pump(c);
-			return 1;
-		}
-		if (m->status == 101) {
-			evbuffer_drain(uin, (size_t)n);
-			abort_relay(c, "upstream switched protocols without an upgrade request", 502);
-			return 1;
-		}
-		if (r->minor_version == 1) {  /* interim responses (100, 103) go to HTTP/1.1 clients */
-			evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-			copy_headers(cout, m, NULL, NULL);
-			evbuffer_add(cout, "\r\n", 2);
-		}
-		evbuffer_drain(uin, (size_t)n);
-		return 1;
-	}
-	r->status = m->status;
-	r->resp_body = m->framing;
-	r->resp_left = m->content_length;
-	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;
-	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
-	evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-	copy_headers(cout, m, NULL, NULL);
-	switch (m->framing) {
-	case H1_BODY_LENGTH:
-		evbuffer_add_printf(cout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
-		break;
-	case H1_BODY_CHUNKED:
-	case H1_BODY_UNTIL_CLOSE:
-		if (r->minor_version == 1) {
-			evbuffer_add(cout, "Transfer-Encoding: chunked\r\n", 28);
-			r->resp_chunked_out = 1;
-		} else {
-			r->client_keep_alive = 0;
-		}
-		break;
-	case H1_BODY_NONE:
-		cl = h1_find_header(m, "content-length");
-		if (r->is_head || m->status == 204 || m->status == 304) {
-			if (cl != NULL && m->status != 204)
-				append_header(cout, cl);
-		} else {
-			evbuffer_add(cout, "Content-Length: 0\r\n", 19);
-		}
-		break;
-	}
-	if (!r->client_keep_alive)
-		evbuffer_add(cout, "Connection: close\r\n", 19);
-	evbuffer_add(cout, "\r\n", 2);
-	evbuffer_drain(uin, (size_t)n);
-	r->resp = m->framing == H1_BODY_NONE ? RESP_S_DONE : RESP_S_BODY;
-	return 1;
-}
-
-static void
-finish_request(struct conn *c)
-{
-	struct req *r = c->req;
-	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
-
-	audit_request(c, "allow");
-	if (keep_up)
-		upstream_release(c->up);
-	else
-		upstream_free(c->up);
-	c->up = NULL;
-	next_request(c, r->client_keep_alive && r->body_done);
-}
-
-static void
-relay(struct conn *c)
-{
-	struct req *r = c->req;
-	struct evbuffer *cin, *cout, *uin, *uout;
-	const char *err = NULL;
-	int progress = 1, p;
-
-	while (progress && c->state == CONN_S_RELAY) {
-		progress = 0;
-		cin = bufferevent_get_input(c->bev);
-		cout = bufferevent_get_output(c->bev);
-		uin = bufferevent_get_input(c->up->bev);
-		uout = bufferevent_get_output(c->up->bev);
-		/* request body, upward */
-		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
-			if (r->body == H1_BODY_LENGTH) {
-				size_t n = evbuffer_get_length(cin);
-				if (n > r->body_left)
-					n = (size_t)r->body_left;
-				evbuffer_remove_buffer(cin, uout, n);
-				r->body_left -= n;
-				r->bytes_up += n;
-				r->body_done = r->body_left == 0;
-				progress = 1;
-			} else {
-				p = chunked_step(cin, uout, &r->body_chunk, 1, &r->bytes_up, &r->body_done, &err);
-				if (p < 0) {
-					abort_relay(c, "malformed chunked request body", 400);
-					return;
-				}
-				if (p == 0)
-					break;
-				progress = 1;
-			}
-		}
-		if (!r->body_done && c->client_eof && evbuffer_get_length(cin) == 0) {
-			abort_relay(c, "client closed inside the request body", 400);
-			return;
-		}
-		/* response */
-		if (r->resp == RESP_S_HEAD) {
-			if (response_head(c) == 0)
-				goto wait;
-			if (c->state != CONN_S_RELAY)
-				return;
-			progress = 1;
-			continue;
-		}
-		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
-		       evbuffer_get_length(uin) > 0) {
-			if (r->resp_body == H1_BODY_LENGTH) {
-				size_t n = evbuffer_get_length(uin);
-				if (n > r->resp_left)
-					n = (size_t)r->resp_left;
-				evbuffer_remove_buffer(uin, cout, n);
-				r->resp_left -= n;
-				r->bytes_down += n;
-				if (r->resp_left == 0)
-					r->resp = RESP_S_DONE;
-			} else if (r->resp_body == H1_BODY_CHUNKED) {
-				int done = 0;
-				p = chunked_step(uin, cout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done, &err);
-				if (p < 0) {
-					abort_relay(c, "malformed chunked response body", 502);
-					return;
-				}
-				if (done)
-					r->resp = RESP_S_DONE;
-				if (p == 0)
-					break;
-			} else {  /* until close */
-				size_t n = evbuffer_get_length(uin);
-				if (r->resp_chunked_out)
-					evbuffer_add_printf(cout, "%zx\r\n", n);
-				evbuffer_remove_buffer(uin, cout, n);
-				if (r->resp_chunked_out)
-					evbuffer_add(cout, "\r\n", 2);
-				r->bytes_down += n;
-			}
-			progress = 1;
-		}
-		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
-			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
-				abort_relay(c, "upstream closed inside the response body", 502);
-				return;
-			}
-			if (r->resp_chunked_out)
-				evbuffer_add(cout, "0\r\n\r\n", 5);
-			r->resp = RESP_S_DONE;
-		}
-		if (r->resp == RESP_S_DONE) {
-			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */
-				r->client_keep_alive = 0;
-				r->upstream_keep_alive = 0;
-				r->body_done = 1;
-			}
-			finish_request(c);
-			return;
-		}
-	}
-wait:
-	if (progress)
-		conn_arm_timer(c, limits(c)->body_ms);
-	/* backpressure: a side reads only while the other side's queue is short */
-	if (evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->bev, EV_READ);
-	else
-		bufferevent_disable(c->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->up->bev, EV_READ);
-	else
-		bufferevent_disable(c->up->bev, EV_READ);
-}
 
 void
 http_pump(struct conn *c)
@@ -834,7 +425,7 @@ http_pump(struct conn *c)
 				return;
 			break;
 		case CONN_S_RELAY:
-			relay(c);
+			relay_pump(c);
 			return;
 		case CONN_S_DIAL:
 			return;
@@ -852,7 +443,7 @@ http_timeout(struct conn *c)
 	case CONN_S_REQ_HEAD:
 		if (c->head_started && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
 			req_new(c)->client_keep_alive = 0;
-			answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
+			http_answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
 			return;
 		}
 		conn_close(c);  /* idle keep-alive connection */
@@ -862,10 +453,10 @@ http_timeout(struct conn *c)
 			upstream_free(c->up);
 			c->up = NULL;
 		}
-		answer(c, 504, "upstream failed", "limits.upstream_connect", "upstream connect timed out", 1);
+		http_answer(c, 504, "upstream failed", "limits.upstream_connect", "upstream connect timed out", 1);
 		return;
 	case CONN_S_RELAY:
-		abort_relay(c, "no progress in time (limits.body)", 504);
+		relay_abort(c, "no progress in time (limits.body)", 504);
 		return;
 	case CONN_S_TUNNEL:
 		conn_close(c);
@@ -876,36 +467,3 @@ http_timeout(struct conn *c)
 	}
 }
 
-void
-tunnel_pump(struct conn *c)
-{
-	struct evbuffer *cin, *cout, *uin, *uout;
-
-	if (c->state != CONN_S_TUNNEL || c->up == NULL)
-		return;
-	cin = bufferevent_get_input(c->bev);
-	cout = bufferevent_get_output(c->bev);
-	uin = bufferevent_get_input(c->up->bev);
-	uout = bufferevent_get_output(c->up->bev);
-	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
-		conn_arm_timer(c, limits(c)->idle_ms);
-	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
-		evbuffer_remove_buffer(cin, uout, PROXY_HIGH_WATER - evbuffer_get_length(uout));
-	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
-		evbuffer_remove_buffer(uin, cout, PROXY_HIGH_WATER - evbuffer_get_length(cout));
-	if ((c->client_eof && evbuffer_get_length(cin) == 0) || (c->up_eof && evbuffer_get_length(uin) == 0)) {
-		/* one side ended: flush what the client is owed, then close both */
-		conn_set_state(c, CONN_S_CLOSING);
-		conn_arm_timer(c, 5000);
-		conn_pump(c);
-		return;
-	}
-	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->bev, EV_READ);
-	else
-		bufferevent_disable(c->bev, EV_READ);
-	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->up->bev, EV_READ);
-	else
-		bufferevent_disable(c->up->bev, EV_READ);
-}

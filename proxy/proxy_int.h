@@ -251,8 +251,26 @@ void conn_start_requests(struct conn *c);
 /* Ends the connection with an answer (queued, flushed, then closed) and a connection audit line. */
 void conn_refuse(struct conn *c, int status, const char *error, const char *rule, const char *reason);
 
-/* http.c: request and response handling on a connection in REQ_HEAD / DIAL / RELAY / TUNNEL. */
+/* http.c: request heads on a connection in REQ_HEAD: parse, name the host, judge, answer. */
 void http_pump(struct conn *c);
+const struct policy_limits *http_limits(struct conn *c);
+/* Audits the current request with <verdict> ("allow", "deny", "error"). */
+void http_audit_request(struct conn *c, const char *verdict);
+/* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
+void http_next_request(struct conn *c, int keep);
+/* Answers the current request with a JSON refusal, audits it when <audit>, and moves on. */
+void http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit);
+int http_append_header(struct evbuffer *out, const struct h1_header *h);
+/* Copies <m>'s end-to-end headers (no hop-by-hop, no Content-Length), minus <skip1>/<skip2>. */
+void http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2);
+
+/* relay.c: the request in flight (DIAL, RELAY) and byte tunnels. */
+/* Dials or reuses the upstream for the parsed request and starts relaying. */
+void relay_dial(struct conn *c);
+/* Moves body bytes both ways as far as the watermarks allow; finishes the request at its end. */
+void relay_pump(struct conn *c);
+/* Fails the request in flight: a JSON answer if no response head went out yet, else a truncating close. */
+void relay_abort(struct conn *c, const char *why, int status);
 void http_req_reset(struct conn *c);
 void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);

@@ -1,0 +1,470 @@
+/*
+ * proxy/relay.c - one request in flight: dial (or reuse) the upstream, send
+ * the head, stream the request body up and the response down with
+ * backpressure (64 KiB watermarks each way), re-frame chunked and
+ * close-delimited bodies, relay interim responses, switch to a byte tunnel
+ * after a WebSocket 101, and finish or abort the request.
+ */
+#include <string.h>
+#include <stdlib.h>
+#include <event2/buffer.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+
+#define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
+#define RESP_HEAD_MIN 32768
+
+static void dial_done(struct upstream *up, const char *err, int status, void *arg);
+
+static void
+up_readcb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_pump(arg);
+}
+
+static void
+up_writecb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_pump(arg);
+}
+
+static void
+up_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	http_upstream_event(arg, what);
+}
+
+void
+http_upstream_event(struct conn *c, short what)
+{
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	c->up_eof = 1;
+	conn_pump(c);
+}
+
+static void
+start_relay(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
+	size_t n = evbuffer_get_length(r->up_head);
+
+	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
+	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
+	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	c->up_eof = 0;
+	/* keep the head for one resend if a pooled connection turns out stale */
+	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
+	conn_set_state(c, CONN_S_RELAY);
+	r->resp = RESP_S_HEAD;
+	r->body_done = r->body == H1_BODY_NONE;
+	conn_arm_timer(c, http_limits(c)->body_ms);
+	bufferevent_enable(c->bev, EV_READ);
+}
+
+void
+relay_dial(struct conn *c)
+{
+	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
+
+	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
+	c->req->upstream_tls = c->tls;
+	conn_set_state(c, CONN_S_DIAL);
+	bufferevent_disable(c->bev, EV_READ);
+	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
+	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, dial_done, c);
+	if (c->up->state == UP_S_READY) {
+		start_relay(c);
+		relay_pump(c);
+	} else if (c->up->state == UP_S_FAILED) {
+		dial_done(c->up, c->up->errbuf, 502, c);
+	}
+}
+
+static void
+dial_done(struct upstream *up, const char *err, int status, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)up;
+	if (err != NULL) {
+		/* the reason is in the upstream, which http_answer() frees: copy it first */
+		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
+		upstream_free(c->up);
+		c->up = NULL;
+		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
+		http_answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
+		return;
+	}
+	start_relay(c);
+	relay_pump(c);
+}
+
+/* One chunked-decoder step from <in> to <out>; re-encodes when <reencode>. 1 progress, 0 wait, -1 error. */
+static int
+chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
+             int *done, const char **err)
+{
+	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
+	const char *p, *data = NULL, *trailers = NULL;
+	size_t dlen = 0, tlen = 0, off;
+	char tbuf[PROXY_TRAILER_MAX + 2];
+	int n;
+
+	if (len == 0)
+		return 0;
+	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)cap);
+	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &trailers, &tlen, err);
+	if (n == -2) {
+		if (cap == CHUNK_PULL) {
+			*err = "chunk framing line too long";
+			return -1;
+		}
+		return 0;
+	}
+	if (n < 0)
+		return -1;
+	/* one call may return the last data span and the end of the body together;
+	 * the trailers point into <in>, so keep them before draining it */
+	if (*done && tlen > 0) {
+		if (tlen > sizeof(tbuf)) {
+			*err = "trailers too large";
+			return -1;
+		}
+		memcpy(tbuf, trailers, tlen);
+	}
+	off = dlen > 0 ? (size_t)(data - p) : 0;
+	if (dlen > 0) {
+		if (reencode)
+			evbuffer_add_printf(out, "%zx\r\n", dlen);
+		evbuffer_drain(in, off);
+		evbuffer_remove_buffer(in, out, dlen);
+		if (reencode)
+			evbuffer_add(out, "\r\n", 2);
+		*bytes += dlen;
+	}
+	if (*done && reencode) {
+		evbuffer_add(out, "0\r\n", 3);
+		if (tlen > 0)
+			evbuffer_add(out, tbuf, tlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	evbuffer_drain(in, (size_t)n - off - dlen);
+	return 1;
+}
+
+void
+relay_abort(struct conn *c, const char *why, int status)
+{
+	struct req *r = c->req;
+
+	log_info("c%llu: %s", (unsigned long long)c->id, why);
+	if (r->resp == RESP_S_HEAD && r->status == 0) {
+		r->client_keep_alive = 0;
+		if (status < 500)
+			http_answer(c, status, "bad request", "http", why, 1);
+		else
+			http_answer(c, status, "upstream failed", "upstream", why, 1);
+		return;
+	}
+	/* the head is out: flush what was relayed, then close so the client sees the truncation */
+	r->reason = why;
+	r->client_keep_alive = 0;
+	http_audit_request(c, "allow");
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+	http_next_request(c, 0);
+}
+
+/* The response head arrived: 1 when handled, 0 to wait. */
+static int
+response_head(struct conn *c)
+{
+	const struct policy_limits *lim = http_limits(c);
+	/* bounded by the upstream's read watermark, or a larger head would stall instead of failing */
+	size_t maxh = lim->header_bytes > RESP_HEAD_MIN ? lim->header_bytes : RESP_HEAD_MIN;
+
+	if (maxh > PROXY_HIGH_WATER - 1)
+		maxh = PROXY_HIGH_WATER - 1;
+	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
+	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = bufferevent_get_output(c->bev);
+	struct h1_message *m = c->w->msg;
+	struct req *r = c->req;
+	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
+	const struct h1_header *cl;
+	const char *err = NULL, *head;
+	int n;
+
+	if (len == 0) {
+		if (c->up_eof) {
+			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
+				/* a pooled connection the upstream had closed: dial afresh, once */
+				r->head_copy_sent = 1;
+				upstream_free(c->up);
+				c->up = NULL;
+				relay_dial(c);
+				return 1;
+			}
+			relay_abort(c, "upstream closed before responding", 502);
+			return 1;
+		}
+		return 0;
+	}
+	head = (const char *)evbuffer_pullup(uin, (ev_ssize_t)cap);
+	n = h1_parse_response(head, cap, &hl, r->method, r->method_len, m, &err);
+	if (n == -2) {
+		if (len > maxh) {
+			relay_abort(c, "upstream response head too large", 502);
+			return 1;
+		}
+		if (c->up_eof) {
+			relay_abort(c, "upstream closed inside the response head", 502);
+			return 1;
+		}
+		return 0;
+	}
+	if (n < 0) {
+		char why[160];
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "malformed upstream response: %s", err ? err : "?");
+		memcpy(why, r->rule_buf, sizeof(why) < sizeof(r->rule_buf) ? sizeof(why) : sizeof(r->rule_buf));
+		relay_abort(c, r->rule_buf, 502);
+		return 1;
+	}
+	if (m->status < 200) {
+		if (m->status == 101 && r->websocket) {
+			evbuffer_add_printf(cout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
+			http_copy_headers(cout, m, NULL, NULL);
+			evbuffer_add(cout, "Connection: Upgrade\r\n", 21);
+			if ((cl = h1_find_header(m, "upgrade")) != NULL)
+				http_append_header(cout, cl);
+			evbuffer_add(cout, "\r\n", 2);
+			evbuffer_drain(uin, (size_t)n);
+			r->status = 101;
+			http_audit_request(c, "allow");
+			conn_set_state(c, CONN_S_TUNNEL);
+			conn_arm_timer(c, lim->idle_ms);
+			tunnel_pump(c);
+			return 1;
+		}
+		if (m->status == 101) {
+			evbuffer_drain(uin, (size_t)n);
+			relay_abort(c, "upstream switched protocols without an upgrade request", 502);
+			return 1;
+		}
+		if (r->minor_version == 1) {  /* interim responses (100, 103) go to HTTP/1.1 clients */
+			evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+			http_copy_headers(cout, m, NULL, NULL);
+			evbuffer_add(cout, "\r\n", 2);
+		}
+		evbuffer_drain(uin, (size_t)n);
+		return 1;
+	}
+	r->status = m->status;
+	r->resp_body = m->framing;
+	r->resp_left = m->content_length;
+	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;
+	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
+	evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+	http_copy_headers(cout, m, NULL, NULL);
+	switch (m->framing) {
+	case H1_BODY_LENGTH:
+		evbuffer_add_printf(cout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
+		break;
+	case H1_BODY_CHUNKED:
+	case H1_BODY_UNTIL_CLOSE:
+		if (r->minor_version == 1) {
+			evbuffer_add(cout, "Transfer-Encoding: chunked\r\n", 28);
+			r->resp_chunked_out = 1;
+		} else {
+			r->client_keep_alive = 0;
+		}
+		break;
+	case H1_BODY_NONE:
+		cl = h1_find_header(m, "content-length");
+		if (r->is_head || m->status == 204 || m->status == 304) {
+			if (cl != NULL && m->status != 204)
+				http_append_header(cout, cl);
+		} else {
+			evbuffer_add(cout, "Content-Length: 0\r\n", 19);
+		}
+		break;
+	}
+	if (!r->client_keep_alive)
+		evbuffer_add(cout, "Connection: close\r\n", 19);
+	evbuffer_add(cout, "\r\n", 2);
+	evbuffer_drain(uin, (size_t)n);
+	r->resp = m->framing == H1_BODY_NONE ? RESP_S_DONE : RESP_S_BODY;
+	return 1;
+}
+
+static void
+finish_request(struct conn *c)
+{
+	struct req *r = c->req;
+	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
+
+	http_audit_request(c, "allow");
+	if (keep_up)
+		upstream_release(c->up);
+	else
+		upstream_free(c->up);
+	c->up = NULL;
+	http_next_request(c, r->client_keep_alive && r->body_done);
+}
+
+void
+relay_pump(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *cin, *cout, *uin, *uout;
+	const char *err = NULL;
+	int progress = 1, p;
+
+	while (progress && c->state == CONN_S_RELAY) {
+		progress = 0;
+		cin = bufferevent_get_input(c->bev);
+		cout = bufferevent_get_output(c->bev);
+		uin = bufferevent_get_input(c->up->bev);
+		uout = bufferevent_get_output(c->up->bev);
+		/* request body, upward */
+		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
+			if (r->body == H1_BODY_LENGTH) {
+				size_t n = evbuffer_get_length(cin);
+				if (n > r->body_left)
+					n = (size_t)r->body_left;
+				evbuffer_remove_buffer(cin, uout, n);
+				r->body_left -= n;
+				r->bytes_up += n;
+				r->body_done = r->body_left == 0;
+				progress = 1;
+			} else {
+				p = chunked_step(cin, uout, &r->body_chunk, 1, &r->bytes_up, &r->body_done, &err);
+				if (p < 0) {
+					relay_abort(c, "malformed chunked request body", 400);
+					return;
+				}
+				if (p == 0)
+					break;
+				progress = 1;
+			}
+		}
+		if (!r->body_done && c->client_eof && evbuffer_get_length(cin) == 0) {
+			relay_abort(c, "client closed inside the request body", 400);
+			return;
+		}
+		/* response */
+		if (r->resp == RESP_S_HEAD) {
+			if (response_head(c) == 0)
+				goto wait;
+			if (c->state != CONN_S_RELAY)
+				return;
+			progress = 1;
+			continue;
+		}
+		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
+		       evbuffer_get_length(uin) > 0) {
+			if (r->resp_body == H1_BODY_LENGTH) {
+				size_t n = evbuffer_get_length(uin);
+				if (n > r->resp_left)
+					n = (size_t)r->resp_left;
+				evbuffer_remove_buffer(uin, cout, n);
+				r->resp_left -= n;
+				r->bytes_down += n;
+				if (r->resp_left == 0)
+					r->resp = RESP_S_DONE;
+			} else if (r->resp_body == H1_BODY_CHUNKED) {
+				int done = 0;
+				p = chunked_step(uin, cout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done, &err);
+				if (p < 0) {
+					relay_abort(c, "malformed chunked response body", 502);
+					return;
+				}
+				if (done)
+					r->resp = RESP_S_DONE;
+				if (p == 0)
+					break;
+			} else {  /* until close */
+				size_t n = evbuffer_get_length(uin);
+				if (r->resp_chunked_out)
+					evbuffer_add_printf(cout, "%zx\r\n", n);
+				evbuffer_remove_buffer(uin, cout, n);
+				if (r->resp_chunked_out)
+					evbuffer_add(cout, "\r\n", 2);
+				r->bytes_down += n;
+			}
+			progress = 1;
+		}
+		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
+			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
+				relay_abort(c, "upstream closed inside the response body", 502);
+				return;
+			}
+			if (r->resp_chunked_out)
+				evbuffer_add(cout, "0\r\n\r\n", 5);
+			r->resp = RESP_S_DONE;
+		}
+		if (r->resp == RESP_S_DONE) {
+			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */
+				r->client_keep_alive = 0;
+				r->upstream_keep_alive = 0;
+				r->body_done = 1;
+			}
+			finish_request(c);
+			return;
+		}
+	}
+wait:
+	if (progress)
+		conn_arm_timer(c, http_limits(c)->body_ms);
+	/* backpressure: a side reads only while the other side's queue is short */
+	if (evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->bev, EV_READ);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->up->bev, EV_READ);
+	else
+		bufferevent_disable(c->up->bev, EV_READ);
+}
+
+void
+tunnel_pump(struct conn *c)
+{
+	struct evbuffer *cin, *cout, *uin, *uout;
+
+	if (c->state != CONN_S_TUNNEL || c->up == NULL)
+		return;
+	cin = bufferevent_get_input(c->bev);
+	cout = bufferevent_get_output(c->bev);
+	uin = bufferevent_get_input(c->up->bev);
+	uout = bufferevent_get_output(c->up->bev);
+	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
+		conn_arm_timer(c, http_limits(c)->idle_ms);
+	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
+		evbuffer_remove_buffer(cin, uout, PROXY_HIGH_WATER - evbuffer_get_length(uout));
+	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
+		evbuffer_remove_buffer(uin, cout, PROXY_HIGH_WATER - evbuffer_get_length(cout));
+	if ((c->client_eof && evbuffer_get_length(cin) == 0) || (c->up_eof && evbuffer_get_length(uin) == 0)) {
+		/* one side ended: flush what the client is owed, then close both */
+		conn_set_state(c, CONN_S_CLOSING);
+		conn_arm_timer(c, 5000);
+		conn_pump(c);
+		return;
+	}
+	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->bev, EV_READ);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->up->bev, EV_READ);
+	else
+		bufferevent_disable(c->up->bev, EV_READ);
+}
+
