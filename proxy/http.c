@@ -135,7 +135,8 @@ http_answer(struct conn *c, int status, const char *error, const char *rule, con
 	r->reason = reason;
 	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
 	if (audit)
-		http_audit_request(c, status == 403 ? "deny" : "error");
+		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
+		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;

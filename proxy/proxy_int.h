@@ -116,6 +116,7 @@ struct upstream {
 	void *cb_arg;
 	int in_dial;                     /* inside upstream_dial: report by state, not by callback */
 	int reused;                      /* came from the pool */
+	int refused;                     /* failed because its address is not allowed, not by a fault */
 	struct event *timer;             /* connect timeout, or idle timeout while pooled */
 	char errbuf[512];                /* detail of a failure (verification error text) */
 	TAILQ_ENTRY(upstream) pool_link;
@@ -194,6 +195,7 @@ struct req {
 	int resp_chunked_out;           /* re-encode the response body as chunked toward the client */
 	int head_copy_sent;             /* up_head kept for one retry on a stale pooled upstream */
 	int upstream_tls;               /* -1 until dialled */
+	int refused;                    /* the gateway refused the upstream (a private address) */
 	int status;
 	int upstream_keep_alive;
 	uint64_t bytes_up;

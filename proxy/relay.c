@@ -95,6 +95,7 @@ dial_done(struct upstream *up, const char *err, int status, void *arg)
 	if (err != NULL) {
 		/* the reason is in the upstream, which http_answer() frees: copy it first */
 		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
+		c->req->refused = c->up->refused;
 		upstream_free(c->up);
 		c->up = NULL;
 		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);

@@ -213,6 +213,7 @@ address_ok(struct upstream *up, const struct sockaddr *sa)
 	const char *cls = netaddr_special(sa);
 
 	if (cls != NULL && !up->allow_private) {
+		up->refused = 1;
 		snprintf(up->errbuf, sizeof(up->errbuf),
 		         "%s resolves to a %s address; the host entry does not say allow_private", up->host, cls);
 		return 0;

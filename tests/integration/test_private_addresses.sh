@@ -61,7 +61,7 @@ done
 check_match "private.example.test's reason names loopback" 'loopback' \
   "$(pcurl -s https://private.example.test/x | jq -r .reason 2>&1)"
 check "audit: the refusal is an error line with status 502" \
-  audit_wait '.host=="private.example.test" and .status==502 and .verdict=="error" and (.reason|test("allow_private"))'
+  audit_wait '.host=="private.example.test" and .status==502 and .verdict=="deny" and (.reason|test("allow_private"))'
 check "nginx never saw a request for private.example.test" sh -c "! grep -q '^private' '$NGXLOG'"
 
 # the upstream IP literal itself (loopback) needs allow_private too

@@ -83,7 +83,7 @@ fails() {
   check_eq "$n: answered $want" "$want" "$code"
   check "  with a JSON body: error \"upstream failed\"" jq -e '.error == "upstream failed"' "$T/body-$n"
   check_match "  and a reason matching /$re/" "$re" "$(jq -r .reason "$T/body-$n" 2>/dev/null)"
-  check "  and an audit line for /t-$n with status $want" audit_wait ".path == \"/t-$n\" and .status == $want and .verdict == \"error\""
+  check "  and an audit line for /t-$n with status $want" audit_wait ".path == \"/t-$n\" and .status == $want and .verdict == \"allow\""
   check_eq "  and no request reached that upstream" "" "$(cat "$T/up-$n.jsonl" 2>/dev/null)"
   alive_check
 }
@@ -113,11 +113,5 @@ out=$($CLEAN timeout 30 "$PY" "$RAW" --proxy "127.0.0.1:$PP" --cafile "$CA/ca.pe
 check_eq "close-mid: the gateway closes the client connection after the 10 bytes (no keep-alive on a broken body)" \
   "$(printf '200\n0123456789\nend: eof')" "$out"
 
-check "the gateway process is still alive" kill -0 "$GWPID"
-check_eq "gateway health says ok" ok "$(gw_health | jq -r .status)"
-check "no connection is left open in the gateway (/health connections returns to 0)" \
-  eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
-gw_stop
-check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
-check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+gw_final_checks
 finish
