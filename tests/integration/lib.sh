@@ -44,6 +44,10 @@
 #                                   /ws -> WebSocket handshake then echo frames, /close-mid -> CL 100000, 1000 bytes, close,
 #                                   /204, /304 -> no body; anything else -> "py\n".
 # Gateway
+#   policy_base [RULE...] < MORE    prints a policy: "default: deny", then hosts: api.example.test (allow_private)
+#                                   whose rules are each RULE as "      - RULE" (default: one rule
+#                                   'allow: { method: GET, path: "/ok/**" }'), then stdin verbatim (more hosts,
+#                                   indented two spaces; give </dev/null for none). Pipe it to gw_conf.
 #   gw_conf < POLICY                writes $GWCONF: base config then stdin (default:, hosts:, ...). Knobs, set before:
 #                                   GW_USER (root), GW_PROXY ("127.0.0.1:$PP"), GW_TRANSPARENT ("[::]:$TP"),
 #                                   GW_PROXY_CLIENTS (yaml flow list; omitted when empty), GW_WORKERS (2),
@@ -56,6 +60,9 @@
 #   gw_wait [SECS]                  waits (no signal) up to SECS (15) for the gateway to exit; sets GW_RC likewise
 #   gw_hup                          SIGHUP
 #   gw_health                       /health JSON from the admin socket
+#   gw_final_checks                 the closing checks after hostile inputs: the gateway is alive, /health says ok,
+#                                   its connections return to 0 (within 15 s), gw_stop exits 0, and $GWLOG has no
+#                                   sanitizer report (five checks). Call finish after it.
 # Clients (all bounded by timeouts, clean env)
 #   pcurl ARGS...                   curl -x http://127.0.0.1:$PP --cacert $CA/ca.pem --max-time 10 -sS
 #   proxy_raw [HOST PORT]           stdin bytes sent raw to the proxy listener (default 127.0.0.1:$PP); prints the
@@ -459,6 +466,13 @@ pyup_start() {
 }
 
 # ---------------------------------------------------------------- gateway
+policy_base() {
+  local r
+  printf 'default: deny\nhosts:\n  api.example.test:\n    allow_private: true\n    rules:\n'
+  [ $# -gt 0 ] || set -- 'allow: { method: GET, path: "/ok/**" }'
+  for r in "$@"; do printf '      - %s\n' "$r"; done
+  cat
+}
 GW_USER=${GW_USER:-root} GW_PROXY_CLIENTS=${GW_PROXY_CLIENTS:-} GW_WORKERS=${GW_WORKERS:-2}
 GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
 gw_conf() {
@@ -512,6 +526,15 @@ gw_wait() {
 }
 gw_hup() { kill -HUP "$GWPID"; }
 gw_health() { timeout 10 curl -sS --max-time 5 --unix-socket "$ADMIN" http://sluice/health; }
+gw_final_checks() {
+  check "the gateway process is still alive" kill -0 "$GWPID"
+  check_eq "gateway health says ok" ok "$(gw_health | jq -r .status)"
+  check "no connection is left open in the gateway (/health connections returns to 0)" \
+    eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
+  gw_stop
+  check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
+  check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+}
 
 # ---------------------------------------------------------------- clients
 pcurl() { $CLEAN curl -sS --max-time 10 -x "http://127.0.0.1:$PP" --cacert "$CA/ca.pem" "$@"; }

@@ -144,11 +144,5 @@ check_eq "plain: a valid chunked body with a trailer passes" "$(printf '200\nup 
 out=$(rc --send 'POST http://api.example.test/f/good-cl HTTP/1.1\r\nHost: api.example.test\r\nContent-Length:  5 \r\nConnection: close\r\n\r\nhello')
 check_eq "plain: Content-Length with surrounding spaces passes" "$(printf '200\nup 5')" "$out"
 
-check "the gateway process is still alive" kill -0 "$GWPID"
-check_eq "gateway health says ok" ok "$(gw_health | jq -r .status)"
-check "no connection is left open in the gateway (/health connections returns to 0)" \
-  eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
-gw_stop
-check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
-check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+gw_final_checks
 finish

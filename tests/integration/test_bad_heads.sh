@@ -141,11 +141,5 @@ head_of "$T/h131073" 131073 /ex/large-131073 "$H"
 check_eq "tls: one byte more (131073) -> 431" 431 "$(rc --connect "$H" --send "@$T/h131073" | head -n 1)"
 alive_check
 
-check "the gateway process is still alive" kill -0 "$GWPID"
-check_eq "gateway health says ok" ok "$(gw_health | jq -r .status)"
-check "no connection is left open in the gateway (/health connections returns to 0)" \
-  eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
-gw_stop
-check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
-check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+gw_final_checks
 finish

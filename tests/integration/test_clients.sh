@@ -16,13 +16,7 @@ git init -q "$T/src" && printf 'hello from the repo %s\n' "$ID" >"$T/src/README"
 echo 'location /repo.git/ { default_type application/octet-stream; }' >"$T/ngx.snip"
 nginx_start "$T/ngx.snip"
 
-gw_conf <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-      - allow: { method: GET, path: "/ok/**" }
+policy_base <<Y | gw_conf
   other.example.test:
     allow_private: true
     rules:

@@ -5,13 +5,7 @@
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 nginx_start
 netns_make e
-policy() { cat <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-      - allow: { method: GET, path: "/ok/**", id: ok-get }
+policy() { policy_base 'allow: { method: GET, path: "/ok/**", id: ok-get }' <<Y
   other.example.test:
     allow_private: true
   blocked.example.test:

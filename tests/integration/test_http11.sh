@@ -7,13 +7,7 @@
 nginx_start
 PYP=$(freeport)
 pyup_start "$PYP"
-gw_conf <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-      - allow: { method: [GET, HEAD, POST] }
+policy_base 'allow: { method: [GET, HEAD, POST] }' <<Y | gw_conf
   other.example.test:
     allow_private: true
     ports: [$PYP]

@@ -64,11 +64,5 @@ for mode in tls plain; do
   alive_check
 done
 
-check "the gateway process is still alive" kill -0 "$GWPID"
-check_eq "gateway health says ok" ok "$(gw_health | jq -r .status)"
-check "no connection is left open in the gateway (/health connections returns to 0)" \
-  eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
-gw_stop
-check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
-check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+gw_final_checks
 finish

@@ -8,13 +8,7 @@ NUID=$(id -u nobody) NGID=$(getent group nogroup | cut -d: -f3)
 [ -n "$NUID" ] && [ -n "$NGID" ] || die "no nobody/nogroup on this machine"
 for p in $(shuf -i 600-1000 -n 50); do ss -ltnH "sport = :$p" | grep -q . || { TP=$p; break; }; done
 GW_USER=nobody
-gw_conf <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-      - allow: { method: GET, path: "/ok/**" }
+policy_base <<Y | gw_conf
   other.example.test:
     allow_private: true
 Y

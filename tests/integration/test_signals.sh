@@ -7,24 +7,16 @@
 nginx_start
 head -c 262144 /dev/urandom >"$WWW/slow/256k"     # 4 s at nginx's 64 KiB/s
 head -c 1048576 /dev/urandom >"$WWW/slow/1m"      # 16 s
-policy() { cat <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-$1
-      - allow: { method: GET, path: "/ok/**" }
-      - allow: { method: GET, path: "/slow/**" }
-Y
+policy() { # policy [RULE]: RULE (as in policy_base) goes before the two allows
+  policy_base "$@" 'allow: { method: GET, path: "/ok/**" }' 'allow: { method: GET, path: "/slow/**" }' </dev/null
 }
 GW_EXTRA="limits: { drain: 20s }"
-policy "" | gw_conf
+policy | gw_conf
 gw_start
 
 # SIGHUP: a changed policy
 check_eq "before reload /ok/hup is allowed" hello "$(pcurl https://api.example.test/ok/hup)"
-policy '      - deny: { method: GET, path: "/ok/hup", id: hup-deny }' | gw_conf
+policy 'deny: { method: GET, path: "/ok/hup", id: hup-deny }' | gw_conf
 gw_hup
 check "after SIGHUP /ok/hup is denied (403)" eventually 10 sh -c \
   "[ \"\$($CLEAN curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.1:$PP --cacert '$CA/ca.pem' https://api.example.test/ok/hup)\" = 403 ]"
@@ -34,7 +26,7 @@ check_eq "other paths still allowed after reload" hello "$(pcurl https://api.exa
 
 # SIGHUP: a broken file keeps the old policy
 cp "$GWCONF" "$T/good.yaml"
-policy '      - allow: { method: GET, path: "/ok/**", bogus: 1 }' | gw_conf
+policy 'allow: { method: GET, path: "/ok/**", bogus: 1 }' | gw_conf
 gw_hup
 check "the log says reload failed with file:line:col" eventually 10 grep -Eq "reload failed, keeping the previous policy: $GWCONF:[0-9]+:[0-9]+: " "$GWLOG"
 check "the gateway is still running" kill -0 "$GWPID"
@@ -59,7 +51,7 @@ check "the log says it drained and stopped" grep -q 'stopped' "$GWLOG"
 
 # SIGTERM: what outlives limits.drain is cut, and the gateway still exits 0
 GW_EXTRA="limits: { drain: 2s }"
-policy "" | gw_conf
+policy | gw_conf
 gw_start
 pcurl -s --max-time 60 -o "$T/dl2" https://api.example.test/slow/1m 2>/dev/null & DL=$!
 eventually 10 test -s "$T/dl2"
@@ -72,7 +64,7 @@ check "the cut download is short" test "$(stat -c %s "$T/dl2")" -lt 1048576
 
 # SIGTERM with only idle keep-alive connections: exits promptly (well before limits.drain)
 GW_EXTRA="limits: { drain: 60s }"
-policy "" | gw_conf
+policy | gw_conf
 gw_start
 $CLEAN timeout 40 "$PY" - "$PP" "$CA/ca.pem" >"$T/idle.out" 2>&1 <<'PY' &
 import socket, ssl, sys, time

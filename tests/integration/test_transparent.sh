@@ -10,13 +10,7 @@ PKI_EXTRA_SAN="IP:$NS_HOST"
 NGX_LISTEN_EXTRA="$NS_HOST:443 ssl"
 pki_init
 nginx_start
-gw_conf <<Y
-default: deny
-hosts:
-  api.example.test:
-    allow_private: true
-    rules:
-      - allow: { method: GET, path: "/ok/**" }
+policy_base <<Y | gw_conf
   other.example.test:
     allow_private: true
   blocked.example.test:

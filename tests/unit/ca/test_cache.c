@@ -7,7 +7,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,43 +21,12 @@
 #include "common/host.h"
 #include "common/sluice.h"
 
-struct fixture {
-	char base[64];
-	char dir[128];
-};
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
+#include "ca_fixture.h"
 
 static int
 group_setup(void **state)
 {
-	static struct fixture f;
-	const char *err = NULL;
-
-	snprintf(f.base, sizeof(f.base), "/tmp/sluice-cache-test.XXXXXX");
-	if (mkdtemp(f.base) == NULL)
-		return -1;
-	snprintf(f.dir, sizeof(f.dir), "%s/ca", f.base);
-	if (ca_init_dir(f.dir, 0, &err) != 0)
-		return -1;
-	*state = &f;
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
+	return ca_fixture_setup(state, "/tmp/sluice-cache-test.XXXXXX", 0);
 }
 
 static struct ca *
@@ -412,5 +380,5 @@ main(void)
 		cmocka_unit_test(test_ten_thousand),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, ca_fixture_teardown);
 }

@@ -7,7 +7,6 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,63 +25,12 @@
 #include "common/host.h"
 #include "common/sluice.h"
 
-struct fixture {
-	char base[64];   /* mkdtemp root, removed at teardown */
-	char dir[128];   /* an initialised CA */
-	struct ca *ca;
-};
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
+#include "ca_fixture.h"
 
 static int
 group_setup(void **state)
 {
-	static struct fixture f;
-	const char *err = NULL;
-
-	snprintf(f.base, sizeof(f.base), "/tmp/sluice-ca-test.XXXXXX");
-	if (mkdtemp(f.base) == NULL)
-		return -1;
-	snprintf(f.dir, sizeof(f.dir), "%s/ca", f.base);
-	if (ca_init_dir(f.dir, 0, &err) != 0)
-		return -1;
-	f.ca = ca_load(f.dir, 0, &err);
-	if (f.ca == NULL)
-		return -1;
-	*state = &f;
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	ca_destroy(f->ca);
-	nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
-}
-
-static void
-path_in(char *out, size_t cap, const char *dir, const char *file)
-{
-	assert_true((size_t)snprintf(out, cap, "%s/%s", dir, file) < cap);
-}
-
-static time_t
-asn1_secs(const ASN1_TIME *t)
-{
-	time_t v = 0;
-
-	assert_int_equal(ca_asn1_time_get(t, &v), 0);
-	return v;
+	return ca_fixture_setup(state, "/tmp/sluice-ca-test.XXXXXX", 1);
 }
 
 /* ---- leaves ---- */
@@ -516,5 +464,5 @@ main(void)
 		cmocka_unit_test(test_leaf_capped_by_ca_expiry),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, ca_fixture_teardown);
 }
