@@ -106,6 +106,20 @@ dial_done(struct upstream *up, const char *err, int status, void *arg)
 	relay_pump(c);
 }
 
+/* Moves up to <*left> bytes of a Content-Length body from <in> to <out>; 1 once none are left. */
+static int
+move_counted(struct evbuffer *in, struct evbuffer *out, uint64_t *left, uint64_t *bytes)
+{
+	size_t n = evbuffer_get_length(in);
+
+	if (n > *left)
+		n = (size_t)*left;
+	evbuffer_remove_buffer(in, out, n);
+	*left -= n;
+	*bytes += n;
+	return *left == 0;
+}
+
 /* One chunked-decoder step from <in> to <out>; re-encodes when <reencode>. 1 progress, 0 wait, -1 error. */
 static int
 chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
@@ -337,13 +351,7 @@ relay_pump(struct conn *c)
 		/* request body, upward */
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
 			if (r->body == H1_BODY_LENGTH) {
-				size_t n = evbuffer_get_length(cin);
-				if (n > r->body_left)
-					n = (size_t)r->body_left;
-				evbuffer_remove_buffer(cin, uout, n);
-				r->body_left -= n;
-				r->bytes_up += n;
-				r->body_done = r->body_left == 0;
+				r->body_done = move_counted(cin, uout, &r->body_left, &r->bytes_up);
 				progress = 1;
 			} else {
 				p = chunked_step(cin, uout, &r->body_chunk, 1, &r->bytes_up, &r->body_done, &err);
@@ -372,13 +380,7 @@ relay_pump(struct conn *c)
 		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
 		       evbuffer_get_length(uin) > 0) {
 			if (r->resp_body == H1_BODY_LENGTH) {
-				size_t n = evbuffer_get_length(uin);
-				if (n > r->resp_left)
-					n = (size_t)r->resp_left;
-				evbuffer_remove_buffer(uin, cout, n);
-				r->resp_left -= n;
-				r->bytes_down += n;
-				if (r->resp_left == 0)
+				if (move_counted(uin, cout, &r->resp_left, &r->bytes_down))
 					r->resp = RESP_S_DONE;
 			} else if (r->resp_body == H1_BODY_CHUNKED) {
 				int done = 0;
