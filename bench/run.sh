@@ -119,7 +119,8 @@ pick_port() {
 
 # ---------------------------------------------------------------- build
 log "building tlsload"
-cc -O2 -Wall -Wextra -Werror -o "$DIR/tlsload" "$ROOT/bench/tlsload.c" -lssl -lcrypto ||
+cc -O2 -Wall -Wextra -Werror -o "$DIR/tlsload" "$ROOT/bench/tlsload.c" \
+	"$ROOT/bench/tlsload_report.c" -lssl -lcrypto ||
 	die "tlsload does not build"
 TL=$DIR/tlsload
 

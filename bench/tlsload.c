@@ -18,15 +18,17 @@
  * Every loop is bounded by time (-d, -t) and count (-N); the tool exits by
  * itself.  Output is one line of key=value pairs (plus "ready" in idle mode).
  *
- * Build: cc -O2 -o tlsload bench/tlsload.c -lssl -lcrypto
+ * This file is the event loop, the connection slots and TLS.  The command
+ * line, usage text, error lines, latency samples, percentiles and result
+ * lines are in tlsload_report.c; tlsload.h is what the two share.
+ *
+ * Build: cc -O2 -o tlsload bench/tlsload.c bench/tlsload_report.c -lssl -lcrypto
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,16 +44,13 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "tlsload.h"
+
 #define RESP_HEAD_MAX 8192       /* response head bytes kept for parsing */
 #define REQ_MAX 1024             /* request line + headers */
-#define SLOTS_MAX 20000          /* -C and idle -N bound */
-#define SAMPLES_MAX (1u << 22)   /* latency samples kept */
 #define OP_TIMEOUT_NS (10ull * 1000000000ull) /* one connection or request */
-#define ERRORS_SHOWN 5           /* error messages printed to stderr */
 #define DRAIN_CHUNK 65536
 #define ERROR_BACKOFF_NS 10000000ull /* a failed slot waits 10 ms */
-
-enum mode { MODE_NEWCONN = 1, MODE_LATENCY, MODE_IDLE };
 
 enum state {
 	ST_FREE = 0,
@@ -84,30 +83,13 @@ struct slot {
 	int requests;             /* on this connection */
 };
 
-struct opts {
-	enum mode mode;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	const char *name;
-	const char *cafile;
-	const char *path;
-	unsigned conc;
-	double dur;
-	unsigned long count;
-	double hold;
-};
-
-static struct opts o;
+static struct tl_opts o;
 static SSL_CTX *ctx;
 static int ep = -1;
 static struct slot *slots;
 static char req[REQ_MAX];
 static size_t req_len;
-static uint32_t *samples;
-static size_t nsamples;
-static unsigned long n_ok, n_err, n_started;
-static uint64_t bytes_in;
-static unsigned errors_shown;
+static struct tl_counts cnt;
 static volatile sig_atomic_t stop_flag;
 
 static uint64_t
@@ -127,60 +109,12 @@ on_signal(int sig)
 }
 
 static void
-usage(void)
-{
-	fprintf(stderr,
-	    "usage: tlsload newconn|latency|idle -a addr -p port -n sni-name -c cafile\n"
-	    "               [-P path] [-C concurrency] [-d seconds] [-N count] [-t hold-seconds]\n");
-	exit(2);
-}
-
-static void
 fail_op(struct slot *s, const char *what)
 {
-	unsigned long e = ERR_peek_last_error();
-	char buf[256];
-
-	n_err++;
+	cnt.err++;
 	/* Keep a failing target from turning the run into a connect storm. */
 	s->not_before = now_ns() + ERROR_BACKOFF_NS;
-	if (errors_shown < ERRORS_SHOWN) {
-		errors_shown++;
-		buf[0] = '\0';
-		if (e != 0)
-			ERR_error_string_n(e, buf, sizeof(buf));
-		fprintf(stderr, "tlsload: error in state %s: %s%s%s\n", state_name[s->st],
-		    what, buf[0] ? ": " : "", buf);
-	}
-	ERR_clear_error();
-}
-
-static void
-sample_add(uint64_t ns)
-{
-	uint64_t us = ns / 1000;
-
-	if (nsamples < SAMPLES_MAX)
-		samples[nsamples++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-}
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static uint32_t
-pct(double p)
-{
-	size_t i;
-
-	if (nsamples == 0)
-		return 0;
-	i = (size_t)(p * (double)(nsamples - 1) + 0.5);
-	return samples[i];
+	report_error(state_name[s->st], what);
 }
 
 static void
@@ -235,7 +169,7 @@ slot_open(struct slot *s)
 	s->events = 0;
 	s->ssl = NULL;
 	s->t_start = s->t_op = now_ns();
-	n_started++;
+	cnt.started++;
 	s->fd = socket(o.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd == -1) {
 		s->st = ST_CONNECT;
@@ -331,7 +265,7 @@ do_read(struct slot *s)
 		}
 		r = SSL_read(s->ssl, buf, (int)cap);
 		if (r > 0) {
-			bytes_in += (uint64_t)r;
+			cnt.bytes_in += (uint64_t)r;
 			if (s->head_end == 0) {
 				s->head_len += (size_t)r;
 				ph = parse_head(s);
@@ -358,7 +292,7 @@ do_read(struct slot *s)
 				slot_close(s);
 				return -1;
 			}
-			if (o.mode != MODE_NEWCONN && s->head_end != 0) {
+			if (o.mode != TL_MODE_NEWCONN && s->head_end != 0) {
 				if (s->clen < 0) {
 					fail_op(s, "keep-alive response without Content-Length");
 					slot_close(s);
@@ -379,7 +313,7 @@ do_read(struct slot *s)
 		if (e == SSL_ERROR_ZERO_RETURN ||
 		    (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && r == 0)) {
 			/* EOF (SSL_OP_IGNORE_UNEXPECTED_EOF makes a bare FIN one). */
-			if (o.mode == MODE_NEWCONN && s->head_end != 0 &&
+			if (o.mode == TL_MODE_NEWCONN && s->head_end != 0 &&
 			    (s->clen < 0 || s->body == (uint64_t)s->clen)) {
 				response_done(s);
 				return -1;
@@ -431,7 +365,7 @@ start_request(struct slot *s)
 	resp_reset(s);
 	s->st = ST_WRITE;
 	s->t_op = now_ns();
-	if (o.mode != MODE_NEWCONN)
+	if (o.mode != TL_MODE_NEWCONN)
 		s->t_start = s->t_op;
 	s->requests++;
 	return do_write(s);
@@ -487,21 +421,21 @@ response_done(struct slot *s)
 {
 	uint64_t t = now_ns();
 
-	n_ok++;
+	cnt.ok++;
 	switch (o.mode) {
-	case MODE_NEWCONN:
-		sample_add(t - s->t_start);
+	case TL_MODE_NEWCONN:
+		report_sample_add(t - s->t_start);
 		slot_close(s);
 		break;
-	case MODE_LATENCY:
+	case TL_MODE_LATENCY:
 		/* The first request also paid for the handshake: not a sample. */
 		if (s->requests > 1)
-			sample_add(t - s->t_start);
+			report_sample_add(t - s->t_start);
 		s->st = ST_IDLE;
 		if (s->close_after)
 			slot_close(s);   /* e.g. nginx's keepalive_requests: reconnect */
 		break;
-	case MODE_IDLE:
+	case TL_MODE_IDLE:
 		if (s->close_after) {
 			slot_close(s);   /* not kept: counted as not alive */
 			break;
@@ -543,92 +477,6 @@ on_event(struct slot *s, uint32_t ev)
 }
 
 static int
-parse_addr(const char *a, const char *p)
-{
-	char *end;
-	unsigned long port;
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&o.addr;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&o.addr;
-
-	errno = 0;
-	port = strtoul(p, &end, 10);
-	if (errno != 0 || *end != '\0' || port == 0 || port > 65535)
-		return -1;
-	memset(&o.addr, 0, sizeof(o.addr));
-	if (inet_pton(AF_INET, a, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		o.addrlen = sizeof(*v4);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, a, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		o.addrlen = sizeof(*v6);
-		return 0;
-	}
-	return -1;
-}
-
-static double
-parse_num(const char *s, double max)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(v > 0) || v > max)
-		usage();
-	return v;
-}
-
-static void
-parse_opts(int argc, char **argv)
-{
-	const char *a = NULL, *p = NULL;
-	int c;
-
-	if (argc < 2)
-		usage();
-	if (strcmp(argv[1], "newconn") == 0)
-		o.mode = MODE_NEWCONN;
-	else if (strcmp(argv[1], "latency") == 0)
-		o.mode = MODE_LATENCY;
-	else if (strcmp(argv[1], "idle") == 0)
-		o.mode = MODE_IDLE;
-	else
-		usage();
-	o.path = "/small";
-	o.conc = 1;
-	o.dur = 10;
-	o.count = 0;
-	o.hold = 60;
-	optind = 2;
-	while ((c = getopt(argc, argv, "a:p:n:c:P:C:d:N:t:")) != -1) {
-		switch (c) {
-		case 'a': a = optarg; break;
-		case 'p': p = optarg; break;
-		case 'n': o.name = optarg; break;
-		case 'c': o.cafile = optarg; break;
-		case 'P': o.path = optarg; break;
-		case 'C': o.conc = (unsigned)parse_num(optarg, SLOTS_MAX); break;
-		case 'd': o.dur = parse_num(optarg, 3600); break;
-		case 'N': o.count = (unsigned long)parse_num(optarg, 1e9); break;
-		case 't': o.hold = parse_num(optarg, 3600); break;
-		default: usage();
-		}
-	}
-	if (optind != argc || a == NULL || p == NULL || o.name == NULL ||
-	    o.cafile == NULL || parse_addr(a, p) == -1 || o.path[0] != '/')
-		usage();
-	if (o.mode == MODE_LATENCY)
-		o.conc = 1;
-	if (o.mode == MODE_IDLE && (o.count == 0 || o.count > SLOTS_MAX))
-		usage();
-}
-
-static int
 setup(void)
 {
 	struct rlimit rl;
@@ -660,18 +508,19 @@ setup(void)
 		return -1;
 
 	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n\r\n",
-	    o.path, o.name, o.mode == MODE_NEWCONN ? "close" : "keep-alive");
+	    o.path, o.name, o.mode == TL_MODE_NEWCONN ? "close" : "keep-alive");
 	if (n < 0 || (size_t)n >= sizeof(req)) {
 		fprintf(stderr, "tlsload: request too long\n");
 		return -1;
 	}
 	req_len = (size_t)n;
 
-	nslots = o.mode == MODE_IDLE ? (unsigned)o.count : o.conc;
+	nslots = o.mode == TL_MODE_IDLE ? (unsigned)o.count : o.conc;
 	slots = calloc(nslots, sizeof(*slots));
-	samples = malloc(SAMPLES_MAX * sizeof(*samples));
+	if (slots == NULL || report_samples_init() == -1)
+		return -1;
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (slots == NULL || samples == NULL || ep == -1)
+	if (ep == -1)
 		return -1;
 	for (unsigned i = 0; i < nslots; i++) {
 		slots[i].fd = -1;
@@ -735,7 +584,7 @@ never(void)
 static int
 count_reached(void)
 {
-	return o.count != 0 && n_ok + n_err >= o.count;
+	return o.count != 0 && cnt.ok + cnt.err >= o.count;
 }
 
 /*
@@ -751,7 +600,7 @@ refill_newconn(void)
 	for (unsigned i = 0; i < o.conc; i++) {
 		if (slots[i].st != ST_FREE || slots[i].not_before > t)
 			continue;
-		if (o.count != 0 && n_started >= o.count)
+		if (o.count != 0 && cnt.started >= o.count)
 			return 0;
 		slot_open(&slots[i]);
 	}
@@ -792,7 +641,7 @@ refill_idle(void)
 static int
 idle_all_opened(void)
 {
-	return idle_next >= o.count && n_ok + n_err >= o.count;
+	return idle_next >= o.count && cnt.ok + cnt.err >= o.count;
 }
 
 static unsigned
@@ -812,43 +661,34 @@ main(int argc, char **argv)
 	uint64_t t0, t1;
 	double el;
 
-	parse_opts(argc, argv);
+	report_opts_parse(argc, argv, &o);
 	if (setup() == -1) {
 		ERR_print_errors_fp(stderr);
 		return 1;
 	}
 	t0 = now_ns();
 	switch (o.mode) {
-	case MODE_NEWCONN:
+	case TL_MODE_NEWCONN:
 		loop(t0 + (uint64_t)(o.dur * 1e9), o.conc, count_reached, refill_newconn);
 		break;
-	case MODE_LATENCY:
+	case TL_MODE_LATENCY:
 		loop(t0 + (uint64_t)(o.dur * 1e9), 1, count_reached, refill_latency);
 		break;
-	case MODE_IDLE:
+	case TL_MODE_IDLE:
 		loop(t0 + (uint64_t)(o.dur * 1e9), (unsigned)o.count, idle_all_opened,
 		    refill_idle);
 		t1 = now_ns();
-		printf("ready opened=%lu errors=%lu alive=%u setup_s=%.2f\n", n_ok, n_err,
-		    count_alive(), (double)(t1 - t0) / 1e9);
-		fflush(stdout);
+		report_ready_print(&cnt, count_alive(), (double)(t1 - t0) / 1e9);
 		/* Hold: only EOFs from the peer are processed now. */
 		loop(t1 + (uint64_t)(o.hold * 1e9), (unsigned)o.count, never, refill_idle);
-		printf("mode=idle opened=%lu errors=%lu alive=%u\n", n_ok, n_err,
-		    count_alive());
-		return n_err != 0 || count_alive() != o.count;
+		report_idle_print(&cnt, count_alive());
+		return cnt.err != 0 || count_alive() != o.count;
 	}
 	t1 = now_ns();
 	el = (double)(t1 - t0) / 1e9;
-	qsort(samples, nsamples, sizeof(*samples), cmp_u32);
-	if (o.mode == MODE_NEWCONN)
-		printf("mode=newconn conns=%lu errors=%lu seconds=%.3f rate=%.1f "
-		    "p50_us=%u p99_us=%u MiB_in=%.1f\n", n_ok, n_err, el,
-		    (double)n_ok / el, pct(0.50), pct(0.99), (double)bytes_in / 1048576.0);
+	if (o.mode == TL_MODE_NEWCONN)
+		report_newconn_print(&cnt, el);
 	else
-		printf("mode=latency requests=%lu errors=%lu seconds=%.3f samples=%zu "
-		    "p50_us=%u p90_us=%u p99_us=%u max_us=%u\n", n_ok, n_err, el,
-		    nsamples, pct(0.50), pct(0.90), pct(0.99),
-		    nsamples ? samples[nsamples - 1] : 0);
-	return n_ok == 0;
+		report_latency_print(&cnt, el);
+	return cnt.ok == 0;
 }
