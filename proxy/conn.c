@@ -41,12 +41,38 @@ proxy_ms_since(const struct timespec *t0)
 	return (int64_t)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+#define B(s) (1u << (s))
+/*
+ * Which states each state may move to.  Peers trigger transitions but never
+ * choose them, so an illegal one is a gateway bug: it is logged and the
+ * connection is closed (fail closed), never asserted (a remote crash).
+ */
+static const unsigned legal_next[] = {
+	[CONN_S_PEEK] = B(CONN_S_TLS_ACCEPT) | B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_CLOSING),
+	[CONN_S_TLS_ACCEPT] = B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
+	[CONN_S_REQ_HEAD] = B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_RELAY) | B(CONN_S_CLOSING),
+	[CONN_S_DIAL] = B(CONN_S_RELAY) | B(CONN_S_TUNNEL) | B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
+	[CONN_S_RELAY] = B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_TUNNEL) | B(CONN_S_CLOSING),
+	[CONN_S_TUNNEL] = B(CONN_S_CLOSING),
+	[CONN_S_CLOSING] = 0,
+	[CONN_S_DEAD] = 0,
+};
+#undef B
+
 void
 conn_set_state(struct conn *c, enum conn_state s)
 {
 	/* Only DEAD is final; leaving it would resurrect a closed connection. */
 	if (c->state == CONN_S_DEAD)
 		return;
+	if (s != CONN_S_DEAD && !(legal_next[c->state] & (1u << s))) {
+		log_warnx("c%llu: illegal state change %s -> %s: closing the connection", (unsigned long long)c->id,
+		          state_names[c->state], state_names[s]);
+		if (c->state == CONN_S_CLOSING)
+			return;
+		s = CONN_S_CLOSING;
+		conn_arm_timer(c, 0);
+	}
 	log_debug("c%llu: %s -> %s", (unsigned long long)c->id, state_names[c->state], state_names[s]);
 	c->state = s;
 }

@@ -147,9 +147,10 @@ finish() {
     gw_stop 20
     check_eq "the gateway stops cleanly on SIGTERM" 0 "$GW_RC"
   fi
-  if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' "$GWLOG" 2>/dev/null; then
-    bad "sanitizer report in the gateway log"
-    grep -E -A12 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' "$GWLOG" | head -40 | sed 's/^/# /'
+  # sanitizer reports, and the gateway's own bug detector (an illegal connection state change)
+  if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|illegal state change' "$GWLOG" 2>/dev/null; then
+    bad "sanitizer report or illegal state change in the gateway log"
+    grep -E -A12 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|illegal state change' "$GWLOG" | head -40 | sed 's/^/# /'
   fi
   echo "$NAME: $PASS/$((PASS + FAIL)) checks pass"
   [ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ] && exit 0
@@ -533,7 +534,8 @@ gw_final_checks() {
     eventually 15 sh -c "[ \"\$(timeout 10 curl -s --max-time 5 --unix-socket '$ADMIN' http://sluice/health | jq .connections)\" = 0 ]"
   gw_stop
   check_eq "the gateway exits 0 on SIGTERM after the bad inputs" 0 "$GW_RC"
-  check_nomatch "no sanitizer report in the gateway log" 'Sanitizer|runtime error' "$(cat "$GWLOG")"
+  check_nomatch "no sanitizer report or illegal state change in the gateway log" \
+    'Sanitizer|runtime error|illegal state change' "$(cat "$GWLOG")"
 }
 
 # ---------------------------------------------------------------- clients
