@@ -113,7 +113,6 @@ http_next_request(struct conn *c, int keep)
 		conn_arm_timer(c, evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 ? 5000 : 0);
 		return;
 	}
-	c->nreq++;
 	conn_set_state(c, CONN_S_REQ_HEAD);
 	bufferevent_enable(c->bev, EV_READ);
 	conn_arm_timer(c, http_limits(c)->idle_ms);
@@ -332,7 +331,6 @@ read_request(struct conn *c)
 		err = "request head too large (limits.header_bytes)";
 	}
 	r = req_new(c);
-	r->active = 1;
 	if (n < 0) {
 		r->client_keep_alive = 0;
 		http_answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);

@@ -173,7 +173,6 @@ enum resp_state {
 
 /* The request in flight on a connection (one at a time: pipelined requests wait in the input). */
 struct req {
-	int active;
 	char method[40];
 	size_t method_len;
 	char *path;                     /* normalised path, heap, freed at request end */
@@ -229,7 +228,6 @@ struct conn {
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	int judged;                     /* host has a connection verdict */
 	struct upstream *up;
-	unsigned nreq;                  /* requests served on this connection */
 	struct req *req;                /* the request in flight, NULL between requests */
 	int client_eof;
 	int up_eof;                     /* the upstream closed its side */
