@@ -32,7 +32,9 @@
 #define PROXY_MAX_WORKERS 64
 #define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
 #define PROXY_POOL_MAX 64              /* idle upstream connections per worker */
-#define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream is closed after this */
+#define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream of the warm set is closed after this */
+#define PROXY_POOL_WARM 8              /* idle upstreams per worker kept for PROXY_POOL_IDLE_MS */
+#define PROXY_POOL_SPARE_MS 2000       /* idle upstreams beyond the warm set close after this */
 #define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
 #define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
 #define PROXY_TRIM_SECONDS 5           /* how often freed heap pages go back to the kernel */

@@ -446,7 +446,13 @@ upstream_release(struct upstream *up)
 	bufferevent_enable(up->bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->pool, up, pool_link);
 	w->npool++;
-	struct timeval tv = {PROXY_POOL_IDLE_MS / 1000, 0};
+	/*
+	 * A warm set stays for PROXY_POOL_IDLE_MS; spares beyond it (left by a burst)
+	 * go after PROXY_POOL_SPARE_MS idle.  The pool is LIFO, so under steady load
+	 * spares are reused long before that, and an idle gateway sheds them.
+	 */
+	unsigned ms = w->npool <= PROXY_POOL_WARM ? PROXY_POOL_IDLE_MS : PROXY_POOL_SPARE_MS;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	evtimer_add(up->timer, &tv);
 }
 

@@ -25,6 +25,34 @@ audit_wait '.path=="/ok/ka2"'
 check_eq "audit: both requests carry the same conn id" 1 \
   "$(jq -s '[.[] | select(.path=="/ok/ka1" or .path=="/ok/ka2") | .conn] | unique | length' "$AUDIT")"
 
+# a keep-alive connection serves the next request after an idle pause
+r=$($CLEAN timeout 30 "$PY" - "$PP" "$CA/ca.pem" <<'PYH'
+import socket, ssl, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT api.example.test:443 HTTP/1.1\r\nHost: api.example.test:443\r\n\r\n")
+assert s.recv(4096).startswith(b"HTTP/1.1 200")
+t = ssl.create_default_context(cafile=sys.argv[2]).wrap_socket(s, server_hostname="api.example.test")
+def get(path):
+    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: api.example.test\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += t.recv(4096)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += t.recv(4096)
+    return head.split(b" ")[1].decode() + ":" + body.decode().strip()
+a = get(b"/ok/hib1")
+time.sleep(1.5)
+b = get(b"/ok/hib2")
+print(a, b)
+PYH
+)
+check_eq "keep-alive after an idle pause: both answered" "200:hello 200:hello" "$r"
+audit_wait '.path=="/ok/hib2"'
+check_eq "audit: both requests on one connection" 1 \
+  "$(jq -s '[.[] | select(.path=="/ok/hib1" or .path=="/ok/hib2") | .conn] | unique | length' "$AUDIT")"
+
 # pipelining: three requests written at once, answers in order
 r=$(printf 'GET /headers?n=1 HTTP/1.1\r\nHost: other.example.test:%s\r\n\r\nGET /headers?n=2 HTTP/1.1\r\nHost: other.example.test:%s\r\n\r\nGET /headers?n=3 HTTP/1.1\r\nHost: other.example.test:%s\r\nConnection: close\r\n\r\n' "$PYP" "$PYP" "$PYP" \
   | tunnel_raw "other.example.test:$PYP")
