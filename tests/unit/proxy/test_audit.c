@@ -183,6 +183,18 @@ test_no_file_drops_records(void **state)
 	assert_non_null(err);
 }
 
+/* Empties <b> into a NUL-terminated heap string (the caller frees it). */
+static char *
+take_string(struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+	char *s = calloc(1, n + 1);
+
+	assert_non_null(s);
+	assert_int_equal(evbuffer_remove(b, s, n), (int)n);
+	return s;
+}
+
 static void
 test_refusal_body(void **state)
 {
@@ -190,13 +202,10 @@ test_refusal_body(void **state)
 	char *resp, *body;
 	json_t *o;
 	json_error_t jerr;
-	size_t n;
 
 	(void)state;
 	respond_json(b, 403, "denied by policy", "api.example.test", "api.example.test/rules/1", "denied by rule", 0);
-	n = evbuffer_get_length(b);
-	resp = calloc(1, n + 1);
-	evbuffer_remove(b, resp, n);
+	resp = take_string(b);
 	assert_true(strncmp(resp, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
 	assert_non_null(strstr(resp, "Content-Type: application/json\r\n"));
 	assert_null(strstr(resp, "Connection: close"));
@@ -217,9 +226,7 @@ test_refusal_body(void **state)
 
 	/* closing answers say so; an empty host is omitted */
 	respond_json(b, 421, "misdirected request", "", "host", "Host differs from the TLS server name (SNI)", 1);
-	n = evbuffer_get_length(b);
-	resp = calloc(1, n + 1);
-	evbuffer_remove(b, resp, n);
+	resp = take_string(b);
 	assert_true(strncmp(resp, "HTTP/1.1 421 Misdirected Request\r\n", 34) == 0);
 	assert_non_null(strstr(resp, "Connection: close\r\n"));
 	assert_null(strstr(resp, "\"host\":"));
