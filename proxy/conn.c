@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
@@ -77,12 +76,29 @@ conn_set_state(struct conn *c, enum conn_state s)
 	c->state = s;
 }
 
-void
-conn_arm_timer(struct conn *c, unsigned ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+/* The host of a connection that has none yet: shared, never freed. */
+static char host_none[] = "";
 
-	evtimer_add(c->timer, &tv);
+void
+conn_set_host(struct conn *c, const char *host)
+{
+	if (c->host != host_none)
+		free(c->host);
+	c->host = host[0] != '\0' ? xstrdup(host) : host_none;
+}
+
+const char *
+conn_peer_str(const struct conn *c, char *buf)
+{
+	return netaddr_format(&c->peer.sa, 0, buf, CONN_ADDR_STR);
+}
+
+const char *
+conn_dest_str(const struct conn *c, char *buf)
+{
+	if (!c->has_dest)
+		return NULL;
+	return netaddr_format(&c->dest.sa, 1, buf, CONN_ADDR_STR);
 }
 
 static void
@@ -92,10 +108,9 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->timer != NULL)
-		event_free(c->timer);
-	if (c->peek_ev != NULL)
-		event_free(c->peek_ev);
+	if (c->ev != NULL)
+		event_free(c->ev);
+	conn_set_host(c, "");
 	free(c->sni);
 	free(c);
 }
@@ -113,18 +128,15 @@ conn_close(struct conn *c)
 		upstream_free(c->up);  /* mid-request: not reusable */
 		c->up = NULL;
 	}
-	if (c->peek_ev != NULL)
-		event_del(c->peek_ev);
-	evtimer_del(c->timer);
-	if (c->bev != NULL) {
-		bufferevent_free(c->bev);  /* closes fd, frees the SSL */
-		c->bev = NULL;
-	} else if (c->fd != -1) {
+	if (c->ev != NULL)
+		event_del(c->ev);
+	conn_disarm_timer(c);
+	cio_free(c);
+	if (c->fd != -1)
 		close(c->fd);
-	}
 	c->fd = -1;
 	if (c->counted)
-		gateway_client_put(w->gw, (struct sockaddr *)&c->peer);
+		gateway_client_put(w->gw, &c->peer.sa);
 	LIST_REMOVE(c, link);
 	w->nconns--;
 	atomic_fetch_sub(&w->gw->nconns, 1);
@@ -136,11 +148,12 @@ conn_close(struct conn *c)
 void
 audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status)
 {
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
 	struct audit_rec r = {
 		.type = "connection",
-		.sandbox = c->peer_str,
-		.client = c->peer_str,
-		.dest = c->has_dest ? c->dest_str : NULL,
+		.sandbox = conn_peer_str(c, peer),
+		.client = peer,
+		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
 		.verdict = verdict,
@@ -157,43 +170,11 @@ audit_conn(struct conn *c, const char *verdict, const char *rule, const char *re
 	audit_write(c->w->gw->audit, &r);
 }
 
+/* Ends the peek phase: the socket's bytes now belong to cio.c, plain (explicit or port-80 HTTP, or a refusal). */
 static void
-client_eventcb(struct bufferevent *bev, short what, void *arg);
-static void
-client_readcb(struct bufferevent *bev, void *arg);
-static void
-client_writecb(struct bufferevent *bev, void *arg);
-
-/* The client's read bound: a whole request head must fit, or a large one would stall instead of failing. */
-static size_t
-read_high(const struct conn *c)
+plain_start(struct conn *c)
 {
-	size_t head = (size_t)c->w->gw->cfg->limits.header_bytes + 1;
-
-	return head > PROXY_HIGH_WATER ? head : PROXY_HIGH_WATER;
-}
-
-/* Ends the peek phase: the socket's bytes now belong to a bufferevent or an upstream relay. */
-static void
-peek_stop(struct conn *c)
-{
-	/* deferred free: this may run inside peek_cb, so only delete now */
-	if (c->peek_ev != NULL)
-		event_del(c->peek_ev);
-}
-
-/* Wraps the raw socket in a plain bufferevent (explicit or port-80 HTTP, or to answer a refusal). */
-static int
-plain_bev(struct conn *c)
-{
-	peek_stop(c);
-	c->bev = bufferevent_socket_new(c->w->base, c->fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL)
-		return -1;
-	bufferevent_setcb(c->bev, client_readcb, client_writecb, client_eventcb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, read_high(c));
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	return 0;
+	cio_start(c, NULL);
 }
 
 void
@@ -201,61 +182,32 @@ conn_refuse(struct conn *c, int status, const char *error, const char *rule, con
 {
 	char esc[200];
 
-	log_info("c%llu: %s refused: %s (%s)", (unsigned long long)c->id, c->peer_str, reason,
+	char peer[CONN_ADDR_STR];
+
+	log_info("c%llu: %s refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer), reason,
 	         log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
 	audit_conn(c, "deny", rule, reason, status > 0 ? status : -1);
 	atomic_fetch_add(&c->w->gw->ndenied, 1);
-	if (status <= 0 || (c->bev == NULL && plain_bev(c) == -1)) {
+	if (status <= 0) {
 		conn_close(c);
 		return;
 	}
-	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, 1);
+	if (!c->io_on)
+		plain_start(c);
+	respond_json(cio_out(c), status, error, c->host, rule, reason, 1);
 	conn_set_state(c, CONN_S_CLOSING);
-	bufferevent_disable(c->bev, EV_READ);
+	cio_read(c, 0);
 	conn_arm_timer(c, 5000);
 }
 
-static void
-client_readcb(struct bufferevent *bev, void *arg)
+void
+conn_tls_failed(struct conn *c, const char *why)
 {
-	(void)bev;
-	conn_pump(arg);
-}
+	char peer[CONN_ADDR_STR];
 
-static void
-client_writecb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	conn_pump(arg);
-}
-
-static void
-client_eventcb(struct bufferevent *bev, short what, void *arg)
-{
-	struct conn *c = arg;
-	unsigned long e;
-	char ebuf[120];
-
-	(void)bev;
-	if (c->state == CONN_S_TLS_ACCEPT) {
-		if (what & BEV_EVENT_CONNECTED) {
-			conn_start_requests(c);
-			return;
-		}
-		e = bufferevent_get_openssl_error(c->bev);
-		if (e != 0)
-			ERR_error_string_n(e, ebuf, sizeof(ebuf));
-		else
-			snprintf(ebuf, sizeof(ebuf), "client closed during the handshake");
-		log_info("c%llu: TLS handshake with %s failed: %s", (unsigned long long)c->id, c->peer_str, ebuf);
-		audit_conn(c, "deny", "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
-		conn_close(c);
-		return;
-	}
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		c->client_eof = 1;
-		conn_pump(c);
-	}
+	log_info("c%llu: TLS handshake with %s failed: %s", (unsigned long long)c->id, conn_peer_str(c, peer), why);
+	audit_conn(c, "deny", "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
+	conn_close(c);
 }
 
 void
@@ -271,11 +223,11 @@ conn_pump(struct conn *c)
 		tunnel_pump(c);
 		return;
 	case CONN_S_CLOSING:
-		if (c->bev == NULL || c->client_eof) {
+		if (!c->io_on || c->client_eof) {
 			conn_close(c);
 			return;
 		}
-		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+		if (cio_out_len(c) > 0)
 			return;
 		/*
 		 * Lingering close: the client may still be sending bytes we will not
@@ -286,24 +238,21 @@ conn_pump(struct conn *c)
 		 */
 		if (!c->shut_wr) {
 			c->shut_wr = 1;
-			shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+			cio_shutdown(c);
 			conn_arm_timer(c, PROXY_LINGER_MS);
-			bufferevent_enable(c->bev, EV_READ);
+			cio_read(c, 1);
 		}
-		evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+		if (c->in != NULL)
+			evbuffer_drain(c->in, evbuffer_get_length(c->in));
 		return;
 	default:
 		return;
 	}
 }
 
-static void
-timer_cb(evutil_socket_t fd, short what, void *arg)
+void
+conn_expired(struct conn *c)
 {
-	struct conn *c = arg;
-
-	(void)fd;
-	(void)what;
 	switch (c->state) {
 	case CONN_S_PEEK:
 		if (c->mode == CONN_MODE_EXPLICIT && c->head_started) {
@@ -336,37 +285,25 @@ start_tls(struct conn *c)
 	struct gateway *gw = c->w->gw;
 	const char *err = NULL;
 	X509 *leaf;
+	SSL *ssl;
 
-	peek_stop(c);
 	leaf = ca_leaf_get(gw->ca, c->host, &err);
 	if (leaf == NULL) {
 		conn_refuse(c, 0, NULL, "tls", err != NULL ? err : "cannot mint a certificate for this name");
 		return;
 	}
-	c->ssl = SSL_new(c->w->srv_ctx);
-	if (c->ssl == NULL || SSL_use_certificate(c->ssl, leaf) != 1 ||
-	    SSL_use_PrivateKey(c->ssl, ca_leaf_key(gw->ca)) != 1) {
+	ssl = SSL_new(c->w->srv_ctx);
+	if (ssl == NULL || SSL_use_certificate(ssl, leaf) != 1 || SSL_use_PrivateKey(ssl, ca_leaf_key(gw->ca)) != 1 ||
+	    SSL_set_fd(ssl, c->fd) != 1) {
 		X509_free(leaf);
-		if (c->ssl != NULL)
-			SSL_free(c->ssl);
-		c->ssl = NULL;
+		SSL_free(ssl);
 		conn_refuse(c, 0, NULL, "tls", "cannot set up the client TLS session");
 		return;
 	}
 	X509_free(leaf);
-	c->bev = bufferevent_openssl_socket_new(c->w->base, c->fd, c->ssl, BUFFEREVENT_SSL_ACCEPTING,
-	                                        BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		SSL_free(c->ssl);
-		c->ssl = NULL;
-		conn_refuse(c, 0, NULL, "tls", "cannot set up the client TLS session");
-		return;
-	}
-	c->tls = 1;
-	bufferevent_setcb(c->bev, client_readcb, client_writecb, client_eventcb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, read_high(c));
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	SSL_set_accept_state(ssl);
 	conn_set_state(c, CONN_S_TLS_ACCEPT);
+	cio_start(c, ssl);
 	conn_arm_timer(c, gw->cfg->limits.tls_handshake_ms);
 }
 
@@ -395,15 +332,12 @@ passthrough_ready(struct upstream *up, const char *err, int status, void *arg)
 			conn_refuse(c, 0, NULL, "upstream", err);
 		return;
 	}
-	if (plain_bev(c) == -1) {
-		conn_close(c);
-		return;
-	}
+	plain_start(c);
 	if (c->mode == CONN_MODE_EXPLICIT)
-		evbuffer_add(bufferevent_get_output(c->bev), established, sizeof(established) - 1);
+		evbuffer_add(cio_out(c), established, sizeof(established) - 1);
 	audit_conn(c, "allow", c->entry ? policy_host_key(c->entry) : "default", "passthrough", -1);
 	conn_set_state(c, CONN_S_TUNNEL);
-	upstream_set_owner(c->up, client_readcb, client_writecb, client_eventcb, c);
+	relay_own_upstream(c);
 	conn_arm_timer(c, c->w->gw->cfg->limits.idle_ms);
 	conn_pump(c);
 }
@@ -424,7 +358,6 @@ judge(struct conn *c)
 		conn_refuse(c, c->mode == CONN_MODE_EXPLICIT ? 403 : 0, "denied by policy", d.rule, d.reason);
 		return;
 	case POLICY_PASSTHROUGH:
-		peek_stop(c);
 		conn_set_state(c, CONN_S_DIAL);
 		conn_arm_timer(c, c->w->gw->cfg->limits.upstream_connect_ms + 1000);
 		c->up = upstream_dial(c->w, c->host, c->port, 0, policy_host_allow_private(d.host), passthrough_ready, c);
@@ -451,6 +384,7 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
 	struct h1_message *m = c->w->msg;
 	const char *err = NULL;
+	char host[HOST_BUF];
 	int status = 400, r, kind;
 
 	c->head_started = 1;
@@ -467,10 +401,7 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 	}
 	if (m->method_len != 7 || memcmp(m->method, "CONNECT", 7) != 0) {
 		/* absolute-form plain HTTP: leave the bytes in the socket for the request parser */
-		if (plain_bev(c) == -1) {
-			conn_close(c);
-			return;
-		}
+		plain_start(c);
 		conn_start_requests(c);
 		return;
 	}
@@ -479,12 +410,12 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 		conn_close(c);
 		return;
 	}
-	kind = host_split_authority(m->target, m->target_len, 0, c->host, &c->port, &err);
+	kind = host_split_authority(m->target, m->target_len, 0, host, &c->port, &err);
 	if (kind < 0) {
-		c->host[0] = '\0';
 		conn_refuse(c, 400, "bad request", "http", err);
 		return;
 	}
+	conn_set_host(c, host);
 	judge(c);
 }
 
@@ -493,14 +424,12 @@ peek_transparent(struct conn *c, const uint8_t *buf, size_t n)
 {
 	struct tls_hello hello;
 	const char *err = NULL;
+	char host[HOST_BUF];
 	int r;
 
 	if (!tls_hello_looks_tls(buf, n)) {
 		if (buf[0] >= 'A' && buf[0] <= 'Z') {  /* a request line: plain HTTP */
-			if (plain_bev(c) == -1) {
-				conn_close(c);
-				return;
-			}
+			plain_start(c);
 			conn_start_requests(c);
 			return;
 		}
@@ -516,23 +445,31 @@ peek_transparent(struct conn *c, const uint8_t *buf, size_t n)
 	}
 	if (hello.has_sni) {
 		c->sni = xstrndup(hello.sni, hello.sni_len);
-		if (host_canon(hello.sni, hello.sni_len, c->host, &err) < 0) {
+		if (host_canon(hello.sni, hello.sni_len, host, &err) < 0) {
 			conn_refuse(c, 0, NULL, "tls", "SNI is not a valid host name");
 			return;
 		}
 	} else {
-		netaddr_format((struct sockaddr *)&c->dest, 0, c->host, sizeof(c->host));
+		netaddr_format(&c->dest.sa, 0, host, sizeof(host));
 	}
+	conn_set_host(c, host);
 	judge(c);
 }
 
+/* The socket's one event: the peek until a verdict, then cio.c's I/O. */
 static void
-peek_cb(evutil_socket_t fd, short what, void *arg)
+io_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	ssize_t n;
 
-	(void)what;
+	if (c->io_on) {
+		cio_event(c, what);
+		return;
+	}
+	/* between the verdict and cio_start() (a passthrough dial) the bytes wait in the socket */
+	if (c->state != CONN_S_PEEK || !(what & EV_READ))
+		return;
 	n = recv(fd, c->w->scratch, c->w->scratch_cap, MSG_PEEK);
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -552,6 +489,8 @@ original_dest(struct conn *c)
 {
 	struct sockaddr_storage local;
 	socklen_t len = sizeof(c->dest), llen = sizeof(local);
+	const struct sockaddr_in *d4 = &c->dest.in4;
+	const struct sockaddr_in6 *d6 = &c->dest.in6;
 	int r;
 
 	r = getsockopt(c->fd, SOL_IP, SO_ORIGINAL_DST, &c->dest, &len);
@@ -562,23 +501,21 @@ original_dest(struct conn *c)
 	if (r == -1 || getsockname(c->fd, (struct sockaddr *)&local, &llen) == -1)
 		return -1;
 	c->has_dest = 1;
-	netaddr_format((struct sockaddr *)&c->dest, 1, c->dest_str, sizeof(c->dest_str));
 	/* not redirected: its original destination is the listener itself */
-	if (c->dest.ss_family == AF_INET && local.ss_family == AF_INET6) {
+	if (c->dest.sa.sa_family == AF_INET && local.ss_family == AF_INET6) {
 		const uint8_t *a6 = ((struct sockaddr_in6 *)&local)->sin6_addr.s6_addr;
-		const struct sockaddr_in *d4 = (struct sockaddr_in *)&c->dest;
 		if (((struct sockaddr_in6 *)&local)->sin6_port == d4->sin_port && memcmp(a6 + 12, &d4->sin_addr, 4) == 0)
 			return -1;
-	} else if (c->dest.ss_family == AF_INET && local.ss_family == AF_INET) {
-		if (memcmp(&c->dest, &local, sizeof(struct sockaddr_in)) == 0)
+	} else if (c->dest.sa.sa_family == AF_INET && local.ss_family == AF_INET) {
+		const struct sockaddr_in *l4 = (struct sockaddr_in *)&local;
+		if (d4->sin_port == l4->sin_port && d4->sin_addr.s_addr == l4->sin_addr.s_addr)
 			return -1;
-	} else if (c->dest.ss_family == AF_INET6 && local.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *d6 = (struct sockaddr_in6 *)&c->dest, *l6 = (struct sockaddr_in6 *)&local;
+	} else if (c->dest.sa.sa_family == AF_INET6 && local.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)&local;
 		if (d6->sin6_port == l6->sin6_port && memcmp(&d6->sin6_addr, &l6->sin6_addr, 16) == 0)
 			return -1;
 	}
-	c->port = ntohs(c->dest.ss_family == AF_INET ? ((struct sockaddr_in *)&c->dest)->sin_port
-	                                             : ((struct sockaddr_in6 *)&c->dest)->sin6_port);
+	c->port = ntohs(c->dest.sa.sa_family == AF_INET ? d4->sin_port : d6->sin6_port);
 	return 0;
 }
 
@@ -600,14 +537,19 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	c->state = CONN_S_PEEK;
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
 	memcpy(&c->peer, sa, salen < sizeof(c->peer) ? salen : sizeof(c->peer));
-	netaddr_format(sa, 0, c->peer_str, sizeof(c->peer_str));
+	c->host = host_none;
 	c->pol = policy_ref(w->pol);
-	c->timer = evtimer_new(w->base, timer_cb, c);
+	/* one registration for the connection's life: edge-triggered, both directions (cio.c) */
+	c->ev = event_new(w->base, fd, EV_READ | EV_WRITE | EV_PERSIST | EV_ET, io_cb, c);
 	LIST_INSERT_HEAD(&w->conns, c, link);
 	w->nconns++;
 	atomic_fetch_add(&gw->nconns, 1);
 	evutil_make_socket_nonblocking(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	if (c->ev == NULL || event_add(c->ev, NULL) == -1) {
+		conn_close(c);
+		return;
+	}
 	if (mode == CONN_MODE_EXPLICIT &&
 	    !netaddr_cidr_match(gw->cfg->proxy_clients, gw->cfg->nproxy_clients, sa)) {
 		conn_refuse(c, 0, NULL, "listen.proxy_clients", "client address not in listen.proxy_clients");
@@ -624,7 +566,5 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 		            "connection was not redirected to the transparent listener");
 		return;
 	}
-	c->peek_ev = event_new(w->base, fd, EV_READ | EV_PERSIST | EV_ET, peek_cb, c);
-	event_add(c->peek_ev, NULL);
 	conn_arm_timer(c, gw->cfg->limits.request_head_ms);
 }

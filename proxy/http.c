@@ -61,11 +61,12 @@ http_audit_request(struct conn *c, const char *verdict)
 		snprintf(pathbuf, sizeof(pathbuf), "%s%s", r->path, r->query);
 		path = pathbuf;
 	}
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
 	struct audit_rec a = {
 		.type = "request",
-		.sandbox = c->peer_str,
-		.client = c->peer_str,
-		.dest = c->has_dest ? c->dest_str : NULL,
+		.sandbox = conn_peer_str(c, peer),
+		.client = peer,
+		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
 		.method = r->method[0] ? r->method : NULL,
@@ -109,12 +110,12 @@ http_next_request(struct conn *c, int keep)
 	if (!keep || c->client_eof || c->w->draining) {
 		/* never closed from here: callers still hold views into the buffers */
 		conn_set_state(c, CONN_S_CLOSING);
-		bufferevent_disable(c->bev, EV_READ);
-		conn_arm_timer(c, evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 ? 5000 : 0);
+		cio_read(c, 0);
+		conn_arm_timer(c, cio_out_len(c) > 0 ? 5000 : 0);
 		return;
 	}
 	conn_set_state(c, CONN_S_REQ_HEAD);
-	bufferevent_enable(c->bev, EV_READ);
+	cio_read(c, 1);
 	conn_arm_timer(c, http_limits(c)->idle_ms);
 }
 
@@ -132,7 +133,7 @@ http_answer(struct conn *c, int status, const char *error, const char *rule, con
 	r->status = status;
 	r->rule = rule;
 	r->reason = reason;
-	respond_json(bufferevent_get_output(c->bev), status, error, c->host, rule, reason, !keep);
+	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
 	if (audit)
 		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
 		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
@@ -277,7 +278,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	if (!c->judged || strcmp(host, c->host) != 0 || port != c->port) {
 		struct policy_conn_decision d;
 
-		memcpy(c->host, host, sizeof(c->host));
+		conn_set_host(c, host);
 		c->port = port;
 		policy_decide_conn(c->pol, c->host, c->port, &d);
 		c->entry = d.host;
@@ -297,7 +298,7 @@ read_request(struct conn *c)
 {
 	const struct policy_limits *lim = http_limits(c);
 	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
-	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer *in = cio_in(c);
 	struct h1_message *m = c->w->msg;
 	struct req *r;
 	struct policy_req_decision d;
@@ -440,7 +441,7 @@ http_timeout(struct conn *c)
 {
 	switch (c->state) {
 	case CONN_S_REQ_HEAD:
-		if (c->head_started && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+		if (c->head_started && cio_in_len(c) > 0) {
 			req_new(c)->client_keep_alive = 0;
 			http_answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
 			return;

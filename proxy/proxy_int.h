@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -33,11 +34,13 @@
 #define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
 #define PROXY_POOL_MAX 64              /* idle upstream connections per worker */
 #define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream of the warm set is closed after this */
-#define PROXY_POOL_WARM 8              /* idle upstreams per worker kept for PROXY_POOL_IDLE_MS */
+#define PROXY_POOL_WARM 4              /* idle upstreams per worker kept for PROXY_POOL_IDLE_MS */
 #define PROXY_POOL_SPARE_MS 2000       /* idle upstreams beyond the warm set close after this */
 #define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
 #define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
+#define PROXY_MMAP_THRESHOLD (16 * 1024) /* allocations this large bypass the heap (TLS record buffers) */
 #define PROXY_TRIM_SECONDS 5           /* how often freed heap pages go back to the kernel */
+#define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
 
 struct gateway;
@@ -207,37 +210,55 @@ struct req {
 	char rule_buf[512];
 };
 
+/* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
+union conn_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in4;
+	struct sockaddr_in6 in6;
+};
+
+/*
+ * One client connection.  Kept small on purpose: a thousand idle keep-alive
+ * connections cost what this struct, its SSL and two libevent events cost
+ * (see docs/performance.md).  Strings are formatted when logged, not kept.
+ */
 struct conn {
 	uint64_t id;
 	struct worker *w;
 	enum conn_mode mode;
 	enum conn_state state;
 	evutil_socket_t fd;
-	struct sockaddr_storage peer;
-	struct sockaddr_storage dest;   /* original destination (transparent) */
-	int has_dest;
-	char peer_str[64];
-	char dest_str[64];
-	struct event *peek_ev;
-	struct event *timer;
-	struct bufferevent *bev;        /* client side, plain or TLS */
-	SSL *ssl;
-	int tls;                        /* client side is TLS */
+	union conn_addr peer;
+	union conn_addr dest;           /* original destination (transparent) */
+	struct event *ev;               /* the socket, EV_READ|EV_WRITE|EV_ET, accept to close */
+	SSL *ssl;                       /* client-side TLS, or NULL (cio.c) */
+	struct evbuffer *in;            /* cio.c: NULL while empty and idle; use cio_in() */
+	struct evbuffer *out;           /* cio.c: likewise; use cio_out() */
+	size_t io_wpending;             /* the length of an SSL_write to retry with the same bytes */
 	struct policy *pol;             /* the snapshot this connection was judged by */
 	const struct policy_host *entry;
-	char host[HOST_BUF];            /* the judged host ("" until known on plain HTTP) */
-	unsigned port;
+	char *host;                     /* the judged host, heap ("" until known on plain HTTP); conn_set_host() */
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
-	int judged;                     /* host has a connection verdict */
 	struct upstream *up;
 	struct req *req;                /* the request in flight, NULL between requests */
-	int client_eof;
-	int up_eof;                     /* the upstream closed its side */
-	int head_started;               /* bytes of the next request head have arrived */
-	int shut_wr;                    /* our side of the socket is shut down */
-	int counted;                    /* holds a per-client slot */
 	struct timespec t0;
 	LIST_ENTRY(conn) link;
+	uint64_t deadline;              /* CLOCK_MONOTONIC ms when the current limit runs out (deadline.c) */
+	unsigned dl_pos;                /* 1 + its slot in the worker's deadline heap, 0 when not armed */
+	unsigned port;
+	unsigned has_dest : 1;
+	unsigned tls : 1;               /* client side is TLS */
+	unsigned judged : 1;            /* host has a connection verdict */
+	unsigned client_eof : 1;        /* the client sent its last byte (or its side failed) */
+	unsigned up_eof : 1;            /* the upstream closed its side */
+	unsigned head_started : 1;      /* bytes of the next request head have arrived */
+	unsigned shut_wr : 1;           /* our side of the socket is shut down */
+	unsigned counted : 1;           /* holds a per-client slot */
+	unsigned io_on : 1;             /* cio.c owns the socket (after the peek) */
+	unsigned io_reading : 1;        /* reading is wanted (backpressure turns it off) */
+	unsigned io_full : 1;           /* reading stopped at the input bound */
+	unsigned io_dead : 1;           /* the client side failed: no more I/O */
+	unsigned io_kicked : 1;         /* an I/O round is scheduled or running */
 };
 LIST_HEAD(conn_list, conn);
 
@@ -247,11 +268,48 @@ void conn_close(struct conn *c);
 /* Drives the connection as far as its buffers allow; the one place state advances. */
 void conn_pump(struct conn *c);
 void conn_set_state(struct conn *c, enum conn_state s);
+/*
+ * deadline.c: each connection has at most one deadline, the limit of its
+ * current state; re-arming replaces it.  conn_expired() runs when it passes.
+ */
 void conn_arm_timer(struct conn *c, unsigned ms);
+void conn_disarm_timer(struct conn *c);
+void conn_expired(struct conn *c);
+/* The worker's deadline heap and its one timer (after w->base exists), and their teardown. */
+int deadline_init(struct worker *w);
+void deadline_dispose(struct worker *w);
 /* Starts serving requests (after TLS or on plain HTTP). */
 void conn_start_requests(struct conn *c);
 /* Ends the connection with an answer (queued, flushed, then closed) and a connection audit line. */
 void conn_refuse(struct conn *c, int status, const char *error, const char *rule, const char *reason);
+/* Replaces the judged host with a copy of <host>. */
+void conn_set_host(struct conn *c, const char *host);
+/* The client's (or the original destination's) address as text, into <buf> (CONN_ADDR_STR bytes). */
+const char *conn_peer_str(const struct conn *c, char *buf);
+const char *conn_dest_str(const struct conn *c, char *buf);
+/* The client TLS handshake failed with <why>: logged, audited, closed. */
+void conn_tls_failed(struct conn *c, const char *why);
+
+/*
+ * cio.c: the client socket's bytes once the peek is over.  Output appended
+ * to cio_out() is sent without further calls; input arrives in cio_in() and
+ * conn_pump() runs after each round of I/O.
+ */
+/* Takes over the socket: plain when <ssl> is NULL, else TLS as the server (<ssl> taken, handshake first). */
+void cio_start(struct conn *c, SSL *ssl);
+/* The two buffers, created on first use. */
+struct evbuffer *cio_in(struct conn *c);
+struct evbuffer *cio_out(struct conn *c);
+size_t cio_in_len(const struct conn *c);
+size_t cio_out_len(const struct conn *c);
+/* Reading on or off (backpressure, or no more requests wanted). */
+void cio_read(struct conn *c, int on);
+/* Runs the I/O for a wake-up of the connection's event. */
+void cio_event(struct conn *c, short what);
+/* Ends our sending side: close_notify on TLS, then a FIN; reading goes on. */
+void cio_shutdown(struct conn *c);
+/* Frees the SSL and the buffers (not the socket, not the event). */
+void cio_free(struct conn *c);
 
 /* http.c: request heads on a connection in REQ_HEAD: parse, name the host, judge, answer. */
 void http_pump(struct conn *c);
@@ -282,6 +340,8 @@ void audit_conn(struct conn *c, const char *verdict, const char *rule, const cha
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
+/* Makes <c> the owner of its READY upstream's callbacks (relay and tunnel). */
+void relay_own_upstream(struct conn *c);
 
 /* ---- worker.c ---- */
 
@@ -308,6 +368,10 @@ struct worker {
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
 	struct conn_list conns;
 	unsigned nconns;
+	struct conn **dl;                /* deadline heap (deadline.c), earliest first */
+	size_t ndl, dl_cap;
+	struct event *dl_ev;             /* fires at dl[0]'s deadline */
+	uint64_t dl_at;                  /* the deadline dl_ev is set for, 0 if none */
 	int draining;
 	struct event *drain_ev;
 	atomic_int finished;             /* set by the thread as its last act */

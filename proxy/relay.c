@@ -54,7 +54,7 @@ start_relay(struct conn *c)
 	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
 	size_t n = evbuffer_get_length(r->up_head);
 
-	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
+	relay_own_upstream(c);
 	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
 	c->up_eof = 0;
@@ -64,7 +64,13 @@ start_relay(struct conn *c)
 	r->resp = RESP_S_HEAD;
 	r->body_done = r->body == H1_BODY_NONE;
 	conn_arm_timer(c, http_limits(c)->body_ms);
-	bufferevent_enable(c->bev, EV_READ);
+	cio_read(c, 1);
+}
+
+void
+relay_own_upstream(struct conn *c)
+{
+	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
 }
 
 void
@@ -75,7 +81,7 @@ relay_dial(struct conn *c)
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
-	bufferevent_disable(c->bev, EV_READ);
+	cio_read(c, 0);
 	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
 	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, dial_done, c);
 	if (c->up->state == UP_S_READY) {
@@ -209,7 +215,7 @@ response_head(struct conn *c)
 	if (maxh > PROXY_HIGH_WATER - 1)
 		maxh = PROXY_HIGH_WATER - 1;
 	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
-	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = bufferevent_get_output(c->bev);
+	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = cio_out(c);
 	struct h1_message *m = c->w->msg;
 	struct req *r = c->req;
 	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
@@ -344,8 +350,8 @@ relay_pump(struct conn *c)
 
 	while (progress && c->state == CONN_S_RELAY) {
 		progress = 0;
-		cin = bufferevent_get_input(c->bev);
-		cout = bufferevent_get_output(c->bev);
+		cin = cio_in(c);
+		cout = cio_out(c);
 		uin = bufferevent_get_input(c->up->bev);
 		uout = bufferevent_get_output(c->up->bev);
 		/* request body, upward */
@@ -427,11 +433,8 @@ wait:
 	if (progress)
 		conn_arm_timer(c, http_limits(c)->body_ms);
 	/* backpressure: a side reads only while the other side's queue is short */
-	if (evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->bev, EV_READ);
-	else
-		bufferevent_disable(c->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) < PROXY_HIGH_WATER)
+	cio_read(c, evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER);
+	if (cio_out_len(c) < PROXY_HIGH_WATER)
 		bufferevent_enable(c->up->bev, EV_READ);
 	else
 		bufferevent_disable(c->up->bev, EV_READ);
@@ -444,8 +447,8 @@ tunnel_pump(struct conn *c)
 
 	if (c->state != CONN_S_TUNNEL || c->up == NULL)
 		return;
-	cin = bufferevent_get_input(c->bev);
-	cout = bufferevent_get_output(c->bev);
+	cin = cio_in(c);
+	cout = cio_out(c);
 	uin = bufferevent_get_input(c->up->bev);
 	uout = bufferevent_get_output(c->up->bev);
 	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
@@ -461,10 +464,7 @@ tunnel_pump(struct conn *c)
 		conn_pump(c);
 		return;
 	}
-	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->bev, EV_READ);
-	else
-		bufferevent_disable(c->bev, EV_READ);
+	cio_read(c, evbuffer_get_length(uout) < PROXY_HIGH_WATER);
 	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
 		bufferevent_enable(c->up->bev, EV_READ);
 	else

@@ -138,7 +138,7 @@ worker_start(struct worker *w)
 	int i;
 
 	w->base = event_base_new();
-	if (w->base == NULL)
+	if (w->base == NULL || deadline_init(w) != 0)
 		return SLUICE_EIO;
 	w->dns = evdns_base_new(w->base, 0);
 	if (w->dns == NULL)
@@ -191,6 +191,7 @@ worker_join(struct worker *w)
 	policy_unref(w->mail_pol);
 	policy_unref(w->pol);
 	evdns_base_free(w->dns, 0);
+	deadline_dispose(w);
 	event_base_free(w->base);
 	pthread_mutex_destroy(&w->mail_mu);
 	free(w->scratch);

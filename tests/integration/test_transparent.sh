@@ -97,7 +97,10 @@ o.write(b"GET /ok/split HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\
 r = b""
 while True:
     try:
-        r += o.read(65536)
+        d = o.read(65536)
+        if not d:  # close_notify: the gateway ended the response cleanly
+            break
+        r += d
     except ssl.SSLWantReadError:
         b = s.recv(65536)
         if not b: break
