@@ -89,18 +89,32 @@ draw(struct stream *s, const char *alpha, char *out)
 	return 0;
 }
 
+static const struct format *
+find_format(const char *format)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if ((format == NULL && formats[i].name == NULL) ||
+		    (format != NULL && formats[i].name != NULL && strcmp(format, formats[i].name) == 0))
+			return &formats[i];
+	return NULL;
+}
+
+int
+secret_format_known(const char *format)
+{
+	return find_format(format) != NULL;
+}
+
 int
 secret_placeholder(const uint8_t key[SECRET_KEY_BYTES], const char *name, const char *format, char *out,
                    size_t cap, const char **err)
 {
 	struct stream s = {key, name, {0}, 32, 0};
-	const struct format *f = NULL;
+	const struct format *f = find_format(format);
 	size_t i, k, len = 0, ll;
 
-	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if ((format == NULL && formats[i].name == NULL) ||
-		    (format != NULL && formats[i].name != NULL && strcmp(format, formats[i].name) == 0))
-			f = &formats[i];
 	if (f == NULL) {
 		*err = "unknown placeholder format (github, openai, anthropic, slack, stripe)";
 		return SLUICE_EINVAL;

@@ -74,4 +74,14 @@ int secret_fetch(const struct secret_source *src, unsigned timeout_ms, struct se
 int secret_placeholder(const uint8_t key[SECRET_KEY_BYTES], const char *name, const char *format, char *out,
                        size_t cap, const char **err);
 
+/*
+ * Reads the placeholder key from <dir>/placeholder.key (64 hex digits, mode
+ * 0600), creating it with fresh random bytes when it is missing and
+ * <create_missing>.  0, or a negative SLUICE_E* code with *err.
+ */
+int secret_key_load(const char *dir, int create_missing, uint8_t key[SECRET_KEY_BYTES], const char **err);
+
+/* 1 if <format> is a placeholder format secret_placeholder() knows (NULL is Sluice's own). */
+int secret_format_known(const char *format);
+
 #endif

@@ -1,0 +1,163 @@
+/*
+ * tests/fuzz/fuzz_scrub.c - the scrubber on arbitrary needles, bodies and
+ * splits.
+ *
+ * Layout: a mode byte; then needles, each a length byte and its bytes and a
+ * replacement likewise (mode bit 0 clear), or one value (mode bit 0 set)
+ * added with all its echo forms; then a count of cut points and their sizes;
+ * the rest is the body.  The body scrubbed in the fuzzer's pieces must equal
+ * the one-shot result, hits included, the held-back tail must stay under the
+ * longest needle, and with plain needles both must equal a naive
+ * leftmost-longest reference.
+ */
+#include <event2/buffer.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sluice.h"
+#include "secrets/scrub.h"
+
+#define NEEDLES_MAX 8
+
+struct needle {
+	const uint8_t *from, *to;
+	size_t from_len, to_len;
+};
+
+/* Takes <n> bytes from the input; NULL when it runs out. */
+static const uint8_t *
+take(const uint8_t **p, size_t *left, size_t n)
+{
+	const uint8_t *r = *p;
+
+	if (*left < n)
+		return NULL;
+	*p += n;
+	*left -= n;
+	return r;
+}
+
+static uint8_t *
+flatten(struct evbuffer *b, size_t *len)
+{
+	*len = evbuffer_get_length(b);
+	return evbuffer_pullup(b, -1);
+}
+
+/* The reference: at each position the longest needle (first added on a tie), or the byte. */
+static void
+reference(const struct needle *nd, size_t nn, const uint8_t *in, size_t len, struct evbuffer *out, uint32_t *hits)
+{
+	size_t i = 0, k;
+
+	while (i < len) {
+		size_t best = nn;
+
+		for (k = 0; k < nn; k++)
+			if (nd[k].from_len <= len - i && memcmp(in + i, nd[k].from, nd[k].from_len) == 0 &&
+			    (best == nn || nd[k].from_len > nd[best].from_len))
+				best = k;
+		if (best == nn) {
+			evbuffer_add(out, in + i, 1);
+			i++;
+			continue;
+		}
+		evbuffer_add(out, nd[best].to, nd[best].to_len);
+		*hits |= 1u << best;
+		i += nd[best].from_len;
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *p = data, *mode, *c;
+	size_t left = size, nn = 0, ncuts = 0, cuts[16], i, off, l1, l2;
+	struct needle nd[NEEDLES_MAX];
+	struct scrub_set *set;
+	struct scrub_stream *st;
+	struct evbuffer *one, *str, *ref;
+	uint32_t h1 = 0, h2 = 0, h3 = 0;
+	uint8_t *o1, *o2;
+
+	if ((mode = take(&p, &left, 1)) == NULL)
+		return 0;
+	set = scrub_set_new();
+	if (mode[0] & 1) {
+		const uint8_t *lb = take(&p, &left, 1), *v;
+		char ph[32];
+
+		if (lb == NULL || (v = take(&p, &left, lb[0] % 48 + 1)) == NULL) {
+			scrub_set_free(set);
+			return 0;
+		}
+		memcpy(ph, "PH_placeholder_0123456789abcdef", 32);
+		ph[(mode[0] >> 1) % 31 + 1] = '\0';
+		if (scrub_set_add_secret(set, v, lb[0] % 48 + 1, ph, 5) != 0)
+			abort();
+		if (scrub_set_add_basic(set, v, lb[0] % 48 + 1, (const uint8_t *)ph, strlen(ph), 6) != 0)
+			abort();
+	} else {
+		size_t want = (mode[0] >> 1) % NEEDLES_MAX + 1;
+
+		while (nn < want) {
+			const uint8_t *fl = take(&p, &left, 1), *f, *tl, *t;
+
+			if (fl == NULL || (f = take(&p, &left, fl[0] % 12 + 1)) == NULL || (tl = take(&p, &left, 1)) == NULL ||
+			    (t = take(&p, &left, tl[0] % 8)) == NULL)
+				break;
+			nd[nn].from = f;
+			nd[nn].from_len = fl[0] % 12 + 1;
+			nd[nn].to = t;
+			nd[nn].to_len = tl[0] % 8;
+			if (scrub_set_add(set, f, nd[nn].from_len, t, nd[nn].to_len, (unsigned)nn) != 0)
+				abort();
+			nn++;
+		}
+	}
+	if ((c = take(&p, &left, 1)) != NULL) {
+		ncuts = c[0] % 16;
+		for (i = 0; i < ncuts; i++) {
+			const uint8_t *b = take(&p, &left, 1);
+
+			cuts[i] = b == NULL ? 0 : b[0];
+		}
+	}
+	one = evbuffer_new();
+	str = evbuffer_new();
+	ref = evbuffer_new();
+	if (scrub_buffer(set, p, left, one, &h1) != 0)
+		abort();
+	st = scrub_stream_new(set);
+	off = 0;
+	for (i = 0; i <= ncuts; i++) {
+		size_t n = i == ncuts ? left - off : (cuts[i] < left - off ? cuts[i] : left - off);
+
+		if (scrub_stream_feed(st, p + off, n, str, &h2) != 0)
+			abort();
+		if (scrub_set_max_len(set) > 0 && scrub_stream_held(st) >= scrub_set_max_len(set))
+			abort();
+		off += n;
+	}
+	if (scrub_stream_end(st, str, &h2) != 0 || scrub_stream_held(st) != 0)
+		abort();
+	o1 = flatten(one, &l1);
+	o2 = flatten(str, &l2);
+	if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || h1 != h2)
+		abort();
+	if (!(mode[0] & 1)) {
+		/* First added wins a tie: the reference keeps the first longest it sees. */
+		reference(nd, nn, p, left, ref, &h3);
+		o2 = flatten(ref, &l2);
+		if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || h1 != h3)
+			abort();
+	}
+	scrub_stream_free(st);
+	scrub_set_free(set);
+	evbuffer_free(one);
+	evbuffer_free(str);
+	evbuffer_free(ref);
+	return 0;
+}
