@@ -232,36 +232,15 @@ parse_audit(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 static int
 duration(struct policy_ld *l, yaml_node_t *n, const char *key, unsigned long min, unsigned *out)
 {
-	const char *v;
-	size_t len, i;
-	unsigned long x = 0, mul = 1000;
+	static const struct policy_unit units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {NULL, 0}};
+	unsigned long x;
 
-	if (n->type != YAML_SCALAR_NODE)
-		goto bad;
-	v = (const char *)n->data.scalar.value;
-	len = n->data.scalar.length;
-	for (i = 0; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
-		if (i >= 9)
-			goto bad;
-		x = x * 10 + (unsigned long)(v[i] - '0');
-	}
-	if (i == 0)
-		goto bad;
-	if (len - i == 2 && memcmp(v + i, "ms", 2) == 0)
-		mul = 1;
-	else if (len - i == 1 && v[i] == 's')
-		mul = 1000;
-	else if (len - i == 1 && v[i] == 'm')
-		mul = 60000;
-	else if (len != i)
-		goto bad;
-	if (x > DURATION_MAX_MS / mul || x * mul < min)
-		goto bad;
-	*out = (unsigned)(x * mul);
+	if (policy_ld_scaled(n, units, DURATION_MAX_MS, &x) != 0 || x < min)
+		return policy_ld_error(l, n,
+		                       "expected a duration for limits.%s (seconds, or \"500ms\", \"10s\", \"2m\"; %lums to %lus)",
+		                       key, min, DURATION_MAX_MS / 1000);
+	*out = (unsigned)x;
 	return 0;
-bad:
-	return policy_ld_error(l, n, "expected a duration for limits.%s (seconds, or \"500ms\", \"10s\", \"2m\"; %lums to %lus)",
-	                       key, min, DURATION_MAX_MS / 1000);
 }
 
 static int

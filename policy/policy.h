@@ -137,4 +137,56 @@ int policy_host_keep_encoded_slashes(const struct policy_host *h); /* encoded_sl
 long policy_path_normalise(const char *in, size_t len, int keep_slashes, char *out, size_t cap,
                            const char **err);
 
+/* ---- secrets, sandboxes (issue 3) ---- */
+enum policy_inject_kind {
+	POLICY_INJECT_HEADER = 1,  /* header:<Name>: the value of that header (name kept lower-case in arg) */
+	POLICY_INJECT_BASIC = 2,   /* basic: the user or password of an Authorization: Basic credential */
+	POLICY_INJECT_QUERY = 3,   /* query:<param>: the value of that query parameter */
+	POLICY_INJECT_JSON = 4,    /* json:$.a.b: a JSON body field (arg is the path as written) */
+	POLICY_INJECT_FORM = 5,    /* form:<field>: an application/x-www-form-urlencoded body field */
+};
+struct policy_inject {
+	enum policy_inject_kind kind;
+	const char *arg;           /* NULL for basic */
+};
+struct policy_secret {
+	const char *name;
+	const char *source;        /* "env:..", "file:..", "exec:.." as written; validated with secret_source_parse */
+	unsigned ttl_s;            /* ttl: (exec: sources only; 0 = none) */
+	const char *format;        /* format: (NULL = none); validated with secret_format_known */
+	const char *placeholder;   /* placeholder: as written, or NULL (the gateway derives one) */
+	const char *const *hosts;  /* canonical host or "*.suffix", as host entries are written */
+	size_t nhosts;
+	const struct policy_inject *inject;  /* default when absent: one header:authorization */
+	size_t ninject;
+	const char *const *sandboxes;  /* sandboxes: names; nsandboxes 0 = every known sandbox */
+	size_t nsandboxes;
+};
+struct policy_sandbox {
+	const char *name;
+	const struct netaddr_cidr *addrs;  /* addresses: CIDRs (may be 0) */
+	size_t naddrs;
+	const char *proxy_user;            /* proxy_auth.user, NULL if no proxy_auth */
+	const char *proxy_password;        /* proxy_auth.password: a source spec ("env:..", "file:..") */
+};
+size_t policy_secret_count(const struct policy *p);
+const struct policy_secret *policy_secret_get(const struct policy *p, size_t i);
+/* The secret named <name>, or NULL. */
+const struct policy_secret *policy_secret_find(const struct policy *p, const char *name);
+/* 1 if canonical <host> is one of <s>'s hosts (exact, or "*.suffix": one or more labels, as host entries match). */
+int policy_secret_host_bound(const struct policy_secret *s, const char *host);
+/* 1 if sandbox <name> may use <s> (nsandboxes 0: any non-NULL name); 0 for NULL <name>. */
+int policy_secret_sandbox_allowed(const struct policy_secret *s, const char *name);
+size_t policy_sandbox_count(const struct policy *p);
+const struct policy_sandbox *policy_sandbox_get(const struct policy *p, size_t i);
+/* The first sandbox whose addresses contain <sa> (IPv4, IPv6 or v4-mapped), or NULL. */
+const struct policy_sandbox *policy_sandbox_by_addr(const struct policy *p, const struct sockaddr *sa);
+/* The first sandbox with proxy_auth user <user>, or NULL. */
+const struct policy_sandbox *policy_sandbox_by_proxy_user(const struct policy *p, const char *user, size_t len);
+size_t policy_sandbox_env_count(const struct policy *p);
+/* The i-th sandbox_env entry: the variable and the secret whose placeholder it gets. */
+void policy_sandbox_env_get(const struct policy *p, size_t i, const char **var, const char **secret);
+/* allow_plaintext: true on the host entry (secrets may be injected into plain HTTP toward it). */
+int policy_host_allow_plaintext(const struct policy_host *h);
+
 #endif

@@ -14,6 +14,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "common/host.h"
 #include "policy/policy.h"
 
 /* Named bounds of the loader. */
@@ -27,6 +28,20 @@
 #define POLICY_REGEX_DEPTH_LIMIT 10000u     /* pcre2_set_depth_limit */
 #define POLICY_REGEX_HEAP_LIMIT 4096u       /* pcre2_set_heap_limit, KiB */
 #define POLICY_METHOD_MAX 64                /* bytes of one method token */
+#define POLICY_SECRETS_MAX 1024             /* entries in secrets: */
+#define POLICY_SANDBOXES_MAX 4096           /* entries in sandboxes: */
+#define POLICY_SANDBOX_ENV_MAX 1024         /* entries in sandbox_env: */
+#define POLICY_SECRET_HOSTS_MAX 256         /* hosts: of one secret */
+#define POLICY_SECRET_INJECT_MAX 32         /* inject: of one secret */
+#define POLICY_SANDBOX_ADDRS_MAX 1024       /* addresses: of one sandbox */
+#define POLICY_NAME_MAX 64                  /* bytes of a secret or sandbox name */
+#define POLICY_INJECT_ARG_MAX 128           /* bytes of a header, query or form name */
+#define POLICY_JSON_PATH_MAX 256            /* bytes of a json:$.path */
+#define POLICY_PROXY_USER_MAX 128           /* bytes of a proxy_auth user */
+#define POLICY_ENV_VAR_MAX 128              /* bytes of a sandbox_env variable name */
+#define POLICY_PLACEHOLDER_MIN 16           /* bytes of a placeholder: as written */
+#define POLICY_PLACEHOLDER_MAX 127
+#define POLICY_TTL_MAX_S 86400u             /* ttl: at most 24h */
 
 /*
  * A compiled path glob: a bit-parallel NFA (shift-and).  State i means "the
@@ -75,6 +90,7 @@ struct policy_host {
 	int allow_private;
 	int keep_slashes;
 	int has_rules;              /* 0: no rules list, every request allowed */
+	int allow_plaintext;        /* secrets may be injected into plain HTTP (issue 3) */
 	struct policy_rule *rules;
 	size_t nrules;
 	unsigned line, col;         /* of the key, for duplicate reports */
@@ -94,6 +110,23 @@ struct policy {
 	struct policy_htab exact;   /* exact names and IP literals, by key */
 	struct policy_htab wild;    /* wildcards, by suffix (key + 2) */
 	pcre2_match_context *mctx;  /* limits; read-only once built */
+	/*
+	 * secrets:, sandboxes: and sandbox_env: (secrets.c), in the order written.
+	 * They point into this same allocation, after the struct (see
+	 * policy_secrets_parse), so the snapshot's free() releases them.
+	 */
+	const struct policy_secret *secrets;
+	size_t nsecrets;
+	const struct policy_sandbox *sandboxes;
+	size_t nsandboxes;
+	const struct policy_env *env;
+	size_t nenv;
+};
+
+/* One sandbox_env entry. */
+struct policy_env {
+	const char *var;
+	const char *secret;
 };
 
 /* Loader state for one document. */
@@ -133,6 +166,19 @@ int policy_ld_uint(struct policy_ld *l, yaml_node_t *n, const char *what, unsign
                    unsigned long max, unsigned long *out);
 /* 1 if <n> is a plain null scalar ("", "~", "null"), else 0. */
 int policy_ld_is_null(const yaml_node_t *n);
+/* A unit suffix and what it multiplies by; a table ends with a NULL suffix ("" is the bare number). */
+struct policy_unit {
+	const char *suffix;
+	unsigned long mul;
+};
+/* A number with one of <units>' suffixes, scaled, at most <max>: 0 and *out, or -1. */
+int policy_ld_scaled(const yaml_node_t *n, const struct policy_unit *units, unsigned long max, unsigned long *out);
+/*
+ * A host pattern as hosts: keys and secrets' hosts are written: a canonical
+ * DNS name, "*." + one, or an IP literal, canonicalised into <canon>.
+ * Returns POLICY_HOST_EXACT, _WILDCARD or _IP, or -1 (*err may say why).
+ */
+int policy_host_pattern(const char *s, size_t len, char canon[HOST_BUF + 2], const char **err);
 
 /* config.c: the non-policy keys of the top-level map, by name. */
 int policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg);
@@ -140,6 +186,15 @@ void policy_config_defaults(struct policy_config *cfg);
 
 /* rules.c: hosts: and default: into <p>. */
 int policy_hosts_parse(struct policy_ld *l, yaml_node_t *hosts, struct policy *p);
+
+/*
+ * secrets.c: secrets:, sandboxes: and sandbox_env: (each node may be NULL when
+ * absent) validated and packed behind *<pp>, which is reallocated (nothing may
+ * point at the snapshot yet).  0 or SLUICE_EINVAL with the message set; on
+ * failure *<pp> is unchanged.
+ */
+int policy_secrets_parse(struct policy_ld *l, yaml_node_t *secrets, yaml_node_t *sandboxes,
+                         yaml_node_t *env, struct policy **pp);
 
 /* match.c */
 struct policy *policy_alloc(void);

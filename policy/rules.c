@@ -203,43 +203,45 @@ parse_ports(struct policy_ld *l, yaml_node_t *n, const char *where, struct polic
 	return 0;
 }
 
+int
+policy_host_pattern(const char *s, size_t len, char canon[HOST_BUF + 2], const char **err)
+{
+	int kind;
+
+	*err = NULL;
+	if (memchr(s, '\0', len) != NULL)
+		return -1;
+	if (len >= 2 && s[0] == '*' && s[1] == '.') {
+		if (host_canon(s + 2, len - 2, canon + 2, err) != HOST_DNS)
+			return -1;
+		canon[0] = '*';
+		canon[1] = '.';
+		return POLICY_HOST_WILDCARD;
+	}
+	kind = host_canon(s, len, canon, err);
+	if (kind == HOST_DNS)
+		return POLICY_HOST_EXACT;
+	if (kind == HOST_IPV4 || kind == HOST_IPV6)
+		return POLICY_HOST_IP;
+	return -1;
+}
+
 /* Canonicalises the host key <k> into h->key and h->kind. */
 static int
 host_key(struct policy_ld *l, yaml_node_t *k, struct policy_host *h)
 {
-	const char *s = (const char *)k->data.scalar.value, *err = NULL;
+	const char *err = NULL;
 	size_t len = k->data.scalar.length;
-	char canon[HOST_BUF + 2];
-	int kind;
+	char canon[HOST_BUF + 2], esc[128];
+	int kind = policy_host_pattern((const char *)k->data.scalar.value, len, canon, &err);
 
-	if (memchr(s, '\0', len) != NULL)
-		goto bad;
-	if (len >= 2 && s[0] == '*' && s[1] == '.') {
-		kind = host_canon(s + 2, len - 2, canon + 2, &err);
-		if (kind != HOST_DNS)
-			goto bad;
-		canon[0] = '*';
-		canon[1] = '.';
-		h->kind = POLICY_HOST_WILDCARD;
-	} else {
-		kind = host_canon(s, len, canon, &err);
-		if (kind == HOST_DNS)
-			h->kind = POLICY_HOST_EXACT;
-		else if (kind == HOST_IPV4 || kind == HOST_IPV6)
-			h->kind = POLICY_HOST_IP;
-		else
-			goto bad;
-	}
-	h->key = xstrdup(canon);
-	return 0;
-bad:
-	{
-		char esc[128];
-
+	if (kind < 0)
 		return policy_ld_error(l, k, "bad host '%s' in hosts%s%s; expected a host name, \"*.suffix\" or an IP address",
 		                       policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, len),
 		                       err != NULL ? ": " : "", err != NULL ? err : "");
-	}
+	h->kind = kind;
+	h->key = xstrdup(canon);
+	return 0;
 }
 
 static int
