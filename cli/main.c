@@ -13,6 +13,7 @@
 #include "ca/ca.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
+#include "secrets/secrets.h"
 
 #define EXIT_USAGE 2
 
@@ -24,6 +25,7 @@ static const char usage_main[] =
 	"  ca show --dir DIR             print the CA's fingerprint, validity and PEM path\n"
 	"  serve -c FILE [-v]            run the gateway\n"
 	"  policy check FILE             validate a configuration and its policy\n"
+	"  secrets list -c FILE          show each secret's placeholder, bindings and source status\n"
 	"  version                       print the version\n"
 	"\n"
 	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
@@ -47,6 +49,11 @@ static const char usage_serve[] =
 static const char usage_policy_check[] =
 	"usage: sluice policy check FILE\n"
 	"Loads and validates FILE as `sluice serve` would; prints the first error with file:line:column.\n";
+
+static const char usage_secrets_list[] =
+	"usage: sluice secrets list -c FILE\n"
+	"For each secret FILE declares: its placeholder (what sandboxes hold), the hosts, places and sandboxes\n"
+	"it is bound to, and whether its source can be read now. Never prints a value.\n";
 
 static int
 wants_help(int argc, char **argv)
@@ -128,6 +135,15 @@ cmd_ca(int argc, char **argv)
 			fprintf(stderr, "sluice ca init: %s: %s\n", dir, err ? err : sluice_strerror(r));
 			return 1;
 		}
+		{
+			/* the key placeholders derive from: made once, kept by --force, so placeholders never change */
+			uint8_t key[SECRET_KEY_BYTES];
+			if (secret_key_load(dir, 1, key, &err) != 0) {
+				fprintf(stderr, "sluice ca init: %s: %s\n", dir, err);
+				return 1;
+			}
+			sluice_wipe(key, sizeof(key));
+		}
 		printf("created a CA in %s; sandboxes must trust %s/ca.pem\n", dir, dir);
 		return 0;
 	}
@@ -169,6 +185,95 @@ cmd_policy(int argc, char **argv)
 		return 1;
 	}
 	printf("%s: ok\n", argv[2]);
+	policy_unref(pol);
+	policy_config_free(cfg);
+	return 0;
+}
+
+static void
+print_list(const char *label, const char *const *v, size_t n, const char *none)
+{
+	size_t i;
+
+	printf("  %s: ", label);
+	if (n == 0)
+		fputs(none, stdout);
+	for (i = 0; i < n; i++)
+		printf("%s%s", i ? ", " : "", v[i]);
+	putchar('\n');
+}
+
+static const char *
+inject_name(const struct policy_inject *in, char *buf, size_t cap)
+{
+	static const char *const kinds[] = {"?", "header", "basic", "query", "json", "form"};
+
+	snprintf(buf, cap, "%s%s%s", kinds[in->kind <= POLICY_INJECT_FORM ? in->kind : 0], in->arg ? ":" : "",
+	         in->arg ? in->arg : "");
+	return buf;
+}
+
+static int
+cmd_secrets(int argc, char **argv)
+{
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	const struct policy_secret *s;
+	struct secret_source src;
+	struct secret_buf *b;
+	uint8_t key[SECRET_KEY_BYTES];
+	char errbuf[1024], ph[SECRET_PLACEHOLDER_MAX], ibuf[160];
+	const char *err = NULL, *places[16];
+	size_t i, k;
+	int r;
+
+	if (wants_help(argc, argv)) {
+		fputs(usage_secrets_list, stdout);
+		return 0;
+	}
+	if (argc != 4 || strcmp(argv[1], "list") != 0 || (strcmp(argv[2], "-c") != 0 && strcmp(argv[2], "--config") != 0)) {
+		fputs(usage_secrets_list, stderr);
+		return EXIT_USAGE;
+	}
+	if (policy_load_file(argv[3], &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
+		fprintf(stderr, "%s\n", errbuf);
+		return 1;
+	}
+	/* the same key `serve` uses (made now if missing), so these are the placeholders sandboxes get */
+	r = secret_key_load(cfg->ca_dir, 1, key, &err);
+	if (r != 0 && policy_secret_count(pol) > 0)
+		fprintf(stderr, "sluice secrets list: %s: %s\n", cfg->ca_dir, err);
+	if (policy_secret_count(pol) == 0)
+		printf("no secrets declared in %s\n", argv[3]);
+	for (i = 0; i < policy_secret_count(pol); i++) {
+		s = policy_secret_get(pol, i);
+		printf("%s\n", s->name);
+		if (s->placeholder != NULL)
+			printf("  placeholder: %s\n", s->placeholder);
+		else if (r == 0 && secret_placeholder(key, s->name, s->format, ph, sizeof(ph), &err) == 0)
+			printf("  placeholder: %s (derived%s%s)\n", ph, s->format ? ", format " : "", s->format ? s->format : "");
+		else
+			printf("  placeholder: (cannot derive: no placeholder key)\n");
+		print_list("hosts", s->hosts, s->nhosts, "(none)");
+		for (k = 0; k < s->ninject && k < 16; k++)
+			places[k] = xstrdup(inject_name(&s->inject[k], ibuf, sizeof(ibuf)));
+		print_list("inject", places, k, "(none)");
+		while (k-- > 0)
+			free((char *)places[k]);
+		print_list("sandboxes", s->sandboxes, s->nsandboxes, "every known sandbox");
+		if (s->ttl_s > 0)
+			printf("  ttl: %us\n", s->ttl_s);
+		err = NULL;
+		b = NULL;
+		if (secret_source_parse(s->source, &src, &err) == 0) {
+			if (secret_fetch(&src, 0, &b, &err) == 0)
+				err = NULL;
+			secret_source_dispose(&src);
+		}
+		secret_buf_free(b);  /* only the status is shown, never the value */
+		printf("  source: %s (%s%s)\n", s->source, err == NULL ? "ok" : "unavailable: ", err == NULL ? "" : err);
+	}
+	sluice_wipe(key, sizeof(key));
 	policy_unref(pol);
 	policy_config_free(cfg);
 	return 0;
@@ -271,6 +376,8 @@ main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "policy") == 0)
 		return cmd_policy(argc - 1, argv + 1);
+	if (strcmp(argv[1], "secrets") == 0)
+		return cmd_secrets(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }

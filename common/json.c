@@ -108,6 +108,38 @@ jb_null(struct jbuf *jb, const char *k)
 	put(jb, "null", 4);
 }
 
+void
+jb_pairs(struct jbuf *jb, const char *k, const char *k1, const char *const *v1, const char *k2,
+         const char *const *v2, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return;
+	key(jb, k);
+	put(jb, "[", 1);
+	for (i = 0; i < n; i++) {
+		if (k1 == NULL) {  /* plain strings */
+			if (i > 0)
+				put(jb, ",", 1);
+			put_escaped(jb, v1[i], strlen(v1[i]));
+			continue;
+		}
+		put(jb, i > 0 ? ",{" : "{", i > 0 ? 2 : 1);
+		put_escaped(jb, k1, strlen(k1));
+		put(jb, ":", 1);
+		put_escaped(jb, v1[i], strlen(v1[i]));
+		if (k2 != NULL) {
+			put(jb, ",", 1);
+			put_escaped(jb, k2, strlen(k2));
+			put(jb, ":", 1);
+			put_escaped(jb, v2[i], strlen(v2[i]));
+		}
+		put(jb, "}", 1);
+	}
+	put(jb, "]", 1);
+}
+
 long
 jb_finish(struct jbuf *jb, int newline)
 {

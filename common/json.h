@@ -25,6 +25,12 @@ void jb_strn(struct jbuf *jb, const char *key, const char *val, size_t n);
 void jb_int(struct jbuf *jb, const char *key, int64_t v);
 void jb_bool(struct jbuf *jb, const char *key, int v);
 void jb_null(struct jbuf *jb, const char *key);
+/*
+ * An array of <n> objects under <k>: {"<k1>": v1[i], "<k2>": v2[i]} (<k2> NULL:
+ * one field each; <k1> NULL: the strings v1[i] themselves).  Nothing when <n> is 0.
+ */
+void jb_pairs(struct jbuf *jb, const char *k, const char *k1, const char *const *v1, const char *k2,
+              const char *const *v2, size_t n);
 /* Appends "}\n" when <newline>, else "}". Returns the length, or -1 on overflow. */
 long jb_finish(struct jbuf *jb, int newline);
 

@@ -86,6 +86,11 @@ format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
 		jb_int(&jb, "duration_ms", r->duration_ms);
 	if (r->upstream_tls >= 0)
 		jb_bool(&jb, "upstream_tls", r->upstream_tls);
+	jb_str(&jb, "event", r->event);
+	jb_str(&jb, "secret", r->secret);
+	jb_str(&jb, "place", r->place);
+	jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
+	jb_pairs(&jb, "scrubbed", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
 	jb_int(&jb, "conn", (int64_t)r->conn_id);
 	return jb_finish(&jb, 1);
 }

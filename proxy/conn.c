@@ -151,8 +151,8 @@ audit_conn(struct conn *c, const char *verdict, const char *rule, const char *re
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
 	struct audit_rec r = {
 		.type = "connection",
-		.sandbox = conn_peer_str(c, peer),
-		.client = peer,
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
@@ -410,6 +410,11 @@ peek_explicit(struct conn *c, const uint8_t *buf, size_t n)
 		conn_close(c);
 		return;
 	}
+	if (cred_client_auth(c, m) != 0) {
+		conn_refuse(c, 407, "proxy authentication failed", "sandboxes",
+		            "Proxy-Authorization matches no sandbox's proxy_auth");
+		return;
+	}
 	kind = host_split_authority(m->target, m->target_len, 0, host, &c->port, &err);
 	if (kind < 0) {
 		conn_refuse(c, 400, "bad request", "http", err);
@@ -561,6 +566,10 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 		return;
 	}
 	c->counted = 1;
+	{
+		const struct policy_sandbox *sb = policy_sandbox_by_addr(c->pol, sa);
+		c->sandbox = sb != NULL ? sb->name : NULL;
+	}
 	if (mode == CONN_MODE_TRANSPARENT && original_dest(c) == -1) {
 		conn_refuse(c, 0, NULL, "listen.transparent",
 		            "connection was not redirected to the transparent listener");

@@ -262,6 +262,10 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 		log_warnx("no audit.file configured: requests are not audited");
 	if ((gw->srv_ctx = server_ctx_create(err)) == NULL || (gw->up_ctx = upstream_ctx_create(cfg, err)) == NULL)
 		goto fail;
+	/* before the privilege drop: secret files may be readable by root only */
+	if ((gw->creds = cred_store_create(cfg->ca_dir, err)) == NULL)
+		goto fail;
+	cred_store_sync(gw->creds, pol);
 	return gw;
 fail:
 	gateway_destroy(gw);
@@ -312,6 +316,7 @@ reload(struct gateway *gw)
 		log_warnx("reload failed, keeping the previous policy: %s", errbuf);
 		return;
 	}
+	cred_store_sync(gw->creds, pol);
 	for (i = 0; i < gw->nworkers; i++)
 		worker_post(&gw->workers[i], policy_ref(pol), 0);
 	policy_unref(gw->pol);
@@ -373,14 +378,15 @@ worker_done_cb(evutil_socket_t fd, short what, void *arg)
 /*
  * Every TLS handshake allocates and frees tens of KiB; what it frees sits in
  * holes between long-lived connection state and still counts as resident.
- * Returning those pages now and then keeps an idle gateway small.
+ * Returning those pages now and then keeps an idle gateway small.  The same
+ * tick re-runs exec: secret sources whose ttl ran out (cred.c).
  */
 static void
 trim_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	(void)arg;
+	cred_store_refresh(((struct gateway *)arg)->creds);
 	malloc_trim(0);
 }
 
@@ -482,6 +488,7 @@ gateway_destroy(struct gateway *gw)
 	if (gw->base != NULL)
 		event_base_free(gw->base);
 	audit_close(gw->audit);
+	cred_store_destroy(gw->creds);
 	SSL_CTX_free(gw->srv_ctx);
 	SSL_CTX_free(gw->up_ctx);
 	policy_unref(gw->pol);

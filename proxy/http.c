@@ -24,6 +24,7 @@ http_req_reset(struct conn *c)
 
 	if (r == NULL)
 		return;
+	cred_release(r);
 	free(r->path);
 	free(r->query);
 	if (r->up_head != NULL)
@@ -62,13 +63,34 @@ http_audit_request(struct conn *c, const char *verdict)
 		path = pathbuf;
 	}
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
+	const char *names[CRED_USES_MAX], *places[CRED_USES_MAX], *scrubbed[CRED_USES_MAX];
+	size_t i, nscrubbed = 0, k;
+
+	for (i = 0; i < r->nuses; i++) {
+		names[i] = r->uses[i].s->name;
+		places[i] = r->uses[i].place;
+		if (!(r->scrub_hits & (1u << i)))
+			continue;
+		for (k = 0; k < nscrubbed && strcmp(scrubbed[k], names[i]) != 0; k++)
+			;
+		if (k == nscrubbed)
+			scrubbed[nscrubbed++] = names[i];
+	}
 	struct audit_rec a = {
 		.type = "request",
-		.sandbox = conn_peer_str(c, peer),
-		.client = peer,
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
+		.event = r->event,
+		.secret = r->event_secret,
+		.place = r->event != NULL ? r->event_place : NULL,
+		.secret_names = names,
+		.secret_places = places,
+		.nsecrets = r->nuses,
+		.scrubbed = scrubbed,
+		.nscrubbed = nscrubbed,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
 		.http_version = r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
@@ -331,6 +353,20 @@ read_request(struct conn *c)
 		status = 431;
 		err = "request head too large (limits.header_bytes)";
 	}
+	/*
+	 * With secrets declared, a small body is waited for and searched whole
+	 * before anything goes upstream, so a placeholder in it never leaves.
+	 */
+	if (n > 0 && m->framing == H1_BODY_LENGTH && m->content_length > 0 && m->content_length <= CRED_BODY_HOLD_MAX &&
+	    policy_secret_count(c->pol) > 0) {
+		if (len < (size_t)n + m->content_length && !c->client_eof)
+			return 0;
+		if (len >= (size_t)n + m->content_length) {
+			/* head and body contiguous for the search; that may move the head: parse it again */
+			head = (char *)evbuffer_pullup(in, (ev_ssize_t)((size_t)n + m->content_length));
+			n = h1_parse_request(head, cap, &hl, m, &err, &status);
+		}
+	}
 	r = req_new(c);
 	if (n < 0) {
 		r->client_keep_alive = 0;
@@ -383,6 +419,20 @@ read_request(struct conn *c)
 		http_answer(c, 403, "denied by policy", d.rule, d.reason ? d.reason : "denied", 1);
 		return 1;
 	}
+	if (c->mode == CONN_MODE_EXPLICIT && !c->tls && cred_client_auth(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 407, "proxy authentication failed", "sandboxes",
+		            "Proxy-Authorization matches no sandbox's proxy_auth", 1);
+		return 1;
+	}
+	/* placeholders: swapped in bound places, refused anywhere else (credreq.c) */
+	if (policy_secret_count(c->pol) > 0 &&
+	    (cred_check_head(c, m) != 0 ||
+	     (r->body == H1_BODY_LENGTH && r->body_left <= CRED_BODY_HOLD_MAX && len >= (size_t)n + r->body_left &&
+	      cred_check_body(c, head + n, (size_t)r->body_left) != 0))) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	/* build the head we send upstream while the parsed views are valid */
 	r->up_head = evbuffer_new();
 	evbuffer_add_printf(r->up_head, "%s %s%s HTTP/1.1\r\n", r->method, r->path, r->query ? r->query : "");
@@ -405,7 +455,13 @@ read_request(struct conn *c)
 			http_append_header(r->up_head, u);
 	}
 	evbuffer_add(r->up_head, "\r\n", 2);
+	if (r->nuses > 0)
+		cred_apply_head(c);
 	evbuffer_drain(in, (size_t)n);
+	if (r->body != H1_BODY_NONE && policy_secret_count(c->pol) > 0 && cred_scan_begin(c) != 0) {
+		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
+		return 1;
+	}
 	relay_dial(c);
 	return 1;
 }

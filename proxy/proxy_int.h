@@ -29,6 +29,7 @@
 #include "ca/ca.h"
 #include "proxy/h1_parse.h"
 #include "proxy/tls_hello.h"
+#include "secrets/secrets.h"
 
 #define PROXY_MAX_WORKERS 64
 #define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
@@ -48,6 +49,44 @@ struct worker;
 struct conn;
 struct upstream;
 struct audit;
+struct cred_store;
+struct cred_entry;
+struct cred_value;
+struct scrub_set;
+struct scrub_stream;
+struct unzip;
+
+/* ---- cred.c: the secret store (values fetched on the main thread, shared by the workers) ---- */
+
+/* Loads (or creates) the placeholder key in <ca_dir>; NULL with *err. */
+struct cred_store *cred_store_create(const char *ca_dir, const char **err);
+/* Main thread: makes an entry (placeholder, value) for every secret of <pol> not seen before. */
+void cred_store_sync(struct cred_store *st, const struct policy *pol);
+/* Main thread: re-runs exec: sources whose ttl ran out. */
+void cred_store_refresh(struct cred_store *st);
+void cred_store_destroy(struct cred_store *st);
+/* The entry for <s> (valid until cred_store_destroy), NULL if <s> was never synced. */
+const struct cred_entry *cred_entry_of(struct cred_store *st, const struct policy_secret *s);
+const char *cred_placeholder(const struct cred_entry *e);
+/* A reference to <e>'s current value, or NULL with the reason in <why>. */
+struct cred_value *cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap);
+void cred_value_drop(struct cred_value *v);
+const uint8_t *cred_value_bytes(const struct cred_value *v, size_t *len);
+/* Checks explicit-proxy credentials against the sandboxes' proxy_auth: 0 and *sandbox, or -1. */
+int cred_proxy_auth(struct cred_store *st, const struct policy *p, const char *user, size_t ulen, const char *pw,
+                    size_t pwlen, const char **sandbox);
+
+#define CRED_USES_MAX 8   /* (secret, place) pairs injected into one request */
+
+/* A secret one request injects: borrowed entry, a value reference, where, and the Basic credential built. */
+struct cred_use {
+	const struct policy_secret *s;
+	const struct cred_entry *e;
+	struct cred_value *v;
+	char place[96];
+	struct secret_buf *basic;   /* "user:value" as injected, for scrubbing its echo; NULL if none */
+	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
+};
 
 /* ---- audit.c ---- */
 
@@ -71,6 +110,14 @@ struct audit_rec {
 	int64_t duration_ms;
 	int upstream_tls;         /* -1: not applicable */
 	uint64_t conn_id;
+	const char *event;        /* "exfiltration_attempt", with <secret> and <place> */
+	const char *secret;
+	const char *place;
+	const char *const *secret_names;  /* secrets injected: names and places (never values) */
+	const char *const *secret_places;
+	size_t nsecrets;
+	const char *const *scrubbed;      /* secrets whose values were scrubbed from the response */
+	size_t nscrubbed;
 };
 
 /* Opens <path> for appending (O_APPEND|O_CREAT, 0640). NULL path: records are dropped. */
@@ -208,6 +255,22 @@ struct req {
 	const char *rule;
 	const char *reason;
 	char rule_buf[512];
+	struct cred_use uses[CRED_USES_MAX];  /* credreq.c */
+	size_t nuses;
+	struct scrub_set *scrub;        /* credresp.c: the response is scrubbed when secrets were injected */
+	struct scrub_stream *scrub_st;  /* the body's scrubber, NULL when the body is not scrubbed */
+	struct unzip *unzip;            /* the body's Content-Encoding decoder, or NULL */
+	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
+	uint32_t scrub_hits;            /* bit i: uses[i]'s value was scrubbed */
+	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
+	struct scrub_set *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
+	struct scrub_stream *scan_st;
+	struct evbuffer *scan_in, *scan_out;
+	int scan_done;                  /* the search was flushed at the body's end */
+	const struct policy_secret *scan_secret[32];  /* the secret of each scan tag */
+	const char *event;              /* "exfiltration_attempt" or NULL */
+	const char *event_secret;
+	char event_place[96];
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -237,6 +300,7 @@ struct conn {
 	size_t io_wpending;             /* the length of an SSL_write to retry with the same bytes */
 	struct policy *pol;             /* the snapshot this connection was judged by */
 	const struct policy_host *entry;
+	const char *sandbox;            /* the known sandbox this client is (borrowed from pol), NULL if none */
 	char *host;                     /* the judged host, heap ("" until known on plain HTTP); conn_set_host() */
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	struct upstream *up;
@@ -338,6 +402,44 @@ void http_timeout(struct conn *c);
 const char *http_refusal_rule(int status, const char *err);
 void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
 
+/*
+ * credreq.c: placeholders in a request head.  cred_check_head() finds them,
+ * takes the values of those in bound places (r->uses) and answers 403 or 503
+ * (returning -1) for any other; cred_apply_head() swaps them in r->up_head;
+ * cred_release() drops the values and wipes the head.
+ */
+int cred_check_head(struct conn *c, const struct h1_message *m);
+/*
+ * credresp.c: <head> is the response head as built for the client: scrubbed
+ * into <cout>; when the response has a body, sets up its decoder and
+ * scrubber.  0, -1 (out of memory) or -2 (an encoding that cannot be decoded).
+ */
+int cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m, struct evbuffer *cout);
+/* Moves decoded body bytes (r->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
+int cred_resp_pump(struct conn *c, int end);
+void cred_resp_free(struct req *r);
+/*
+ * Explicit proxy: a Proxy-Authorization header in <m> makes the client the
+ * sandbox whose proxy_auth it matches.  0 (no header, or it matched), -1
+ * (it matched none: the caller answers 407).
+ */
+int cred_client_auth(struct conn *c, const struct h1_message *m);
+/* Sets up the streaming search of the request body (r->scan_in collects decoded body bytes). 0 or -1. */
+int cred_scan_begin(struct conn *c);
+/*
+ * Moves r->scan_in through the search into <uout> (chunk-framed for a
+ * chunked body; <end> also flushes and ends it).  0, 1 when a placeholder
+ * was found (nothing of it was sent: the caller refuses the request), -1
+ * out of memory.
+ */
+int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
+/* Searches a whole request body (held before dialling) for placeholders: 0, or -1 when refused. */
+int cred_check_body(struct conn *c, const char *body, size_t len);
+/* Bytes of a request body held whole (and searched) before anything is sent upstream. */
+#define CRED_BODY_HOLD_MAX (PROXY_HIGH_WATER / 2)
+void cred_apply_head(struct conn *c);
+void cred_release(struct req *r);
+
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
 /* Makes <c> the owner of its READY upstream's callbacks (relay and tunnel). */
@@ -406,7 +508,8 @@ struct gateway {
 	SSL_CTX *srv_ctx;
 	SSL_CTX *up_ctx;
 	struct event *done_ev;
-	struct event *trim_ev;           /* periodic malloc_trim */
+	struct event *trim_ev;           /* periodic malloc_trim, and the secret store's ttl refresh */
+	struct cred_store *creds;
 	unsigned nstarted;
 	struct evhttp *admin;
 	int stopping;

@@ -215,7 +215,7 @@ response_head(struct conn *c)
 	if (maxh > PROXY_HIGH_WATER - 1)
 		maxh = PROXY_HIGH_WATER - 1;
 	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
-	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = cio_out(c);
+	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = cio_out(c), *hout;
 	struct h1_message *m = c->w->msg;
 	struct req *r = c->req;
 	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
@@ -292,16 +292,29 @@ response_head(struct conn *c)
 	r->resp_left = m->content_length;
 	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
-	evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-	http_copy_headers(cout, m, NULL, NULL);
+	/* with secrets injected the head is built aside and scrubbed on its way out (credresp.c) */
+	hout = r->nuses > 0 ? evbuffer_new() : cout;
+	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+	if (r->nuses > 0 && m->framing != H1_BODY_NONE) {
+		/* the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded */
+		http_copy_headers(hout, m, "content-encoding", NULL);
+		if (r->minor_version == 1) {
+			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
+			r->scrub_chunked = 1;
+		} else {
+			r->client_keep_alive = 0;
+		}
+		goto framed;
+	}
+	http_copy_headers(hout, m, NULL, NULL);
 	switch (m->framing) {
 	case H1_BODY_LENGTH:
-		evbuffer_add_printf(cout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
+		evbuffer_add_printf(hout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
 		break;
 	case H1_BODY_CHUNKED:
 	case H1_BODY_UNTIL_CLOSE:
 		if (r->minor_version == 1) {
-			evbuffer_add(cout, "Transfer-Encoding: chunked\r\n", 28);
+			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
 			r->resp_chunked_out = 1;
 		} else {
 			r->client_keep_alive = 0;
@@ -311,15 +324,27 @@ response_head(struct conn *c)
 		cl = h1_find_header(m, "content-length");
 		if (r->is_head || m->status == 204 || m->status == 304) {
 			if (cl != NULL && m->status != 204)
-				http_append_header(cout, cl);
+				http_append_header(hout, cl);
 		} else {
-			evbuffer_add(cout, "Content-Length: 0\r\n", 19);
+			evbuffer_add(hout, "Content-Length: 0\r\n", 19);
 		}
 		break;
 	}
+framed:
 	if (!r->client_keep_alive)
-		evbuffer_add(cout, "Connection: close\r\n", 19);
-	evbuffer_add(cout, "\r\n", 2);
+		evbuffer_add(hout, "Connection: close\r\n", 19);
+	evbuffer_add(hout, "\r\n", 2);
+	if (hout != cout) {
+		int sr = cred_resp_head(c, hout, m, cout);
+		evbuffer_free(hout);
+		if (sr != 0) {
+			evbuffer_drain(uin, (size_t)n);
+			r->client_keep_alive = 0;
+			relay_abort(c, sr == -2 ? "the response's Content-Encoding cannot be scrubbed" : "cannot scrub the response",
+			            502);
+			return 1;
+		}
+	}
 	evbuffer_drain(uin, (size_t)n);
 	r->resp = m->framing == H1_BODY_NONE ? RESP_S_DONE : RESP_S_BODY;
 	return 1;
@@ -344,7 +369,7 @@ void
 relay_pump(struct conn *c)
 {
 	struct req *r = c->req;
-	struct evbuffer *cin, *cout, *uin, *uout;
+	struct evbuffer *cin, *cout, *uin, *uout, *bout, *qout;
 	const char *err = NULL;
 	int progress = 1, p;
 
@@ -355,12 +380,14 @@ relay_pump(struct conn *c)
 		uin = bufferevent_get_input(c->up->bev);
 		uout = bufferevent_get_output(c->up->bev);
 		/* request body, upward */
+		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
+		qout = r->scan_st != NULL ? r->scan_in : uout;
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
 			if (r->body == H1_BODY_LENGTH) {
-				r->body_done = move_counted(cin, uout, &r->body_left, &r->bytes_up);
+				r->body_done = move_counted(cin, qout, &r->body_left, &r->bytes_up);
 				progress = 1;
 			} else {
-				p = chunked_step(cin, uout, &r->body_chunk, 1, &r->bytes_up, &r->body_done, &err);
+				p = chunked_step(cin, qout, &r->body_chunk, qout == uout, &r->bytes_up, &r->body_done, &err);
 				if (p < 0) {
 					relay_abort(c, "malformed chunked request body", 400);
 					return;
@@ -368,6 +395,21 @@ relay_pump(struct conn *c)
 				if (p == 0)
 					break;
 				progress = 1;
+			}
+		}
+		if (r->scan_st != NULL && (evbuffer_get_length(r->scan_in) > 0 || r->body_done) && !r->scan_done) {
+			r->scan_done = r->body_done;
+			p = cred_scan_pump(c, uout, r->body_done);
+			if (p != 0) {
+				r->client_keep_alive = 0;
+				if (p < 0) {
+					relay_abort(c, "cannot search the request body", 500);
+				} else if (r->resp == RESP_S_HEAD && r->status == 0) {
+					http_answer(c, 403, "exfiltration attempt", "secrets", r->rule_buf, 1);
+				} else {
+					relay_abort(c, r->rule_buf, 403);
+				}
+				return;
 			}
 		}
 		if (!r->body_done && c->client_eof && evbuffer_get_length(cin) == 0) {
@@ -383,14 +425,17 @@ relay_pump(struct conn *c)
 			progress = 1;
 			continue;
 		}
+		/* a scrubbed body goes through the scrubber's queue (credresp.c), else straight to the client */
+		bout = r->scrub_st != NULL ? r->scrub_in : cout;
 		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
+		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : PROXY_HIGH_WATER / 2) &&
 		       evbuffer_get_length(uin) > 0) {
 			if (r->resp_body == H1_BODY_LENGTH) {
-				if (move_counted(uin, cout, &r->resp_left, &r->bytes_down))
+				if (move_counted(uin, bout, &r->resp_left, &r->bytes_down))
 					r->resp = RESP_S_DONE;
 			} else if (r->resp_body == H1_BODY_CHUNKED) {
 				int done = 0;
-				p = chunked_step(uin, cout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done, &err);
+				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done, &err);
 				if (p < 0) {
 					relay_abort(c, "malformed chunked response body", 502);
 					return;
@@ -403,12 +448,16 @@ relay_pump(struct conn *c)
 				size_t n = evbuffer_get_length(uin);
 				if (r->resp_chunked_out)
 					evbuffer_add_printf(cout, "%zx\r\n", n);
-				evbuffer_remove_buffer(uin, cout, n);
+				evbuffer_remove_buffer(uin, bout, n);
 				if (r->resp_chunked_out)
 					evbuffer_add(cout, "\r\n", 2);
 				r->bytes_down += n;
 			}
 			progress = 1;
+			if (r->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
+				relay_abort(c, "cannot decode the response body to scrub it", 502);
+				return;
+			}
 		}
 		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
 			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
@@ -418,6 +467,10 @@ relay_pump(struct conn *c)
 			if (r->resp_chunked_out)
 				evbuffer_add(cout, "0\r\n\r\n", 5);
 			r->resp = RESP_S_DONE;
+		}
+		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
+			relay_abort(c, "cannot decode the response body to scrub it", 502);
+			return;
 		}
 		if (r->resp == RESP_S_DONE) {
 			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */

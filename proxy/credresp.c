@@ -1,0 +1,149 @@
+/*
+ * proxy/credresp.c - scrubbing the response to a request that carried an
+ * injected secret: every echo of a value (secrets/scrub.h lists the forms)
+ * goes back to the sandbox as its placeholder, in the head and in the body.
+ *
+ * The body is decoded first (chunked framing, then gzip or deflate), scrubbed
+ * as a stream (a value split across reads is still caught whole), and sent
+ * chunked (HTTP/1.1) or until close (HTTP/1.0) without Content-Encoding:
+ * scrubbing changes lengths, and re-compressing would buy little.
+ */
+#include <string.h>
+#include <strings.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+#include "secrets/scrub.h"
+
+#define SCRUB_STEP 16384               /* bytes taken from the decoded queue per round */
+#define SCRUB_FINAL_MAX (16u << 20)    /* what the last flush of a body may add at once */
+
+static struct scrub_set *
+make_set(struct req *r)
+{
+	struct scrub_set *set = scrub_set_new();
+	const uint8_t *val;
+	const char *ph;
+	size_t i, vlen;
+
+	for (i = 0; i < r->nuses; i++) {
+		ph = cred_placeholder(r->uses[i].e);
+		val = cred_value_bytes(r->uses[i].v, &vlen);
+		if (scrub_set_add_secret(set, val, vlen, ph, (unsigned)i) != 0)
+			goto fail;
+		if (r->uses[i].basic != NULL && r->uses[i].basic_ph != NULL &&
+		    scrub_set_add_basic(set, r->uses[i].basic->p, r->uses[i].basic->len,
+		                        (const uint8_t *)r->uses[i].basic_ph, strlen(r->uses[i].basic_ph), (unsigned)i) != 0)
+			goto fail;
+	}
+	return set;
+fail:
+	scrub_set_free(set);
+	return NULL;
+}
+
+int
+cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m, struct evbuffer *cout)
+{
+	struct req *r = c->req;
+	const struct h1_header *ce;
+	char enc[32];
+
+	if (r->scrub == NULL && (r->scrub = make_set(r)) == NULL)
+		return -1;
+	if (scrub_buffer(r->scrub, evbuffer_pullup(head, -1), evbuffer_get_length(head), cout, &r->scrub_hits) != 0)
+		return -1;
+	if (m->framing == H1_BODY_NONE)
+		return 0;
+	ce = h1_find_header(m, "content-encoding");
+	if (ce != NULL && !sluice_iov_ieq(ce->value, ce->value_len, "identity")) {
+		snprintf(enc, sizeof(enc), "%.*s", (int)(ce->value_len < 31 ? ce->value_len : 31), ce->value);
+		r->unzip = unzip_new(enc);
+		if (r->unzip == NULL)
+			return -2;  /* an encoding we cannot decode (we asked for gzip or deflate only) */
+	}
+	r->scrub_st = scrub_stream_new(r->scrub);
+	r->scrub_in = evbuffer_new();
+	r->scrub_plain = evbuffer_new();
+	r->scrub_out = evbuffer_new();
+	return 0;
+}
+
+/* Frames what the scrubber produced as one chunk (or raw, until close) into <cout>. */
+static void
+emit(struct req *r, struct evbuffer *cout)
+{
+	size_t n = evbuffer_get_length(r->scrub_out);
+
+	if (n == 0)
+		return;
+	if (r->scrub_chunked)
+		evbuffer_add_printf(cout, "%zx\r\n", n);
+	evbuffer_add_buffer(cout, r->scrub_out);
+	if (r->scrub_chunked)
+		evbuffer_add(cout, "\r\n", 2);
+}
+
+int
+cred_resp_pump(struct conn *c, int end)
+{
+	struct req *r = c->req;
+	struct evbuffer *cout = cio_out(c);
+	size_t len, consumed, n;
+	const uint8_t *p;
+	int z = 0;
+
+	while ((len = evbuffer_get_length(r->scrub_in)) > 0 &&
+	       (end ? evbuffer_get_length(cout) < SCRUB_FINAL_MAX : evbuffer_get_length(cout) < PROXY_HIGH_WATER)) {
+		n = len < SCRUB_STEP ? len : SCRUB_STEP;
+		p = evbuffer_pullup(r->scrub_in, (ev_ssize_t)n);
+		if (r->unzip != NULL) {
+			z = unzip_feed(r->unzip, p, n, r->scrub_plain, &consumed);
+			if (z < 0)
+				return -1;
+			evbuffer_drain(r->scrub_in, consumed);
+			if (z == 1 && evbuffer_get_length(r->scrub_in) > 0)
+				return -1;  /* bytes after the end of the compressed stream */
+		} else {
+			evbuffer_remove_buffer(r->scrub_in, r->scrub_plain, n);
+		}
+		n = evbuffer_get_length(r->scrub_plain);
+		if (n > 0 && scrub_stream_feed(r->scrub_st, evbuffer_pullup(r->scrub_plain, -1), n, r->scrub_out,
+		                               &r->scrub_hits) != 0)
+			return -1;
+		evbuffer_drain(r->scrub_plain, n);
+		emit(r, cout);
+		if (r->unzip != NULL && consumed == 0 && z == 0)
+			break;  /* the decoder wants more input than there is */
+	}
+	if (!end)
+		return 0;
+	if (evbuffer_get_length(r->scrub_in) > 0)
+		return -1;  /* left over: a corrupt stream or an expansion past the bound */
+	if (scrub_stream_end(r->scrub_st, r->scrub_out, &r->scrub_hits) != 0)
+		return -1;
+	emit(r, cout);
+	if (r->scrub_chunked)
+		evbuffer_add(cout, "0\r\n\r\n", 5);
+	return 0;
+}
+
+void
+cred_resp_free(struct req *r)
+{
+	scrub_stream_free(r->scrub_st);
+	scrub_set_free(r->scrub);
+	unzip_free(r->unzip);
+	if (r->scrub_in != NULL)
+		evbuffer_free(r->scrub_in);
+	if (r->scrub_plain != NULL)
+		evbuffer_free(r->scrub_plain);
+	if (r->scrub_out != NULL)
+		evbuffer_free(r->scrub_out);
+	r->scrub_st = NULL;
+	r->scrub = NULL;
+	r->unzip = NULL;
+	r->scrub_in = r->scrub_plain = r->scrub_out = NULL;
+}
