@@ -273,6 +273,9 @@ done
 
 # ---------------------------------------------------------------- gateway
 CA_THROUGH=$DIR/ca/ca.pem
+# A secret bound to the benchmark host, and the placeholder the sandbox sends for it (credentials rows).
+BENCH_PH=sluice_ph_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+BENCH_SECRET=real$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CA_DIRECT=$DIR/pki/root.pem
 start_gateway() {
 	"$SLUICE" ca init --dir "$DIR/ca" >"$DIR/ca.log" 2>&1 || return 1
@@ -288,8 +291,13 @@ limits: { conns_per_client: 4096 }
 default: deny
 hosts:
   $NAME: { allow_private: true, rules: [ { allow: { method: GET } } ] }
+secrets:
+  bench: { source: "env:SLUICE_BENCH_SECRET", placeholder: "$BENCH_PH", hosts: [ $NAME ] }
+sandboxes:
+  bench: { addresses: [ $SBX_IP/32 ] }
 EOF
-	(ulimit -n "$(ulimit -Hn)"; exec "$SLUICE" serve -c "$DIR/sluice.yaml") >"$DIR/gateway.log" 2>&1 &
+	(ulimit -n "$(ulimit -Hn)"; export SLUICE_BENCH_SECRET=$BENCH_SECRET
+	 exec "$SLUICE" serve -c "$DIR/sluice.yaml") >"$DIR/gateway.log" 2>&1 &
 	GW_PID=$!
 	for _ in $(seq 100); do
 		kill -0 "$GW_PID" 2>/dev/null || return 1
@@ -342,9 +350,9 @@ done = function(summary, latency, requests)
 	    latency:percentile(50), latency:percentile(99)))
 end
 EOF
-wrk_run() { # path urlpath connections
+wrk_run() { # path urlpath connections [header]
 	in_ns "${P_CA[$1]}" timeout -k 5 $((DUR + 30)) wrk -t1 -c"$3" -d"${DUR}s" \
-	    --timeout 5s -s "$DIR/report.lua" "${P_URL[$1]}$2" | grep '^wrk '
+	    --timeout 5s -s "$DIR/report.lua" ${4:+-H "$4"} "${P_URL[$1]}$2" | grep '^wrk '
 }
 kv() { # line key -> value
 	printf '%s\n' "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
@@ -503,6 +511,38 @@ for p in $PATHS; do
 	R[big.$p.note]="$(kv "$out" requests) downloads, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" MiB)"
 done
 
+# ---------------------------------------------------------------- credentials
+# The same requests through the gateway with and without an injected secret,
+# back to back and twice each, so the ratio is not the machine's drift:
+# keep-alive GETs (placeholder search, injection) and 1 MiB downloads (the
+# whole response goes through the scrubber, re-framed chunked).
+cred_run() { # key urlpath connections [header] -> R[cred.key]: the better of two runs
+	local k=$1 best=0 v out i
+	for i in 1 2; do
+		out=$(wrk_run through "$2" "$3" ${4:+"$4"} 2>>"$DIR/wrk-cred.err") || true
+		flag_errors cred "$k" "$out" errors status_errors
+		if [[ $k == big* ]]; then
+			v=$(awk -v b="$(kv "$out" bytes)" -v d="$(kv "$out" duration_us)" \
+			    'BEGIN { if (d > 0) printf "%.1f", b / 1048576 / (d / 1e6); else print 0 }')
+		else
+			v=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" \
+			    'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6); else print 0 }')
+		fi
+		R[cred.$k.$i]=$v
+		best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+	done
+	R[cred.$k]=$best
+}
+if [[ $PATHS == *through* ]]; then
+	log "credentials: keep-alive and 1 MiB through the gateway, without and with an injected secret"
+	cred_run ka /small "$CONC"
+	cred_run ka_secret /small "$CONC" "Authorization: Bearer $BENCH_PH"
+	cred_run big /big "$BIG_CONNS"
+	cred_run big_secret /big "$BIG_CONNS" "Authorization: Bearer $BENCH_PH"
+	R[cred.injected]=$(grep -c '"secrets":\[{"name":"bench"' "$DIR/audit.jsonl" || true)
+	R[cred.scrubbed_bodies]=$(grep '"path":"/big"' "$DIR/audit.jsonl" | grep -c '"secrets":\[' || true)
+fi
+
 # ---------------------------------------------------------------- report
 NM=${GW_NOTE:-not measured}
 val() { # metric.path -> value, "-" if missing, "!" appended if it had errors
@@ -552,6 +592,13 @@ mem_row() {
 	printf '| memory per idle connection at %d connections (KiB) | %s | %s | - | < 16 KiB | %s |\n' \
 	    "$IDLE_N" "$d" "$t" "$met"
 }
+cred_row() { # label key goal: with a secret against without
+	local a=${R[cred.$2]} b=${R[cred.$2_secret]} r met
+	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')
+	met=$(awk -v a="$a" -v b="$b" -v g="$3" 'BEGIN { print (a > 0 && b / a >= g) ? "yes" : "NO" }')
+	[ -n "${R[cred.$2.bad]:-}${R[cred.$2_secret.bad]:-}" ] && met="invalid (errors)"
+	printf '| %s | %s | %s | %s | >= %sx | %s |\n' "$1" "$a" "$b" "$r" "$3" "$met"
+}
 declare -A LABEL=([ka]="keep-alive" [nc]="new connections" [big]="1 MiB downloads"
     [lat]="latency" [mem]="idle memory")
 note_lines() {
@@ -588,6 +635,20 @@ REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	echo "- through: sandbox $SBX_IP -> veth -> $HOST_IP:443 -> nft redirect -> sluice transparent :$TP -> nginx $UPADDR:443"
 	[ -n "$GW_NOTE" ] && echo "- through: $GW_NOTE"
 	echo
+	if [ -n "${R[cred.ka]:-}" ]; then
+		echo "Credentials (through the gateway, without and with an injected header secret; best of two runs each):"
+		echo
+		echo "| metric | without | with a secret | ratio | goal | met? |"
+		echo "|---|---|---|---|---|---|"
+		cred_row "keep-alive small GETs, wrk -c$CONC (req/s)" ka 0.95
+		cred_row "1 MiB downloads, scrubbed, wrk -c$BIG_CONNS (MiB/s)" big 0.70
+		echo
+		echo "Runs: keep-alive ${R[cred.ka.1]} / ${R[cred.ka.2]} without, ${R[cred.ka_secret.1]} /" \
+		    "${R[cred.ka_secret.2]} with; 1 MiB ${R[cred.big.1]} / ${R[cred.big.2]} without, ${R[cred.big_secret.1]} /" \
+		    "${R[cred.big_secret.2]} with. Audit lines with the secret injected: ${R[cred.injected]}" \
+		    "(1 MiB downloads among them: ${R[cred.scrubbed_bodies]})."
+		echo
+	fi
 	echo "A value marked ! had errors (failed connections or non-2xx answers): see Details."
 	echo
 	echo "Details:"

@@ -17,10 +17,12 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "secrets/scrub.h"
 
 struct cred_value {
 	atomic_int refs;
 	struct secret_buf *buf;
+	struct scrub_set *set;       /* the value's echo forms -> the placeholder's (tag 0), read-only once built */
 };
 
 struct cred_entry {
@@ -53,6 +55,7 @@ value_drop(struct cred_value *v)
 {
 	if (v == NULL || atomic_fetch_sub(&v->refs, 1) != 1)
 		return;
+	scrub_set_free(v->set);
 	secret_buf_free(v->buf);
 	free(v);
 }
@@ -61,6 +64,12 @@ void
 cred_value_drop(struct cred_value *v)
 {
 	value_drop(v);
+}
+
+const struct scrub_set *
+cred_value_scrub_set(const struct cred_value *v)
+{
+	return v->set;
 }
 
 const uint8_t *
@@ -89,6 +98,14 @@ fetch(struct cred_store *st, struct cred_entry *e)
 		v = xcalloc(1, sizeof(*v));
 		atomic_init(&v->refs, 1);
 		v->buf = b;
+		/* built once per value, shared by every response it is scrubbed from */
+		if (e->placeholder[0] != '\0') {
+			v->set = scrub_set_new();
+			if (scrub_set_add_secret(v->set, b->p, b->len, e->placeholder, 0) != 0) {
+				scrub_set_free(v->set);
+				v->set = NULL;  /* credresp.c builds one per response instead */
+			}
+		}
 	} else {
 		log_warnx("secret '%s': %s", e->name, err != NULL ? err : sluice_strerror(r));
 	}

@@ -51,6 +51,10 @@ cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m
 	const struct h1_header *ce;
 	char enc[32];
 
+	/* one secret, no Basic credential: the value's own set (cred.c), else one for this response */
+	if (r->scrub == NULL && r->nuses == 1 && r->uses[0].basic == NULL &&
+	    (r->scrub_shared = cred_value_scrub_set(r->uses[0].v)) != NULL)
+		r->scrub = (struct scrub_set *)r->scrub_shared;
 	if (r->scrub == NULL && (r->scrub = make_set(r)) == NULL)
 		return -1;
 	if (scrub_buffer(r->scrub, evbuffer_pullup(head, -1), evbuffer_get_length(head), cout, &r->scrub_hits) != 0)
@@ -134,7 +138,9 @@ void
 cred_resp_free(struct req *r)
 {
 	scrub_stream_free(r->scrub_st);
-	scrub_set_free(r->scrub);
+	if (r->scrub != r->scrub_shared)
+		scrub_set_free(r->scrub);
+	r->scrub_shared = NULL;
 	unzip_free(r->unzip);
 	if (r->scrub_in != NULL)
 		evbuffer_free(r->scrub_in);

@@ -72,6 +72,8 @@ const char *cred_placeholder(const struct cred_entry *e);
 struct cred_value *cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap);
 void cred_value_drop(struct cred_value *v);
 const uint8_t *cred_value_bytes(const struct cred_value *v, size_t *len);
+/* The value's echo forms mapped to its placeholder (tag 0), built once; NULL if it could not be. */
+const struct scrub_set *cred_value_scrub_set(const struct cred_value *v);
 /* Checks explicit-proxy credentials against the sandboxes' proxy_auth: 0 and *sandbox, or -1. */
 int cred_proxy_auth(struct cred_store *st, const struct policy *p, const char *user, size_t ulen, const char *pw,
                     size_t pwlen, const char **sandbox);
@@ -258,6 +260,7 @@ struct req {
 	struct cred_use uses[CRED_USES_MAX];  /* credreq.c */
 	size_t nuses;
 	struct scrub_set *scrub;        /* credresp.c: the response is scrubbed when secrets were injected */
+	const struct scrub_set *scrub_shared;  /* <scrub> when it is the value's shared set (not freed here) */
 	struct scrub_stream *scrub_st;  /* the body's scrubber, NULL when the body is not scrubbed */
 	struct unzip *unzip;            /* the body's Content-Encoding decoder, or NULL */
 	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
