@@ -101,25 +101,32 @@ cred_resp_pump(struct conn *c, int end)
 
 	while ((len = evbuffer_get_length(r->scrub_in)) > 0 &&
 	       (end ? evbuffer_get_length(cout) < SCRUB_FINAL_MAX : evbuffer_get_length(cout) < PROXY_HIGH_WATER)) {
+		if (r->unzip == NULL) {
+			/* unencoded: scrub straight from the queue's first chain, no copy */
+			struct evbuffer_iovec v;
+			if (evbuffer_peek(r->scrub_in, -1, NULL, &v, 1) < 1)
+				break;
+			if (scrub_stream_feed(r->scrub_st, v.iov_base, v.iov_len, r->scrub_out, &r->scrub_hits) != 0)
+				return -1;
+			evbuffer_drain(r->scrub_in, v.iov_len);
+			emit(r, cout);
+			continue;
+		}
 		n = len < SCRUB_STEP ? len : SCRUB_STEP;
 		p = evbuffer_pullup(r->scrub_in, (ev_ssize_t)n);
-		if (r->unzip != NULL) {
-			z = unzip_feed(r->unzip, p, n, r->scrub_plain, &consumed);
-			if (z < 0)
-				return -1;
-			evbuffer_drain(r->scrub_in, consumed);
-			if (z == 1 && evbuffer_get_length(r->scrub_in) > 0)
-				return -1;  /* bytes after the end of the compressed stream */
-		} else {
-			evbuffer_remove_buffer(r->scrub_in, r->scrub_plain, n);
-		}
+		z = unzip_feed(r->unzip, p, n, r->scrub_plain, &consumed);
+		if (z < 0)
+			return -1;
+		evbuffer_drain(r->scrub_in, consumed);
+		if (z == 1 && evbuffer_get_length(r->scrub_in) > 0)
+			return -1;  /* bytes after the end of the compressed stream */
 		n = evbuffer_get_length(r->scrub_plain);
 		if (n > 0 && scrub_stream_feed(r->scrub_st, evbuffer_pullup(r->scrub_plain, -1), n, r->scrub_out,
 		                               &r->scrub_hits) != 0)
 			return -1;
 		evbuffer_drain(r->scrub_plain, n);
 		emit(r, cout);
-		if (r->unzip != NULL && consumed == 0 && z == 0)
+		if (consumed == 0 && z == 0)
 			break;  /* the decoder wants more input than there is */
 	}
 	if (!end)
