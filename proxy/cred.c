@@ -35,6 +35,7 @@ struct cred_entry {
 	struct cred_value *val;      /* NULL while unavailable */
 	char why[160];               /* why it is unavailable */
 	time_t fetched;
+	atomic_int stale;            /* an upstream answered 401 to it: re-run an exec: source at the next tick */
 	struct cred_entry *next;
 };
 
@@ -64,6 +65,16 @@ void
 cred_value_drop(struct cred_value *v)
 {
 	value_drop(v);
+}
+
+void
+cred_entry_rejected(const struct cred_entry *ce)
+{
+	struct cred_entry *e = (struct cred_entry *)ce;
+
+	/* only a program can mint a new value; env: and file: would give the same one */
+	if (strncmp(e->source, "exec:", 5) == 0)
+		atomic_store(&e->stale, 1);
 }
 
 const struct scrub_set *
@@ -246,7 +257,7 @@ cred_store_refresh(struct cred_store *st)
 	pthread_mutex_unlock(&st->mu);
 	/* entries are only prepended: walking from a snapshot of the head is safe */
 	for (; e != NULL; e = e->next)
-		if (e->ttl_s > 0 && now - e->fetched >= (time_t)e->ttl_s)
+		if ((e->ttl_s > 0 && now - e->fetched >= (time_t)e->ttl_s) || atomic_exchange(&e->stale, 0) != 0)
 			fetch(st, e);
 }
 

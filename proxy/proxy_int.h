@@ -72,6 +72,8 @@ const char *cred_placeholder(const struct cred_entry *e);
 struct cred_value *cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap);
 void cred_value_drop(struct cred_value *v);
 const uint8_t *cred_value_bytes(const struct cred_value *v, size_t *len);
+/* An upstream answered 401 to <e>'s value: an exec: source is re-run at the next tick (cred_store_refresh). */
+void cred_entry_rejected(const struct cred_entry *e);
 /* The value's echo forms mapped to its placeholder (tag 0), built once; NULL if it could not be. */
 const struct scrub_set *cred_value_scrub_set(const struct cred_value *v);
 /* Checks explicit-proxy credentials against the sandboxes' proxy_auth: 0 and *sandbox, or -1. */

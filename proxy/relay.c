@@ -288,6 +288,9 @@ response_head(struct conn *c)
 		return 1;
 	}
 	r->status = m->status;
+	if (m->status == 401)  /* an expired token: mint a new one (exec: sources) */
+		for (size_t i = 0; i < r->nuses; i++)
+			cred_entry_rejected(r->uses[i].e);
 	r->resp_body = m->framing;
 	r->resp_left = m->content_length;
 	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;

@@ -192,7 +192,9 @@ class Conn(threading.Thread):
         self.emit({"ev": "done", "target": mask(target), "complete": True, "body_len": total, "body": mask(body),
                    "seen": seen(self.kept), "sent": sent})
 
-        hdrs = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo-Auth: %s\r\nX-Echo-Token: %s\r\n" % (auth, token)
+        status = "401 Unauthorized" if flags.get("status") == ["401"] else "200 OK"
+        hdrs = "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nX-Echo-Auth: %s\r\nX-Echo-Token: %s\r\n" % (
+            status, auth, token)
         if sent != "identity":
             hdrs += "Content-Encoding: %s\r\nVary: Accept-Encoding\r\n" % sent
         if flags.get("chunked") == ["1"]:
