@@ -293,75 +293,10 @@ static const char *const top_keys[] = {
 };
 enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 13 };
 
-/*
- * allow_plaintext, a host-entry key of issue 3, is read here: its pairs are
- * taken out of each entry's map before policy_hosts_parse (rules.c) checks the
- * keys, and applied to the compiled entries afterwards, by position
- * (policy_hosts_parse keeps the map's order, one entry per pair).  *<outp>
- * gets one value node per entry (NULL where absent), freed by the caller.
- */
-static int
-host_ext_take(struct policy_ld *l, yaml_node_t *hosts, yaml_node_t ***outp)
-{
-	yaml_node_pair_t *pair;
-	yaml_node_t **out;
-	size_t n, i;
-
-	*outp = NULL;
-	if (hosts->type != YAML_MAPPING_NODE)
-		return 0; /* policy_hosts_parse reports it */
-	n = (size_t)(hosts->data.mapping.pairs.top - hosts->data.mapping.pairs.start);
-	if (n == 0)
-		return 0;
-	out = xcalloc(n, sizeof(*out));
-	*outp = out;
-	for (i = 0, pair = hosts->data.mapping.pairs.start; pair < hosts->data.mapping.pairs.top; pair++, i++) {
-		yaml_node_t *v = policy_ld_node(l, pair->value);
-		yaml_node_pair_t *q;
-
-		if (v == NULL || v->type != YAML_MAPPING_NODE)
-			continue;
-		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;) {
-			yaml_node_t *k = policy_ld_node(l, q->key);
-
-			if (k == NULL || k->type != YAML_SCALAR_NODE || k->data.scalar.length != 15 ||
-			    memcmp(k->data.scalar.value, "allow_plaintext", 15) != 0) {
-				q++;
-				continue;
-			}
-			if (out[i] != NULL)
-				return policy_ld_error(l, k, "duplicate key 'allow_plaintext' in a host entry");
-			out[i] = policy_ld_node(l, q->value);
-			if (out[i] == NULL)
-				return policy_ld_error(l, k, "missing value for 'allow_plaintext'");
-			memmove(q, q + 1, (size_t)(v->data.mapping.pairs.top - q - 1) * sizeof(*q));
-			v->data.mapping.pairs.top--;
-		}
-	}
-	return 0;
-}
-
-static int
-host_ext_apply(struct policy_ld *l, yaml_node_t *const *ext, struct policy *p)
-{
-	char what[HOST_BUF + 40];
-	size_t i;
-	int ret;
-
-	for (i = 0; ext != NULL && i < p->nhosts; i++) {
-		if (ext[i] == NULL)
-			continue;
-		snprintf(what, sizeof(what), "hosts.%s.allow_plaintext", p->hosts[i].key);
-		if ((ret = policy_ld_bool(l, ext[i], what, &p->hosts[i].allow_plaintext)) != 0)
-			return ret;
-	}
-	return 0;
-}
-
 static int
 load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **polp)
 {
-	yaml_node_t *root = yaml_document_get_root_node(l->doc), *vals[NTOP], **ext = NULL;
+	yaml_node_t *root = yaml_document_get_root_node(l->doc), *vals[NTOP];
 	struct policy_config *cfg = NULL;
 	struct policy *pol = NULL;
 	int ret;
@@ -397,13 +332,7 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 		}
 	}
 	if (vals[TOP_HOSTS] != NULL) {
-		ret = host_ext_take(l, vals[TOP_HOSTS], &ext);
-		if (ret != 0)
-			goto out;
 		ret = policy_hosts_parse(l, vals[TOP_HOSTS], pol);
-		if (ret != 0)
-			goto out;
-		ret = host_ext_apply(l, ext, pol);
 		if (ret != 0)
 			goto out;
 	}
@@ -430,7 +359,6 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 		pol = NULL;
 	}
 out:
-	free(ext);
 	policy_config_free(cfg);
 	policy_unref(pol);
 	return ret;

@@ -12,7 +12,8 @@
 
 #define PORTS_MAX 1024 /* entries in one ports: list */
 
-static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules"};
+static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules",
+                                        "allow_plaintext"};
 static const char *const rule_keys[] = {"method", "path", "id"};
 
 static int
@@ -248,7 +249,7 @@ static int
 parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_host *h)
 {
 	char where[POLICY_WHERE_MAX], esc[200];
-	yaml_node_t *v[5];
+	yaml_node_t *v[6];
 	yaml_node_item_t *it;
 	size_t i;
 	int ret;
@@ -266,7 +267,7 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 		return ret;
 	snprintf(where, sizeof(where), "hosts.%s",
 	         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
-	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 5, v, NULL);
+	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 6, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL) {
@@ -286,6 +287,13 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 
 		snprintf(what, sizeof(what), "%s.allow_private", where);
 		if ((ret = policy_ld_bool(l, v[2], what, &h->allow_private)) != 0)
+			return ret;
+	}
+	if (v[5] != NULL) {
+		char what[POLICY_WHERE_MAX + 16];
+
+		snprintf(what, sizeof(what), "%s.allow_plaintext", where);
+		if ((ret = policy_ld_bool(l, v[5], what, &h->allow_plaintext)) != 0)
 			return ret;
 	}
 	if (v[3] != NULL) {

@@ -583,7 +583,7 @@ static const struct bad bads[] = {
 	{"hosts:\n  x.test:\n    allow_plaintext: yes\n",
 	 "t.yaml:4:22: expected true or false for hosts.x.test.allow_plaintext"},
 	{"hosts:\n  x.test:\n    allow_plaintext: true\n    allow_plaintext: false\n",
-	 "t.yaml:5:5: duplicate key 'allow_plaintext' in a host entry"},
+	 "t.yaml:5:5: duplicate key 'allow_plaintext' in hosts.x.test"},
 	{"hosts:\n  x.test:\n    allow_plaintext: true\n    plaintext: true\n", "t.yaml:5:5: unknown key 'plaintext' in hosts.x.test"},
 	/* a bad host entry before allow_plaintext is still reported first */
 	{"hosts:\n  \"bad host\":\n    allow_plaintext: maybe\n", "t.yaml:3:3: bad host 'bad host' in hosts"},
