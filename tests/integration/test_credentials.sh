@@ -3,7 +3,7 @@
 # received with every secret value and placeholder masked, and echoes it back (literal, Basic, base64 at three
 # alignments, percent- and JSON-escaped; identity, chunked, gzip, deflate). Covers: `secrets list`; injection into
 # a header, x-api-key (exec source, derived placeholder), Basic (password and user), query; curl and python3
-# urllib; known clients by address (explicit and transparent), by Proxy-Authorization, and restricted with
+# urllib, node https; known clients by address (explicit and transparent), by Proxy-Authorization, and restricted with
 # `sandboxes:`; unknown clients refused; placeholders toward an unbound host or in an unbound place (query, other
 # header, path, body, Basic) refused with 403, audited as exfiltration_attempt, and not forwarded; a placeholder
 # split across two writes at every offset; bodies over 1 MiB; plain HTTP with and without allow_plaintext; an exec
@@ -301,6 +301,30 @@ up_check "urllib: the upstream received the real value" /e/inj-urllib '.auth == 
 check "urllib: the upstream received the whole body" test "$(up_done /e/inj-urllib | jq -r '.body_len')" = 17
 check "urllib: the echo is scrubbed" grep -qF "auth=[Bearer $GH_PH]" "$b"
 no_forms "urllib: nothing of the value comes back" "$b" GH
+
+# node https: CONNECT by hand, then https.get over the tunnel (trust from NODE_EXTRA_CA_CERTS); the body goes
+# to a file, only the status is printed
+cat >"$T/nodec.js" <<'JS'
+const http = require('http'), https = require('https'), tls = require('tls'), fs = require('fs');
+const [port, host, path, ph, out] = process.argv.slice(2);
+const t = setTimeout(() => { console.error('timeout'); process.exit(3); }, 15000);
+http.request({ host: '127.0.0.1', port: +port, method: 'CONNECT', path: host + ':443' })
+  .on('connect', (res, socket) => {
+    if (res.statusCode !== 200) { console.error('CONNECT ' + res.statusCode); process.exit(2); }
+    https.get({ host, path, port: 443, headers: { Authorization: 'Bearer ' + ph },
+                createConnection: () => tls.connect({ socket, servername: host }) }, (r) => {
+      const parts = []; r.on('data', (d) => parts.push(d));
+      r.on('end', () => { fs.writeFileSync(out, Buffer.concat(parts)); process.stdout.write(String(r.statusCode));
+                          clearTimeout(t); process.exit(0); });
+    }).on('error', (e) => { console.error(e.code || e.message); process.exit(1); });
+  }).on('error', (e) => { console.error(e.message); process.exit(1); }).end();
+JS
+nf body; b=$F
+code=$($CLEAN NODE_EXTRA_CA_CERTS="$CA/ca.pem" timeout 30 node "$T/nodec.js" "$PP" api.example.test /e/inj-node "$GH_PH" "$b" 2>&1)
+check_eq "node https with Authorization: Bearer <placeholder>: 200" 200 "$code"
+up_check "node: the upstream received the real value" /e/inj-node '.auth == "Bearer {{GH}}"'
+check "node: the echo is scrubbed" grep -qF "auth=[Bearer $GH_PH]" "$b"
+no_forms "node: nothing of the value comes back" "$b" GH
 
 # a placeholder split inside the request head across two writes: still injected whole
 bad_off=""
