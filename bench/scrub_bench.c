@@ -25,8 +25,8 @@
 #define CHUNK ((size_t)16 << 10)
 #define RUNS 5
 
-static const char value1[] = "ghp_R3alT0kenV4lue0123456789abcdefghijkl";
-#define PH1 "ghp_PlaceH0lderXXXXXXXXXXXXXXXXXXXXXXXXX"
+static const char value1[] = "tst_FakeT0kenV4lue0123456789abcdefghijkl";
+#define PH1 "tst_PlaceH0lderXXXXXXXXXXXXXXXXXXXXXXXXX"
 static const char value2[] = "sk-proj-Xy7/other+secret=value&with_reserved";
 
 static double

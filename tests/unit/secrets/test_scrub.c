@@ -25,8 +25,8 @@
 #include "secrets/scrub.h"
 
 /* A token and its placeholder: same length, same first byte (as with provider-shaped placeholders). */
-#define VALUE "ghp_R3alT0kenV4lue0123456789abcdefghijkl"
-#define PH "ghp_PlaceH0lderXXXXXXXXXXXXXXXXXXXXXXXXX"
+#define VALUE "tst_FakeT0kenV4lue0123456789abcdefghijkl"
+#define PH "tst_PlaceH0lderXXXXXXXXXXXXXXXXXXXXXXXXX"
 #define VALUE2 "sk-other/secret+with&reserved\"chars\\ok"
 #define PH2 "sk-placeholder-2"
 
@@ -406,9 +406,9 @@ static void
 test_no_false_match(void **state)
 {
 	struct scrub_set *s = two_secrets();
-	const char *in = "ghp_R3alT0kenV4lue0123456789abcdefghijk ghp_R3alT0kenV4lue0123456789abcdefghijkL "
+	const char *in = "tst_FakeT0kenV4lue0123456789abcdefghijk tst_FakeT0kenV4lue0123456789abcdefghijkL "
 	                 "Ghp_R3alT0kenV4lue0123456789abcdefghijkl sk-other/secret+with&reserved\"chars\\o "
-	                 "hello world, gh gh ghp_ sk- %2F \\u0026";
+	                 "hello world, gh gh tst_ sk- %2F \\u0026";
 
 	(void)state;
 	expect(s, in, in, 0);
@@ -449,22 +449,22 @@ test_tail_and_end(void **state)
 	assert_string_equal(r, "plain text.");
 	free(r);
 	/* A value's prefix is held back until the end flushes it as it is. */
-	assert_int_equal(scrub_stream_feed(st, U8("xx ghp_R3al"), 11, out, &hits), 0);
+	assert_int_equal(scrub_stream_feed(st, U8("xx tst_Fake"), 11, out, &hits), 0);
 	assert_int_equal(scrub_stream_held(st), 8);
 	r = drain(out);
 	assert_string_equal(r, "xx ");
 	free(r);
 	assert_int_equal(scrub_stream_end(st, out, &hits), 0);
 	r = drain(out);
-	assert_string_equal(r, "ghp_R3al");
+	assert_string_equal(r, "tst_Fake");
 	free(r);
 	assert_int_equal(hits, 0);
 	/* A prefix that turns out not to be one is released by the next feed. */
-	assert_int_equal(scrub_stream_feed(st, U8("ghp_R3a"), 7, out, &hits), 0);
+	assert_int_equal(scrub_stream_feed(st, U8("tst_Fak"), 7, out, &hits), 0);
 	assert_int_equal(evbuffer_get_length(out), 0);
 	assert_int_equal(scrub_stream_feed(st, U8("!"), 1, out, &hits), 0);
 	r = drain(out);
-	assert_string_equal(r, "ghp_R3a!");
+	assert_string_equal(r, "tst_Fak!");
 	free(r);
 	assert_int_equal(scrub_stream_held(st), 0);
 	evbuffer_free(out);
@@ -515,7 +515,7 @@ static void
 test_random_splits(void **state)
 {
 	struct scrub_set *s = two_secrets();
-	static const char alpha[] = "ghp_Rsk-o3al/\"\\%2F ";
+	static const char alpha[] = "tst_Fsk-oake/\"\\%2F ";
 	char body[4096];
 	size_t cuts[64];
 	unsigned seed = 12345, it;
