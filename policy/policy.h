@@ -189,4 +189,30 @@ void policy_sandbox_env_get(const struct policy *p, size_t i, const char **var, 
 /* allow_plaintext: true on the host entry (secrets may be injected into plain HTTP toward it). */
 int policy_host_allow_plaintext(const struct policy_host *h);
 
+/*
+ * ---- JSON paths and urlencoded forms (jsonpath.c): body places ----
+ * A path is "$" then steps: .name, ['name'] (escapes \' and \\ only), [N], and
+ * in patterns [*] (any index) and .* (any key).  A concrete path names one
+ * location of a parsed body: built with policy_json_path_key/_index, which
+ * spell every key one way (.name for [A-Za-z_][A-Za-z0-9_-]*, else ['..']).
+ */
+#define POLICY_JSON_PATH_MAX 256            /* bytes of a path in a policy */
+#define POLICY_INJECT_ARG_MAX 128           /* bytes of a header, query or form name in a place */
+/* 1 if <p> is a path with at least one step, at most POLICY_JSON_PATH_MAX bytes. */
+int policy_json_path_ok(const char *p, size_t len);
+/* 1 if the concrete <path> is matched by <pattern> (both NUL-terminated). */
+int policy_json_path_match(const char *pattern, const char *path);
+/* Appends a key or an index step to the concrete path in <buf> (length *len, kept NUL-terminated): 0, or -1
+ * when it would not fit <cap> (or the key holds a control character): that location binds to nothing. */
+int policy_json_path_key(char *buf, size_t cap, size_t *len, const char *key, size_t klen);
+int policy_json_path_index(char *buf, size_t cap, size_t *len, size_t idx);
+/* The fields of an application/x-www-form-urlencoded body, raw: "a=1&&b" gives (a,1) then (b,""). */
+struct policy_form_iter {
+	const char *p, *end;
+};
+/* The next field's raw name and value: 1, or 0 at the end. */
+int policy_form_next(struct policy_form_iter *it, const char **name, size_t *nlen, const char **val, size_t *vlen);
+/* Decodes a form component ('+' is a space, %XX a byte): the length, or -1 (a bad escape, or over <cap>). */
+long policy_form_decode(const char *in, size_t len, char *out, size_t cap);
+
 #endif

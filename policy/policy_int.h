@@ -35,8 +35,6 @@
 #define POLICY_SECRET_INJECT_MAX 32         /* inject: of one secret */
 #define POLICY_SANDBOX_ADDRS_MAX 1024       /* addresses: of one sandbox */
 #define POLICY_NAME_MAX 64                  /* bytes of a secret or sandbox name */
-#define POLICY_INJECT_ARG_MAX 128           /* bytes of a header, query or form name */
-#define POLICY_JSON_PATH_MAX 256            /* bytes of a json:$.path */
 #define POLICY_PROXY_USER_MAX 128           /* bytes of a proxy_auth user */
 #define POLICY_ENV_VAR_MAX 128              /* bytes of a sandbox_env variable name */
 #define POLICY_PLACEHOLDER_MIN 16           /* bytes of a placeholder: as written */

@@ -219,20 +219,6 @@ arg_ok(const char *a, size_t len, size_t max, const char *forbid)
 	return 1;
 }
 
-/* "$." then '.'-separated non-empty segments. */
-static int
-json_path_ok(const char *a, size_t len)
-{
-	size_t i;
-
-	if (len < 3 || len > POLICY_JSON_PATH_MAX || a[0] != '$' || a[1] != '.' || !arg_ok(a, len, len, NULL))
-		return 0;
-	for (i = 2; i < len; i++)
-		if (a[i] == '.' && (a[i - 1] == '.' || i + 1 == len))
-			return 0;
-	return 1;
-}
-
 static int
 has_prefix(const char *s, size_t len, const char *pre, size_t *plen)
 {
@@ -287,8 +273,8 @@ parse_inject(struct policy_ld *l, yaml_node_t *n, const char *where, struct b_in
 		return 0;
 	}
 	if (has_prefix(s, len, "json:", &pl)) {
-		if (!json_path_ok(s + pl, len - pl))
-			return policy_ld_error(l, n, "bad place '%s' in %s.inject; expected json:$.<path> (\"$.\" then non-empty fields separated by '.', at most %d characters)",
+		if (!policy_json_path_ok(s + pl, len - pl))
+			return policy_ld_error(l, n, "bad place '%s' in %s.inject; expected json:$<path> (\"$\" then steps .name, ['name'], [N] or [*], at most %d characters)",
 			                       esc, where, POLICY_JSON_PATH_MAX);
 		out->kind = POLICY_INJECT_JSON;
 		out->arg = xstrndup(s + pl, len - pl);

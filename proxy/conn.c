@@ -28,7 +28,7 @@
 #endif
 
 static const char *state_names[] = {
-	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead",
+	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead", "hold-body",
 };
 
 int64_t
@@ -49,12 +49,13 @@ proxy_ms_since(const struct timespec *t0)
 static const unsigned legal_next[] = {
 	[CONN_S_PEEK] = B(CONN_S_TLS_ACCEPT) | B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_CLOSING),
 	[CONN_S_TLS_ACCEPT] = B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
-	[CONN_S_REQ_HEAD] = B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_RELAY) | B(CONN_S_CLOSING),
+	[CONN_S_REQ_HEAD] = B(CONN_S_REQ_HEAD) | B(CONN_S_HOLD) | B(CONN_S_DIAL) | B(CONN_S_RELAY) | B(CONN_S_CLOSING),
 	[CONN_S_DIAL] = B(CONN_S_RELAY) | B(CONN_S_TUNNEL) | B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
 	[CONN_S_RELAY] = B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_TUNNEL) | B(CONN_S_CLOSING),
 	[CONN_S_TUNNEL] = B(CONN_S_CLOSING),
 	[CONN_S_CLOSING] = 0,
 	[CONN_S_DEAD] = 0,
+	[CONN_S_HOLD] = B(CONN_S_DIAL) | B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
 };
 #undef B
 
@@ -215,6 +216,7 @@ conn_pump(struct conn *c)
 {
 	switch (c->state) {
 	case CONN_S_REQ_HEAD:
+	case CONN_S_HOLD:
 	case CONN_S_DIAL:
 	case CONN_S_RELAY:
 		http_pump(c);

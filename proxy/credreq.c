@@ -46,28 +46,37 @@ basic_decode(const char *v, size_t len, uint8_t *out, size_t cap)
 	return n - (int)pad;
 }
 
+/*
+ * The place <place> is bound to for <s>: what a use records (for a JSON
+ * field, the pattern that matched: "json:$.items[*].token"), or NULL.
+ */
 static int
-place_bound(const struct policy_secret *s, const char *place)
+place_bound(const struct policy_secret *s, const char *place, char *use, size_t cap)
 {
-	char buf[96];
 	size_t i;
 
 	for (i = 0; i < s->ninject; i++) {
 		const struct policy_inject *in = &s->inject[i];
 		switch (in->kind) {
 		case POLICY_INJECT_HEADER:
-			snprintf(buf, sizeof(buf), "header:%s", in->arg);
+			snprintf(use, cap, "header:%s", in->arg);
 			break;
 		case POLICY_INJECT_BASIC:
-			snprintf(buf, sizeof(buf), "basic");
+			snprintf(use, cap, "basic");
 			break;
 		case POLICY_INJECT_QUERY:
-			snprintf(buf, sizeof(buf), "query:%s", in->arg);
+			snprintf(use, cap, "query:%s", in->arg);
 			break;
-		default:
-			continue;  /* body places: not in a head */
+		case POLICY_INJECT_FORM:
+			snprintf(use, cap, "form:%s", in->arg);
+			break;
+		case POLICY_INJECT_JSON:
+			snprintf(use, cap, "json:%s", in->arg);
+			if (strncmp(place, "json:", 5) == 0 && policy_json_path_match(in->arg, place + 5))
+				return 1;
+			continue;
 		}
-		if (strcmp(buf, place) == 0)
+		if (strcmp(use, place) == 0)
 			return 1;
 	}
 	return 0;
@@ -97,9 +106,8 @@ find(const char *hay, size_t hlen, const char *needle, size_t nlen)
 	return nlen == 0 ? NULL : memmem(hay, hlen, needle, nlen);
 }
 
-/* Refuses the request: the placeholder of <s> in <place>. */
-static int
-exfiltration(struct conn *c, const struct policy_secret *s, const char *place, const char *why)
+int
+cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why)
 {
 	struct req *r = c->req;
 	char peer[CONN_ADDR_STR];
@@ -114,30 +122,29 @@ exfiltration(struct conn *c, const struct policy_secret *s, const char *place, c
 	return -1;
 }
 
-/* One placeholder found: allowed (and the value taken) or refused. 0, or -1 when answered. */
-static int
-found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place)
+int
+cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place)
 {
 	struct req *r = c->req;
 	struct cred_value *v;
-	char why[200];
+	char why[200], use[sizeof(r->uses[0].place)];
 	size_t i;
 
-	for (i = 0; i < r->nuses; i++)
-		if (r->uses[i].s == s && strcmp(r->uses[i].place, place) == 0)
-			return 0;
 	if (c->sandbox == NULL)
-		return exfiltration(c, s, place, "the client is not a known sandbox");
+		return cred_refuse(c, s, place, "the client is not a known sandbox");
 	if (!policy_secret_sandbox_allowed(s, c->sandbox))
-		return exfiltration(c, s, place, "this sandbox may not use the secret");
+		return cred_refuse(c, s, place, "this sandbox may not use the secret");
 	if (!policy_secret_host_bound(s, c->host))
-		return exfiltration(c, s, place, "the host is not bound to the secret");
-	if (!place_bound(s, place))
-		return exfiltration(c, s, place, "the secret is not bound to this place");
+		return cred_refuse(c, s, place, "the host is not bound to the secret");
+	if (!place_bound(s, place, use, sizeof(use)))
+		return cred_refuse(c, s, place, "the secret is not bound to this place");
 	if (!c->tls && (c->entry == NULL || !policy_host_allow_plaintext(c->entry)))
-		return exfiltration(c, s, place, "plain HTTP (the host entry has no allow_plaintext)");
+		return cred_refuse(c, s, place, "plain HTTP (the host entry has no allow_plaintext)");
+	for (i = 0; i < r->nuses; i++)
+		if (r->uses[i].s == s && strcmp(r->uses[i].place, use) == 0)
+			return 0;
 	if (r->nuses == CRED_USES_MAX)
-		return exfiltration(c, s, place, "too many secrets in one request");
+		return cred_refuse(c, s, place, "too many secrets in one request");
 	v = cred_value_take(c->w->gw->creds, e, why, sizeof(why));
 	if (v == NULL) {
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "secret '%s' is unavailable: %s", s->name, why);
@@ -147,7 +154,7 @@ found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e,
 	r->uses[r->nuses].s = s;
 	r->uses[r->nuses].e = e;
 	r->uses[r->nuses].v = v;
-	snprintf(r->uses[r->nuses].place, sizeof(r->uses[r->nuses].place), "%s", place);
+	snprintf(r->uses[r->nuses].place, sizeof(r->uses[r->nuses].place), "%s", use);
 	r->nuses++;
 	return 0;
 }
@@ -174,7 +181,7 @@ cred_check_head(struct conn *c, const struct h1_message *m)
 		for (off = 0; (hit = find(m->target + off, m->target_len - off, ph, plen)) != NULL;
 		     off = (size_t)(hit - m->target) + plen) {
 			target_place(m->target, m->target_len, (size_t)(hit - m->target), place, sizeof(place));
-			if (found(c, s, e, place) != 0)
+			if (cred_found(c, s, e, place) != 0)
 				return -1;
 		}
 		for (j = 0; j < m->nheaders; j++) {
@@ -186,14 +193,14 @@ cred_check_head(struct conn *c, const struct h1_message *m)
 			lname[k] = '\0';
 			if (find(h->value, h->value_len, ph, plen) != NULL) {
 				snprintf(place, sizeof(place), "header:%s", lname);
-				if (found(c, s, e, place) != 0)
+				if (cred_found(c, s, e, place) != 0)
 					return -1;
 			}
 			if (strcmp(lname, "authorization") == 0 &&
 			    (bl = basic_decode(h->value, h->value_len, basic, sizeof(basic))) > 0 &&
 			    find((const char *)basic, (size_t)bl, ph, plen) != NULL) {
 				sluice_wipe(basic, sizeof(basic));
-				if (found(c, s, e, "basic") != 0)
+				if (cred_found(c, s, e, "basic") != 0)
 					return -1;
 			}
 		}
@@ -228,27 +235,6 @@ cred_client_auth(struct conn *c, const struct h1_message *m)
 	}
 	sluice_wipe(cred, sizeof(cred));
 	return r;
-}
-
-int
-cred_check_body(struct conn *c, const char *body, size_t len)
-{
-	const struct policy_secret *s;
-	const struct cred_entry *e;
-	const char *ph;
-	size_t i;
-
-	for (i = 0; i < policy_secret_count(c->pol); i++) {
-		s = policy_secret_get(c->pol, i);
-		e = cred_entry_of(c->w->gw->creds, s);
-		if (e == NULL)
-			continue;
-		ph = cred_placeholder(e);
-		/* injection into bodies (json:, form:) is not built yet: a placeholder in a body is refused */
-		if (find(body, len, ph, strlen(ph)) != NULL)
-			return exfiltration(c, s, "body", "placeholders are not injected into bodies");
-	}
-	return 0;
 }
 
 /*
@@ -295,8 +281,9 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	if (hits != 0) {
 		for (i = 0; i < SCRUB_TAGS && !(hits & (1u << i)); i++)
 			;
-		snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: placeholders are not "
-		         "injected into bodies", r->scan_secret[i]->name);
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: a body too large to hold "
+		         "(over %u bytes) is never injected into", r->scan_secret[i]->name,
+		         r->hold_max > 0 ? (unsigned)r->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
 		r->event = "exfiltration_attempt";
 		r->event_secret = r->scan_secret[i]->name;
 		snprintf(r->event_place, sizeof(r->event_place), "body");

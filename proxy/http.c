@@ -25,6 +25,8 @@ http_req_reset(struct conn *c)
 	if (r == NULL)
 		return;
 	cred_release(r);
+	cred_hold_free(r);
+	ws_tunnel_free(r);
 	free(r->path);
 	free(r->query);
 	if (r->up_head != NULL)
@@ -327,7 +329,7 @@ read_request(struct conn *c)
 	size_t len = evbuffer_get_length(in), cap, path_len = 0, plen;
 	const char *err = NULL, *path = NULL, *q;
 	char *head;
-	int status = 400, n;
+	int status = 400, n, hold;
 	long nl;
 
 	if (len == 0) {
@@ -352,20 +354,6 @@ read_request(struct conn *c)
 		n = -1;
 		status = 431;
 		err = "request head too large (limits.header_bytes)";
-	}
-	/*
-	 * With secrets declared, a small body is waited for and searched whole
-	 * before anything goes upstream, so a placeholder in it never leaves.
-	 */
-	if (n > 0 && m->framing == H1_BODY_LENGTH && m->content_length > 0 && m->content_length <= CRED_BODY_HOLD_MAX &&
-	    policy_secret_count(c->pol) > 0) {
-		if (len < (size_t)n + m->content_length && !c->client_eof)
-			return 0;
-		if (len >= (size_t)n + m->content_length) {
-			/* head and body contiguous for the search; that may move the head: parse it again */
-			head = (char *)evbuffer_pullup(in, (ev_ssize_t)((size_t)n + m->content_length));
-			n = h1_parse_request(head, cap, &hl, m, &err, &status);
-		}
 	}
 	r = req_new(c);
 	if (n < 0) {
@@ -426,11 +414,14 @@ read_request(struct conn *c)
 		return 1;
 	}
 	/* placeholders: swapped in bound places, refused anywhere else (credreq.c) */
-	if (policy_secret_count(c->pol) > 0 &&
-	    (cred_check_head(c, m) != 0 ||
-	     (r->body == H1_BODY_LENGTH && r->body_left <= CRED_BODY_HOLD_MAX && len >= (size_t)n + r->body_left &&
-	      cred_check_body(c, head + n, (size_t)r->body_left) != 0))) {
+	if (policy_secret_count(c->pol) > 0 && cred_check_head(c, m) != 0) {
 		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	/* with secrets declared a body is held and searched whole before dialling, if it is small enough */
+	if ((hold = cred_hold_begin(c, m)) < 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
 		return 1;
 	}
 	/* build the head we send upstream while the parsed views are valid */
@@ -443,8 +434,13 @@ read_request(struct conn *c)
 	else
 		evbuffer_add_printf(r->up_head, strchr(c->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", c->host,
 		                    c->port);
-	http_copy_headers(r->up_head, m, "host", NULL);
-	if (r->body == H1_BODY_LENGTH)
+	/* a held body is answered with our own 100; with secrets, no WebSocket extension (frames stay searchable) */
+	http_copy_headers(r->up_head, m, "host",
+	                  hold ? "expect" : r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions"
+	                                                                                     : NULL);
+	if (hold)
+		;  /* the framing follows the body (credbody.c) */
+	else if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
 	else if (r->body == H1_BODY_CHUNKED)
 		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n", 28);
@@ -454,10 +450,15 @@ read_request(struct conn *c)
 		if (u != NULL)
 			http_append_header(r->up_head, u);
 	}
-	evbuffer_add(r->up_head, "\r\n", 2);
+	if (!hold)
+		evbuffer_add(r->up_head, "\r\n", 2);
 	if (r->nuses > 0)
 		cred_apply_head(c);
 	evbuffer_drain(in, (size_t)n);
+	if (hold) {
+		cred_hold_start(c);
+		return 1;
+	}
 	if (r->body != H1_BODY_NONE && policy_secret_count(c->pol) > 0 && cred_scan_begin(c) != 0) {
 		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
 		return 1;
@@ -483,6 +484,11 @@ http_pump(struct conn *c)
 		case CONN_S_RELAY:
 			relay_pump(c);
 			return;
+		case CONN_S_HOLD:
+			cred_hold_pump(c);
+			if (c->state == CONN_S_HOLD)
+				return;
+			break;
 		case CONN_S_DIAL:
 			return;
 		default:
@@ -513,6 +519,10 @@ http_timeout(struct conn *c)
 		return;
 	case CONN_S_RELAY:
 		relay_abort(c, "no progress in time (limits.body)", 504);
+		return;
+	case CONN_S_HOLD:
+		c->req->client_keep_alive = 0;
+		http_answer(c, 408, "request timeout", "limits.body", "request body not received in time", 1);
 		return;
 	case CONN_S_TUNNEL:
 		conn_close(c);

@@ -87,7 +87,7 @@ struct cred_use {
 	const struct policy_secret *s;
 	const struct cred_entry *e;
 	struct cred_value *v;
-	char place[96];
+	char place[POLICY_JSON_PATH_MAX + 16];  /* as bound: "header:authorization", "json:$.a[*].b" */
 	struct secret_buf *basic;   /* "user:value" as injected, for scrubbing its echo; NULL if none */
 	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
 };
@@ -219,6 +219,7 @@ enum conn_state {
 	CONN_S_TUNNEL = 6,      /* bytes both ways (passthrough, WebSocket) */
 	CONN_S_CLOSING = 7,     /* flushing the last answer, then close */
 	CONN_S_DEAD = 8,        /* waiting to be reaped */
+	CONN_S_HOLD = 9,        /* request body held whole before dialling (credbody.c) */
 };
 
 enum resp_state {
@@ -275,7 +276,13 @@ struct req {
 	const struct policy_secret *scan_secret[32];  /* the secret of each scan tag */
 	const char *event;              /* "exfiltration_attempt" or NULL */
 	const char *event_secret;
-	char event_place[96];
+	char event_place[256];
+	struct ws_tunnel *ws;           /* wstunnel.c: the frames of an upgraded WebSocket, or NULL */
+	struct evbuffer *hold;          /* credbody.c: the request body held before dialling (decoded) */
+	size_t hold_max;
+	uint64_t body_total;            /* the body's Content-Length as the client sent it */
+	unsigned char body_type;        /* enum cred_body_type, from Content-Type */
+	unsigned char expect_continue;  /* the client waits for a 100 before sending the body */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -438,15 +445,51 @@ int cred_scan_begin(struct conn *c);
  * out of memory.
  */
 int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
-/* Searches a whole request body (held before dialling) for placeholders: 0, or -1 when refused. */
-int cred_check_body(struct conn *c, const char *body, size_t len);
-/* Bytes of a request body held whole (and searched) before anything is sent upstream. */
-#define CRED_BODY_HOLD_MAX (PROXY_HIGH_WATER / 2)
+/*
+ * One placeholder of <s> found at <place> ("header:x", "basic", "query:p",
+ * "path", "json:$.a[0]", "form:f", "body", ...): allowed (its value taken into
+ * r->uses) or refused.  0, or -1 when answered (403, or 503 when the value is
+ * unavailable).
+ */
+int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place);
+/* Refuses the request as an exfiltration attempt of <s> at <place>, because <why>: 403, audited; returns -1. */
+int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why);
+
+/*
+ * credbody.c: request bodies held whole and searched before dialling; JSON
+ * and form fields injected.  cred_hold_begin() decides at the head (1: hold,
+ * 0: stream through the search, -1: out of memory); cred_hold_start() enters
+ * CONN_S_HOLD once the head is consumed; cred_hold_pump() reads the body and
+ * then dials (or refuses).
+ */
+enum cred_body_type { CRED_BODY_OTHER = 0, CRED_BODY_JSON = 1, CRED_BODY_FORM = 2 };
+#define CRED_BODY_HOLD_MAX (PROXY_HIGH_WATER / 2)   /* bytes of a body held whole when nothing could be injected */
+#define CRED_BODY_INJECT_MAX (1024 * 1024)          /* bytes of a JSON or form body a secret may be injected into */
+int cred_hold_begin(struct conn *c, const struct h1_message *m);
+void cred_hold_start(struct conn *c);
+void cred_hold_pump(struct conn *c);
+void cred_hold_free(struct req *r);
+/* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
+int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 void cred_apply_head(struct conn *c);
 void cred_release(struct req *r);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
+
+/*
+ * wstunnel.c: an upgraded WebSocket connection, frame by frame.
+ * ws_tunnel_start() runs at the upstream's 101, in state CONN_S_TUNNEL: when
+ * the policy declares secrets it sets r->ws, and from then on frames from the
+ * client are searched for placeholders (one found: audited as an
+ * exfiltration attempt, connection closed) and text frames from the upstream
+ * are scrubbed of the values r->uses injected.  0, or -1 (the caller closes).
+ * tunnel_pump() hands over to ws_tunnel_pump() while r->ws is set.
+ */
+struct ws_tunnel;
+int ws_tunnel_start(struct conn *c);
+void ws_tunnel_pump(struct conn *c);
+void ws_tunnel_free(struct req *r);
 /* Makes <c> the owner of its READY upstream's callbacks (relay and tunnel). */
 void relay_own_upstream(struct conn *c);
 

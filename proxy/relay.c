@@ -179,6 +179,20 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 	return 1;
 }
 
+int
+relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
+{
+	struct req *r = c->req;
+
+	if (r->body_done || evbuffer_get_length(in) == 0)
+		return 0;
+	if (r->body == H1_BODY_LENGTH) {
+		r->body_done = move_counted(in, out, &r->body_left, &r->bytes_up);
+		return 1;
+	}
+	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, err);
+}
+
 void
 relay_abort(struct conn *c, const char *why, int status)
 {
@@ -271,6 +285,10 @@ response_head(struct conn *c)
 			http_audit_request(c, "allow");
 			conn_set_state(c, CONN_S_TUNNEL);
 			conn_arm_timer(c, lim->idle_ms);
+			if (ws_tunnel_start(c) != 0) {
+				conn_close(c);
+				return 1;
+			}
 			tunnel_pump(c);
 			return 1;
 		}
@@ -386,19 +404,14 @@ relay_pump(struct conn *c)
 		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
 		qout = r->scan_st != NULL ? r->scan_in : uout;
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
-			if (r->body == H1_BODY_LENGTH) {
-				r->body_done = move_counted(cin, qout, &r->body_left, &r->bytes_up);
-				progress = 1;
-			} else {
-				p = chunked_step(cin, qout, &r->body_chunk, qout == uout, &r->bytes_up, &r->body_done, &err);
-				if (p < 0) {
-					relay_abort(c, "malformed chunked request body", 400);
-					return;
-				}
-				if (p == 0)
-					break;
-				progress = 1;
+			p = relay_body_move(c, cin, qout, qout == uout, &err);
+			if (p < 0) {
+				relay_abort(c, "malformed chunked request body", 400);
+				return;
 			}
+			if (p == 0)
+				break;
+			progress = 1;
 		}
 		if (r->scan_st != NULL && (evbuffer_get_length(r->scan_in) > 0 || r->body_done) && !r->scan_done) {
 			r->scan_done = r->body_done;
@@ -503,6 +516,10 @@ tunnel_pump(struct conn *c)
 
 	if (c->state != CONN_S_TUNNEL || c->up == NULL)
 		return;
+	if (c->req != NULL && c->req->ws != NULL) {
+		ws_tunnel_pump(c);
+		return;
+	}
 	cin = cio_in(c);
 	cout = cio_out(c);
 	uin = bufferevent_get_input(c->up->bev);

@@ -118,9 +118,11 @@ PY
 netns_make a; netns_redirect "80, 443"; NSA=$NS NSA_ADDR=$NS_ADDR NSA_HOST=$NS_HOST
 netns_make b; netns_redirect "80, 443"; NSB=$NS NSB_ADDR=$NS_ADDR NSB_HOST=$NS_HOST
 pki_init
+# the gh value as a form field carries it (percent-encoded: it holds '/', '+' and '=')
+GH_FORM=$("$PY" -c 'import os, urllib.parse; print(urllib.parse.quote(os.environ["SLUICE_IT_GH"], safe="-._~"))')
 spawn "$T/echo.log" env ECHO_MASK_GH="$SLUICE_IT_GH" ECHO_MASK_Q="$SLUICE_IT_Q" ECHO_MASK_SB="$SLUICE_IT_SB" \
   ECHO_MASK_SLACK="$SLUICE_IT_SLACK" ECHO_MASK_KEY="$SLUICE_IT_KEY" ECHO_MASK_PH_GH="$GH_PH" ECHO_MASK_PH_Q="$Q_PH" \
-  ECHO_MASK_PH_SB="$SB_PH" ECHO_MASK_PH_BROKEN="$BROKEN_PH" \
+  ECHO_MASK_PH_SB="$SB_PH" ECHO_MASK_PH_BROKEN="$BROKEN_PH" ECHO_MASK_GHFORM="$GH_FORM" \
   "$PY" "$ECHO" --listen "$UPADDR:443:tls" --listen "$UPADDR:80" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$ELOG"
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "echo upstream did not start: $(tail -n 3 "$T/echo.log")"
 
@@ -139,7 +141,7 @@ secrets:
     source: env:SLUICE_IT_GH
     placeholder: "$GH_PH"
     hosts: [api.example.test, www.example.test]
-    inject: [header:Authorization, basic]
+    inject: [header:Authorization, basic, "json:\$.auth['gh token']", "json:\$.items[*].key", "form:gh_token"]
   key:
     source: exec:$PY $T/mint.py $T/seed
     ttl: 10m
@@ -400,10 +402,23 @@ exfil "bound host, unbound place: query ?leak=" /e/ex-query gh query:leak leak "
 exfil "bound host, unbound place: another header (X-Note)" /e/ex-note gh header:x-note x-note \
   -H "X-Note: token is $GH_PH" https://api.example.test/e/ex-note
 exfil "bound host, unbound place: the path" /e/ex-path gh "" "" "https://api.example.test/e/ex-path/$GH_PH"
-exfil "bound host, unbound place: a JSON body" /e/ex-body gh body body -X POST -H 'Content-Type: application/json' \
-  --data "{\"text\":\"my token is $GH_PH\"}" https://api.example.test/e/ex-body
-exfil "slack placeholder in json \$.token (body injection is not yet: refused)" /e/ex-slack slack body body -X POST \
-  -H 'Content-Type: application/json' --data "{\"channel\":\"C1\",\"token\":\"$SLACK_PH\"}" https://api.example.test/e/ex-slack
+exfil "bound host, unbound place: a JSON body field" /e/ex-body gh 'json:$.text' 'json:$.text' -X POST \
+  -H 'Content-Type: application/json' --data "{\"text\":\"my token is $GH_PH\"}" https://api.example.test/e/ex-body
+exfil "a secret with json:\$.token, quoted into \$.text (the Slack message case)" /e/ex-slack slack 'json:$.text' \
+  'json:$.text' -X POST -H 'Content-Type: application/json' \
+  --data "{\"channel\":\"C1\",\"text\":\"my token is $SLACK_PH\"}" https://api.example.test/e/ex-slack
+exfil "a JSON body that is not application/json" /e/ex-ctype slack body body -X POST -H 'Content-Type: text/plain' \
+  --data "{\"token\":\"$SLACK_PH\"}" https://api.example.test/e/ex-ctype
+exfil "a JSON key" /e/ex-key slack 'json key' 'json key' -X POST -H 'Content-Type: application/json' \
+  --data "{\"$SLACK_PH\":1}" https://api.example.test/e/ex-key
+exfil "the placeholder JSON-escaped (\\u0078 for its first letter)" /e/ex-esc slack body body -X POST \
+  -H 'Content-Type: application/json' --data "{\"token\":\"\\u0078${SLACK_PH:1}\"}" https://api.example.test/e/ex-esc
+exfil "duplicate JSON keys (not JSON to the gateway)" /e/ex-dup slack body body -X POST \
+  -H 'Content-Type: application/json' --data "{\"token\":\"$SLACK_PH\",\"token\":\"x\"}" https://api.example.test/e/ex-dup
+exfil "a form field it is not bound to" /e/ex-form slack form:text form:text -X POST \
+  --data "token=x&text=$SLACK_PH" https://api.example.test/e/ex-form
+exfil "a form field it is bound to, in a body with a bad escape (not a form)" /e/ex-badform slack body body -X POST \
+  --data "token=$SLACK_PH&x=%zz" https://api.example.test/e/ex-badform
 exfil "bound host, unbound place: Basic (x-api-key secret)" /e/ex-basic key basic basic \
   -u "user:$KEY_PH" https://api.example.test/e/ex-basic
 exfil "bound host, unbound place: Authorization (x-api-key secret)" /e/ex-keyauth key header:authorization authorization \
@@ -418,6 +433,59 @@ code=$(pcurl -o "$b" -w '%{http_code}' -H "Authorization: Bearer $GH_PH" http://
 check_eq "plain HTTP to a bound host with allow_plaintext: true: 200" 200 "$code"
 up_check "  the upstream received the real value over plain HTTP" /e/plain-ok '.auth == "Bearer {{GH}}"'
 no_forms "  nothing of the value comes back" "$b" GH
+
+# ---------------------------------------------------------------- injection into bodies (json:, form:)
+# bpost PATH CURL_ARGS...: POSTs to PATH; code = the status, F = the client's copy
+bpost() { local path=$1; shift; nf body; code=$(pcurl -o "$F" -w '%{http_code}' -X POST "$@" "https://api.example.test$path" 2>/dev/null); }
+up_body() { up_done "$1" | jq -r '.body'; }
+bpost /e/b-json -H 'Content-Type: application/json' --data "{\"channel\":\"C1\",\"token\":\"$SLACK_PH\",\"n\":1.50}"
+check_eq "json:\$.token: 200" 200 "$code"
+check_eq "  the upstream received the value in \$.token, the rest byte for byte (1.50 stays 1.50)" \
+  '{"channel":"C1","token":"{{SLACK}}","n":1.50}' "$(up_body /e/b-json)"
+exp='{"channel":"C1","token":"'$SLUICE_IT_SLACK'","n":1.50}'
+check_eq "  re-framed: the Content-Length is the new length" "${#exp}" "$(up_done /e/b-json | jq -r '.body_len')"
+check "  the echo is scrubbed back to the placeholder" grep -qF "\"token\":\"$SLACK_PH\"" "$F"
+no_forms "  nothing of the value comes back" "$F" SLACK
+check "  audit: injected secret slack at json:\$.token" \
+  audit_wait ".path==\"/e/b-json\" and .status==200 and $(has_secret slack 'json:$.token')"
+bpost /e/b-jsonwild -H 'Content-Type: application/vnd.api+json; charset=utf-8' \
+  --data "{\"items\":[{\"key\":\"$GH_PH\"},{\"key\":\"a $GH_PH b\"}],\"auth\":{\"gh token\":\"$GH_PH\"}}"
+check_eq "json:\$.items[*].key and json:\$.auth['gh token'] (a +json type): 200" 200 "$code"
+check_eq "  every bound occurrence injected" '{"items":[{"key":"{{GH}}"},{"key":"a {{GH}} b"}],"auth":{"gh token":"{{GH}}"}}' \
+  "$(up_body /e/b-jsonwild)"
+check "  audit: both places, as bound" audit_wait ".path==\"/e/b-jsonwild\" and $(has_secret gh 'json:$.items[*].key') and $(has_secret gh "json:\$.auth['gh token']")"
+no_forms "  nothing of the value comes back" "$F" GH
+bpost /e/b-form --data "a=1&gh_token=$GH_PH&token=$SLACK_PH&b=x%20y+z"
+check_eq "form:gh_token and form:token: 200" 200 "$code"
+check_eq "  the upstream received both values, percent-encoded, the other fields as sent" \
+  'a=1&gh_token={{GHFORM}}&token={{SLACK}}&b=x%20y+z' "$(up_body /e/b-form)"
+no_forms "  nothing of the values comes back" "$F" GH SLACK
+bpost /e/b-chunked -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data "{\"token\":\"$SLACK_PH\"}"
+check_eq "a chunked JSON body: 200" 200 "$code"
+check_eq "  injected, sent whole" '{"token":"{{SLACK}}"}' "$(up_body /e/b-chunked)"
+bpost /e/b-expect -H 'Content-Type: application/json' -H 'Expect: 100-continue' --data "{\"token\":\"$SLACK_PH\"}"
+check_eq "Expect: 100-continue with a held body (the gateway answers 100 itself): 200" 200 "$code"
+check_eq "  injected" '{"token":"{{SLACK}}"}' "$(up_body /e/b-expect)"
+# the placeholder split across two writes at every offset: injected whole, every time
+json_pre='{"token":"' bad_off=""
+for k in $(seq 1 $((${#SLACK_PH} - 1))); do
+  len=$((${#json_pre} + ${#SLACK_PH} + 2))
+  st=$(rc --connect api.example.test:443 --delay 0.03 \
+    --send "POST /e/bsplit-$k HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\nContent-Length: $len\r\nConnection: close\r\n\r\n$json_pre${SLACK_PH:0:k}" \
+    --send="${SLACK_PH:k}\"}" 2>/dev/null | head -n 1)  # "=": a part may begin with '-' 
+  [ "$st" = 200 ] && [ "$(up_body "/e/bsplit-$k")" = '{"token":"{{SLACK}}"}' ] || bad_off="$bad_off $k:$st"
+done
+check_eq "json:\$.token split across two writes at every offset 1..$((${#SLACK_PH} - 1)): injected whole" "" "$bad_off"
+# a body over the 1 MiB inject bound streams through the search: a placeholder in it is refused
+"$PY" - "$T/big.req" "$SLACK_PH" <<'PY'
+import sys
+body = b'{"pad":"' + b"a" * (1100 << 10) + b'","token":"' + sys.argv[2].encode() + b'"}'
+open(sys.argv[1], "wb").write(b"POST /e/b-big HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+PY
+st=$(rc --connect api.example.test:443 --send "@$T/big.req" 2>/dev/null | head -n 1)
+check_match "a JSON body over 1 MiB with a bound placeholder: refused (403, or cut)" '^(403|000|)$' "$st"
+check_nomatch "  the upstream never completed it" '"complete": true' "$(up_done /e/b-big)"
 
 # a body placeholder split across two writes, at every offset: refused, nothing forwarded
 body_pre="text=" bad_off=""

@@ -520,7 +520,7 @@ static const struct bad bads[] = {
 	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n",
 	 "t.yaml:6:14: bad place 'query:aaaa"},
 	{"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [json:a.b]\n",
-	 "t.yaml:6:14: bad place 'json:a.b' in secrets.a.inject; expected json:$.<path>"},
+	 "t.yaml:6:14: bad place 'json:a.b' in secrets.a.inject; expected json:$<path>"},
 	{"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [\"json:$.\"]\n",
 	 "t.yaml:6:14: bad place 'json:$.'"},
 	{"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [\"json:$.a..b\"]\n",
@@ -629,7 +629,7 @@ test_edges(void **state)
 		"secrets:\n  a:\n    source: env:A\n    placeholder: PLACEHOLDER_A_0123456\n    hosts: [x.test]\n"
 		"  b:\n    source: env:B\n    placeholder: PLACEHOLDER_B_0123456\n    hosts: [x.test]\n",
 		"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [header:Proxy-Authorizationx, header:X-Host]\n",
-		"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [\"form:a b&c=d\", \"json:$.a b.c\", header:k, query:k]\n",
+		"secrets:\n  a:\n    source: env:A\n    hosts: [x.test]\n    inject: [\"form:a b&c=d\", \"json:$['a b'].c[*]\", header:k, query:k]\n",
 		"sandboxes:\n  s:\n    proxy_auth: { user: \"user with spaces\", password: \"file:/x\" }\n",
 		"hosts:\n  x.test:\n    allow_plaintext: false\n",
 	};

@@ -1,0 +1,576 @@
+/*
+ * proxy/credbody.c - placeholders in a request body.
+ *
+ * With secrets declared, a request body is held before anything goes
+ * upstream: up to CRED_BODY_INJECT_MAX when a secret could be injected into
+ * it (a JSON or form body, toward a host a secret with a json: or form: place
+ * is bound to, from a sandbox that may use it), else up to
+ * CRED_BODY_HOLD_MAX.  A held body is searched whole: each placeholder is
+ * located (the JSON path of the string holding it, or the form field) and
+ * either injected there, when that is a place its secret is bound to, or
+ * refused as an exfiltration attempt.  The body then goes upstream with a
+ * Content-Length, whatever framing the client used.  A body too large to hold
+ * streams through the placeholder search instead (credreq.c), where any
+ * placeholder is refused.
+ *
+ * Injection replaces the placeholder in the raw body (JSON-escaped, or
+ * percent-encoded) and never re-serialises, so numbers, key order and
+ * spacing reach the upstream as the client wrote them.  For JSON the result
+ * is parsed again and compared with the original: anything but the expected
+ * strings changing refuses the request, so an escape trick can never steer a
+ * value into another field.
+ */
+#include <string.h>
+#include <strings.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <event2/buffer.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+
+#define JSON_PLACE_MAX 1024   /* bytes of a concrete JSON path named in a place */
+
+static size_t
+count(const char *hay, size_t hlen, const char *needle, size_t nlen)
+{
+	const char *hit;
+	size_t n = 0;
+
+	while (nlen > 0 && (hit = memmem(hay, hlen, needle, nlen)) != NULL) {
+		n++;
+		hlen -= (size_t)(hit - hay) + nlen;
+		hay = hit + nlen;
+	}
+	return n;
+}
+
+/* The type of body Content-Type names (parameters ignored). */
+static enum cred_body_type
+body_type(const struct h1_message *m)
+{
+	const struct h1_header *h = h1_find_header(m, "content-type");
+	size_t n;
+
+	if (h == NULL)
+		return CRED_BODY_OTHER;
+	for (n = 0; n < h->value_len && h->value[n] != ';' && h->value[n] != ' '; n++)
+		;
+	if ((n == 16 && strncasecmp(h->value, "application/json", 16) == 0) ||
+	    (n > 17 && strncasecmp(h->value, "application/", 12) == 0 && strncasecmp(h->value + n - 5, "+json", 5) == 0))
+		return CRED_BODY_JSON;
+	if (n == 33 && strncasecmp(h->value, "application/x-www-form-urlencoded", 33) == 0)
+		return CRED_BODY_FORM;
+	return CRED_BODY_OTHER;
+}
+
+/* 1 if some secret could be injected into a body of <type> from this client toward this host. */
+static int
+injectable(struct conn *c, enum cred_body_type type)
+{
+	const struct policy_secret *s;
+	size_t i, k;
+
+	if (type == CRED_BODY_OTHER || c->sandbox == NULL)
+		return 0;
+	for (i = 0; i < policy_secret_count(c->pol); i++) {
+		s = policy_secret_get(c->pol, i);
+		if (!policy_secret_host_bound(s, c->host) || !policy_secret_sandbox_allowed(s, c->sandbox))
+			continue;
+		for (k = 0; k < s->ninject; k++)
+			if ((s->inject[k].kind == POLICY_INJECT_JSON && type == CRED_BODY_JSON) ||
+			    (s->inject[k].kind == POLICY_INJECT_FORM && type == CRED_BODY_FORM))
+				return 1;
+	}
+	return 0;
+}
+
+int
+cred_hold_begin(struct conn *c, const struct h1_message *m)
+{
+	struct req *r = c->req;
+
+	if (r->body == H1_BODY_NONE || policy_secret_count(c->pol) == 0)
+		return 0;
+	r->body_type = body_type(m);
+	r->hold_max = injectable(c, r->body_type) ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
+	if (r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
+		return 0;  /* streams through the search */
+	r->body_total = r->body_left;
+	r->expect_continue = m->minor_version == 1 && h1_find_header(m, "expect") != NULL;
+	r->hold = evbuffer_new();
+	return r->hold != NULL ? 1 : -1;
+}
+
+void
+cred_hold_start(struct conn *c)
+{
+	conn_set_state(c, CONN_S_HOLD);
+	if (c->req->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
+		evbuffer_add(cio_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	conn_arm_timer(c, http_limits(c)->body_ms);
+}
+
+/* ---- JSON ---- */
+
+struct walk {
+	struct conn *c;
+	const struct policy_secret *s;
+	const struct cred_entry *e;
+	const char *ph;
+	size_t plen;
+	size_t seen;         /* occurrences in decoded strings */
+	char path[JSON_PLACE_MAX];
+};
+
+/* Finds the placeholder in every string and key under <j>: 0, or -1 when refused (answered). */
+static int
+walk_json(struct walk *w, const json_t *j, size_t plen_path)
+{
+	char place[JSON_PLACE_MAX + 8];
+	const char *key;
+	json_t *v;
+	size_t i, n, len;
+
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		n = count(json_string_value(j), json_string_length(j), w->ph, w->plen);
+		if (n == 0)
+			return 0;
+		w->seen += n;
+		snprintf(place, sizeof(place), "json:%s", plen_path > 0 ? w->path : "(path too long)");
+		return cred_found(w->c, w->s, w->e, place);
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)j, key, v) {
+			len = plen_path;
+			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0) {
+				w->seen += n;
+				if (cred_found(w->c, w->s, w->e, "json key") != 0)
+					return -1;
+			}
+			if (len > 0 && policy_json_path_key(w->path, sizeof(w->path), &len, key, strlen(key)) != 0)
+				len = 0;
+			if (walk_json(w, v, len) != 0)
+				return -1;
+			if (plen_path > 0)
+				w->path[plen_path] = '\0';
+		}
+		return 0;
+	case JSON_ARRAY:
+		json_array_foreach((json_t *)j, i, v) {
+			len = plen_path;
+			if (len > 0 && policy_json_path_index(w->path, sizeof(w->path), &len, i) != 0)
+				len = 0;
+			if (walk_json(w, v, len) != 0)
+				return -1;
+			if (plen_path > 0)
+				w->path[plen_path] = '\0';
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* 1 if <b> is <a> with each placeholder of a body use replaced by its value. */
+static int
+replaced_eq(const struct req *r, const char *a, size_t alen, const char *b, size_t blen)
+{
+	const uint8_t *val;
+	const char *ph;
+	size_t i = 0, j = 0, k, plen, vlen;
+
+	while (i < alen) {
+		for (k = 0; k < r->nuses; k++) {
+			ph = cred_placeholder(r->uses[k].e);
+			plen = strlen(ph);
+			if (alen - i >= plen && memcmp(a + i, ph, plen) == 0)
+				break;
+		}
+		if (k < r->nuses) {
+			val = cred_value_bytes(r->uses[k].v, &vlen);
+			if (blen - j < vlen || CRYPTO_memcmp(b + j, val, vlen) != 0)
+				return 0;
+			i += plen;
+			j += vlen;
+			continue;
+		}
+		if (j == blen || a[i] != b[j])
+			return 0;
+		i++;
+		j++;
+	}
+	return j == blen;
+}
+
+/* 1 if parsed body <b> is <a> with only the expected strings changed. */
+static int
+same_json(const struct req *r, const json_t *a, const json_t *b)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	switch (json_typeof(a)) {
+	case JSON_STRING:
+		return replaced_eq(r, json_string_value(a), json_string_length(a), json_string_value(b),
+		                   json_string_length(b));
+	case JSON_OBJECT:
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		json_object_foreach((json_t *)a, key, v) {
+			const json_t *w = json_object_get(b, key);
+			if (w == NULL || !same_json(r, v, w))
+				return 0;
+		}
+		return 1;
+	case JSON_ARRAY:
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		json_array_foreach((json_t *)a, i, v)
+			if (!same_json(r, v, json_array_get(b, i)))
+				return 0;
+		return 1;
+	default:
+		return json_equal((json_t *)a, (json_t *)b);
+	}
+}
+
+/* jansson frees without wiping: clear every string of a tree that holds values. */
+static void
+wipe_json(json_t *j)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		/* the library's own copy: const only by its API */
+		sluice_wipe((void *)(uintptr_t)json_string_value(j), json_string_length(j));
+		break;
+	case JSON_OBJECT:
+		json_object_foreach(j, key, v)
+			wipe_json(v);
+		break;
+	case JSON_ARRAY:
+		json_array_foreach(j, i, v)
+			wipe_json(v);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Appends <v> escaped for a JSON string. */
+static void
+json_escape(struct evbuffer *out, const uint8_t *v, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (v[i] == '"' || v[i] == '\\')
+			evbuffer_add_printf(out, "\\%c", v[i]);
+		else if (v[i] < 0x20)
+			evbuffer_add_printf(out, "\\u%04x", v[i]);
+		else
+			evbuffer_add(out, &v[i], 1);
+	}
+}
+
+/* Percent-encodes <v> as a form value. */
+static void
+form_escape(struct evbuffer *out, const uint8_t *v, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char e[3] = {'%', 0, 0};
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if ((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= '0' && v[i] <= '9') ||
+		    v[i] == '-' || v[i] == '.' || v[i] == '_' || v[i] == '~') {
+			evbuffer_add(out, &v[i], 1);
+		} else {
+			e[1] = hex[v[i] >> 4];
+			e[2] = hex[v[i] & 15];
+			evbuffer_add(out, e, 3);
+		}
+	}
+}
+
+static void
+wipe_free(struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+
+	if (n > 0)
+		sluice_wipe(evbuffer_pullup(b, -1), n);
+	evbuffer_free(b);
+}
+
+/* Appends <in> with every placeholder of a body use replaced by its value (escaped by <esc>). */
+static void
+replace_uses(const struct req *r, const char *in, size_t len, struct evbuffer *out,
+             void (*esc)(struct evbuffer *, const uint8_t *, size_t))
+{
+	const uint8_t *val;
+	const char *ph;
+	size_t i = 0, start = 0, k, plen, vlen;
+
+	while (i < len) {
+		for (k = 0; k < r->nuses; k++) {
+			ph = cred_placeholder(r->uses[k].e);
+			plen = strlen(ph);
+			if (len - i >= plen && memcmp(in + i, ph, plen) == 0)
+				break;
+		}
+		if (k == r->nuses) {
+			i++;
+			continue;
+		}
+		evbuffer_add(out, in + start, i - start);
+		val = cred_value_bytes(r->uses[k].v, &vlen);
+		esc(out, val, vlen);
+		i += plen;
+		start = i;
+	}
+	evbuffer_add(out, in + start, len - start);
+}
+
+/* The body with its JSON placeholders injected into <out>: 0, or -1 when the result is not what was meant. */
+static int
+inject_json(const struct req *r, const json_t *orig, const char *body, size_t len, struct evbuffer *out)
+{
+	json_t *now;
+	int ok;
+
+	replace_uses(r, body, len, out, json_escape);
+	now = json_loadb((const char *)evbuffer_pullup(out, -1), evbuffer_get_length(out),
+	                 JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
+	if (now == NULL)
+		return -1;
+	ok = same_json(r, orig, now);
+	wipe_json(now);
+	json_decref(now);
+	return ok ? 0 : -1;
+}
+
+/* ---- forms ---- */
+
+/*
+ * Finds the placeholder in every field of a form body: 0, or -1 when
+ * refused.  *seen counts decoded occurrences; *bad is set when the body does
+ * not decode as a form (then nothing in it is a field).
+ */
+static int
+walk_form(struct walk *w, const char *body, size_t len, char *scratch, int *bad)
+{
+	struct policy_form_iter it = {body, body + len};
+	const char *n, *v;
+	size_t nl, vl, k;
+	long dn, dv;
+	char place[POLICY_INJECT_ARG_MAX + 8];
+
+	while (policy_form_next(&it, &n, &nl, &v, &vl)) {
+		dn = policy_form_decode(n, nl, scratch, len);
+		dv = dn < 0 ? -1 : policy_form_decode(v, vl, scratch + dn, len - (size_t)dn);
+		if (dv < 0) {
+			*bad = 1;
+			return 0;
+		}
+		if ((k = count(scratch, (size_t)dn, w->ph, w->plen)) > 0) {
+			w->seen += k;
+			if (cred_found(w->c, w->s, w->e, "form key") != 0)
+				return -1;
+		}
+		if ((k = count(scratch + dn, (size_t)dv, w->ph, w->plen)) > 0) {
+			w->seen += k;
+			snprintf(place, sizeof(place), "form:%.*s", (int)(dn < POLICY_INJECT_ARG_MAX + 1 ? dn : 0), scratch);
+			if (dn > POLICY_INJECT_ARG_MAX || memchr(scratch, '\0', (size_t)dn) != NULL)
+				snprintf(place, sizeof(place), "form:(unnamed)");
+			if (cred_found(w->c, w->s, w->e, place) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The form with its placeholders injected into <out>: each field value holding one is re-encoded. */
+static void
+inject_form(const struct req *r, const char *body, size_t len, char *scratch, struct evbuffer *out)
+{
+	struct policy_form_iter it = {body, body + len};
+	struct evbuffer *val = evbuffer_new();
+	const char *n, *v, *from = body;
+	size_t nl, vl, k;
+	long dv;
+
+	while (policy_form_next(&it, &n, &nl, &v, &vl)) {
+		dv = policy_form_decode(v, vl, scratch, len);
+		for (k = 0; dv > 0 && k < r->nuses; k++)
+			if (strncmp(r->uses[k].place, "form:", 5) == 0 &&
+			    count(scratch, (size_t)dv, cred_placeholder(r->uses[k].e), strlen(cred_placeholder(r->uses[k].e))) > 0)
+				break;
+		if (dv <= 0 || k == r->nuses)
+			continue;
+		evbuffer_add(out, from, (size_t)(v - from));
+		replace_uses(r, scratch, (size_t)dv, val, form_escape);
+		evbuffer_add_buffer(out, val);
+		from = v + vl;
+	}
+	evbuffer_add(out, from, (size_t)(body + len - from));
+	wipe_free(val);
+}
+
+/*
+ * The whole body is held: find its placeholders, take the values of those in
+ * bound places (cred_found), and build the body to send into <out>.  0, or -1
+ * when the request was refused (answered).
+ */
+static int
+inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
+{
+	struct req *r = c->req;
+	enum cred_body_type type = r->body_type;
+	json_t *doc = NULL;
+	char *scratch = NULL;
+	struct walk w;
+	size_t i, raw, before = r->nuses;
+	int bad = 0, ret = 0;
+
+	if (type == CRED_BODY_JSON &&
+	    (doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL)) == NULL)
+		type = CRED_BODY_OTHER;  /* not JSON: nothing in it is a field */
+	if (type == CRED_BODY_FORM)
+		scratch = xmalloc(len + 1);
+	memset(&w, 0, sizeof(w));
+	w.c = c;
+	for (i = 0; i < policy_secret_count(c->pol) && ret == 0; i++) {
+		w.s = policy_secret_get(c->pol, i);
+		w.e = cred_entry_of(c->w->gw->creds, w.s);
+		if (w.e == NULL)
+			continue;
+		w.ph = cred_placeholder(w.e);
+		w.plen = strlen(w.ph);
+		w.seen = 0;
+		raw = count(body, len, w.ph, w.plen);
+		if (type == CRED_BODY_JSON) {
+			snprintf(w.path, sizeof(w.path), "$");
+			ret = walk_json(&w, doc, 1);
+		} else if (type == CRED_BODY_FORM) {
+			ret = walk_form(&w, body, len, scratch, &bad);
+			if (bad)
+				type = CRED_BODY_OTHER;
+		}
+		/* every placeholder must be one found in a field, written as it is */
+		if (ret == 0 && (raw != w.seen || (type == CRED_BODY_OTHER && raw > 0)))
+			ret = cred_found(c, w.s, w.e, "body");
+	}
+	if (ret == 0 && r->nuses > before) {
+		if (type == CRED_BODY_JSON && inject_json(r, doc, body, len, out) != 0) {
+			evbuffer_drain(out, evbuffer_get_length(out));
+			ret = cred_refuse(c, r->uses[before].s, "body",
+			                  "the placeholder could not be injected exactly (write it unescaped in a JSON string)");
+		} else if (type == CRED_BODY_FORM) {
+			inject_form(r, body, len, scratch, out);
+		}
+	} else if (ret == 0) {
+		evbuffer_add(out, body, len);
+	}
+	if (doc != NULL)
+		json_decref(doc);
+	free(scratch);
+	return ret;
+}
+
+/* The body is whole: search it, inject, and send the request with a Content-Length. */
+static void
+hold_done(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *out = evbuffer_new();
+	size_t len = evbuffer_get_length(r->hold);
+	const char *body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
+
+	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
+	if (inject_body(c, body, len, out) != 0) {
+		wipe_free(out);
+		return;
+	}
+	len = evbuffer_get_length(out);
+	evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
+	evbuffer_add_buffer(r->up_head, out);  /* sent with the head, wiped with it (cred_release) */
+	evbuffer_free(out);
+	r->bytes_up = len;
+	evbuffer_free(r->hold);
+	r->hold = NULL;
+	relay_dial(c);
+}
+
+/* Too large to hold: the head goes with the client's framing and the body streams through the search. */
+static void
+hold_overflow(struct conn *c)
+{
+	struct req *r = c->req;
+
+	if (r->body == H1_BODY_LENGTH)
+		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
+	else
+		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
+	if (cred_scan_begin(c) != 0) {
+		r->client_keep_alive = 0;
+		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
+		return;
+	}
+	evbuffer_add_buffer(r->scan_in, r->hold);
+	evbuffer_free(r->hold);
+	r->hold = NULL;
+	relay_dial(c);
+}
+
+void
+cred_hold_pump(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *cin = cio_in(c);
+	const char *err = NULL;
+	int p, progress = 0;
+
+	while (!r->body_done && evbuffer_get_length(r->hold) <= r->hold_max) {
+		p = relay_body_move(c, cin, r->hold, 0, &err);
+		if (p < 0) {
+			r->client_keep_alive = 0;
+			http_answer(c, 400, "bad request", "http", err ? err : "malformed chunked request body", 1);
+			return;
+		}
+		if (p == 0)
+			break;
+		progress = 1;
+	}
+	if (r->body_done) {
+		hold_done(c);
+		return;
+	}
+	if (evbuffer_get_length(r->hold) > r->hold_max) {
+		hold_overflow(c);
+		return;
+	}
+	if (c->client_eof && evbuffer_get_length(cin) == 0) {
+		r->client_keep_alive = 0;
+		http_answer(c, 400, "bad request", "http", "client closed inside the request body", 1);
+		return;
+	}
+	if (progress)
+		conn_arm_timer(c, http_limits(c)->body_ms);
+	cio_read(c, 1);
+}
+
+void
+cred_hold_free(struct req *r)
+{
+	if (r->hold != NULL)
+		evbuffer_free(r->hold);
+	r->hold = NULL;
+}
