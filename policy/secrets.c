@@ -8,7 +8,6 @@
  * one block appended to the snapshot's own allocation: the snapshot stays a
  * single immutable object, and its destructor (match.c) frees them with it.
  */
-#include <stdalign.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
