@@ -24,6 +24,18 @@ sluice_strerror(int err)
 }
 
 int
+sluice_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
 sluice_iov_ieq(const char *a, size_t alen, const char *lit)
 {
 	size_t n = strlen(lit);

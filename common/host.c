@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "common/host.h"
+#include "common/sluice.h"
 
 static int
 is_digit(unsigned char c)
@@ -17,17 +18,6 @@ is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* One inet_aton part: decimal, 0-prefixed octal or 0x hex. -1 if malformed. */
 static int
@@ -51,7 +41,7 @@ ipv4_part(const char *s, size_t n, uint64_t *out)
 		i = 1;
 	}
 	for (; i < n; i++) {
-		int d = base == 16 ? hexval((unsigned char)s[i]) : (is_digit((unsigned char)s[i]) ? s[i] - '0' : -1);
+		int d = base == 16 ? sluice_hexval((unsigned char)s[i]) : (is_digit((unsigned char)s[i]) ? s[i] - '0' : -1);
 
 		if (d < 0 || (unsigned)d >= base)
 			return -1;
@@ -116,7 +106,7 @@ ends_in_number(const char *s, size_t n)
 	if (i == n)
 		return 1;
 	if (n - start >= 2 && s[start] == '0' && (s[start + 1] == 'x' || s[start + 1] == 'X')) {
-		for (i = start + 2; i < n && hexval((unsigned char)s[i]) >= 0; i++)
+		for (i = start + 2; i < n && sluice_hexval((unsigned char)s[i]) >= 0; i++)
 			;
 		return i == n;
 	}

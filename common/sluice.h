@@ -58,5 +58,7 @@ void sluice_free_secret(char *s);
 
 /* Case-insensitive comparison of <a>/<alen> with the NUL-terminated <lit>. */
 int sluice_iov_ieq(const char *a, size_t alen, const char *lit);
+/* The value of hex digit <c> (either case), or -1. */
+int sluice_hexval(int c);
 
 #endif

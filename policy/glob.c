@@ -34,17 +34,6 @@ is_pchar_raw(unsigned c)
 	       c == '@';
 }
 
-static int
-hexval(unsigned c)
-{
-	if (c >= '0' && c <= '9')
-		return (int)(c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (int)(c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (int)(c - 'A' + 10);
-	return -1;
-}
 
 static void
 bit_set(uint64_t *w, unsigned i)
@@ -88,8 +77,8 @@ policy_glob_compile(struct policy_glob *g, const char *src, size_t len, const ch
 		} else if (c == '%') {
 			int hi, lo;
 
-			if (len - i < 3 || (hi = hexval((unsigned char)src[i + 1])) < 0 ||
-			    (lo = hexval((unsigned char)src[i + 2])) < 0) {
+			if (len - i < 3 || (hi = sluice_hexval((unsigned char)src[i + 1])) < 0 ||
+			    (lo = sluice_hexval((unsigned char)src[i + 2])) < 0) {
 				*err = "bad percent-encoding in path glob";
 				return -1;
 			}

@@ -272,17 +272,6 @@ policy_form_next(struct policy_form_iter *it, const char **name, size_t *nlen, c
 	return 0;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 long
 policy_form_decode(const char *in, size_t len, char *out, size_t cap)
@@ -296,7 +285,7 @@ policy_form_decode(const char *in, size_t len, char *out, size_t cap)
 		if (in[i] == '+') {
 			out[n++] = ' ';
 		} else if (in[i] == '%') {
-			if (i + 2 >= len || (hi = hexval(in[i + 1])) < 0 || (lo = hexval(in[i + 2])) < 0)
+			if (i + 2 >= len || (hi = sluice_hexval(in[i + 1])) < 0 || (lo = sluice_hexval(in[i + 2])) < 0)
 				return -1;
 			out[n++] = (char)(hi << 4 | lo);
 			i += 2;

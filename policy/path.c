@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "common/sluice.h"
 #include "policy/policy.h"
 
 static int
@@ -25,17 +26,6 @@ is_pchar_raw(unsigned c)
 	       c == '@';
 }
 
-static int
-hexval(unsigned c)
-{
-	if (c >= '0' && c <= '9')
-		return (int)(c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (int)(c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (int)(c - 'A' + 10);
-	return -1;
-}
 
 /*
  * Decodes the segment <in>[*<i>..] up to the next '/' or <len> into <out> at
@@ -53,8 +43,8 @@ segment_copy(const char *in, size_t len, size_t *i, int keep_slashes, char *out,
 		if (c == '%') {
 			int hi, lo;
 
-			if (len - *i < 3 || (hi = hexval((unsigned char)in[*i + 1])) < 0 ||
-			    (lo = hexval((unsigned char)in[*i + 2])) < 0) {
+			if (len - *i < 3 || (hi = sluice_hexval((unsigned char)in[*i + 1])) < 0 ||
+			    (lo = sluice_hexval((unsigned char)in[*i + 2])) < 0) {
 				*err = "bad percent-encoding in path";
 				return -1;
 			}

@@ -172,21 +172,31 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 	}
 }
 
+/* The use whose placeholder starts <p> (<len> bytes on), with its length in *plen; r->nuses if none. */
+static size_t
+use_at(const struct req *r, const char *p, size_t len, size_t *plen)
+{
+	const char *ph;
+	size_t k;
+
+	for (k = 0; k < r->nuses; k++) {
+		ph = cred_placeholder(r->uses[k].e);
+		*plen = strlen(ph);
+		if (len >= *plen && memcmp(p, ph, *plen) == 0)
+			break;
+	}
+	return k;
+}
+
 /* 1 if <b> is <a> with each placeholder of a body use replaced by its value. */
 static int
 replaced_eq(const struct req *r, const char *a, size_t alen, const char *b, size_t blen)
 {
 	const uint8_t *val;
-	const char *ph;
-	size_t i = 0, j = 0, k, plen, vlen;
+	size_t i = 0, j = 0, k, plen = 0, vlen;
 
 	while (i < alen) {
-		for (k = 0; k < r->nuses; k++) {
-			ph = cred_placeholder(r->uses[k].e);
-			plen = strlen(ph);
-			if (alen - i >= plen && memcmp(a + i, ph, plen) == 0)
-				break;
-		}
+		k = use_at(r, a + i, alen - i, &plen);
 		if (k < r->nuses) {
 			val = cred_value_bytes(r->uses[k].v, &vlen);
 			if (blen - j < vlen || CRYPTO_memcmp(b + j, val, vlen) != 0)
@@ -316,16 +326,10 @@ replace_uses(const struct req *r, const char *in, size_t len, struct evbuffer *o
              void (*esc)(struct evbuffer *, const uint8_t *, size_t))
 {
 	const uint8_t *val;
-	const char *ph;
-	size_t i = 0, start = 0, k, plen, vlen;
+	size_t i = 0, start = 0, k, plen = 0, vlen;
 
 	while (i < len) {
-		for (k = 0; k < r->nuses; k++) {
-			ph = cred_placeholder(r->uses[k].e);
-			plen = strlen(ph);
-			if (len - i >= plen && memcmp(in + i, ph, plen) == 0)
-				break;
-		}
+		k = use_at(r, in + i, len - i, &plen);
 		if (k == r->nuses) {
 			i++;
 			continue;

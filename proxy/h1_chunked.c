@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include "common/sluice.h"
 #include "proxy/h1_parse.h"
 #include "proxy/h1_int.h"
 
@@ -102,7 +103,7 @@ chunk_size_parse(const char *l, size_t n, uint64_t *size)
 	size_t i;
 	int v;
 
-	for (i = 0; i < n && (v = h1_hex_value(l[i])) >= 0; i++) {
+	for (i = 0; i < n && (v = sluice_hexval(l[i])) >= 0; i++) {
 		if (i == H1_CHUNK_SIZE_DIGITS_MAX)
 			return -1;
 		x = (x << 4) | (uint64_t)v;

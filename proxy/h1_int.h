@@ -20,7 +20,6 @@ int h1_is_tchar(unsigned char c);
 /* field-vchar / SP / HTAB: VCHAR and obs-text, no controls and no DEL. */
 int h1_is_field_byte(unsigned char c);
 int h1_is_ows(char c);
-int h1_hex_value(char c);
 /*
  * Finds the CRLF ending the line at <p> within <window> bytes of <avail>;
  * LINE_OK with *<line_len> (without CRLF), LINE_MORE, LINE_BAD or LINE_LONG.

@@ -53,17 +53,6 @@ is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-int
-h1_hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static unsigned char
 lower(unsigned char c)
