@@ -238,9 +238,9 @@ cred_client_auth(struct conn *c, const struct h1_message *m)
 }
 
 /*
- * A request body too large to hold (or chunked) is searched as it streams:
- * the scanner maps each placeholder to itself and holds back a possible
- * partial match, so bytes only go upstream once they cannot be part of one.
+ * A request body too large to hold is searched as it streams: bytes go
+ * upstream only once they cannot be part of a placeholder (the search holds
+ * back the tail that could still begin one).
  */
 int
 cred_scan_begin(struct conn *c)
@@ -248,52 +248,61 @@ cred_scan_begin(struct conn *c)
 	struct req *r = c->req;
 	const struct cred_entry *e;
 	const char *ph;
-	size_t i, n = 0;
+	size_t i;
 
-	r->scan = scrub_set_new();
-	for (i = 0; i < policy_secret_count(c->pol) && n < SCRUB_TAGS; i++) {
+	r->scan = ph_search_new();
+	r->scan_in = evbuffer_new();
+	if (r->scan == NULL || r->scan_in == NULL)
+		return -1;
+	for (i = 0; i < policy_secret_count(c->pol); i++) {
 		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
 		if (e == NULL)
 			continue;
 		ph = cred_placeholder(e);
-		if (scrub_set_add(r->scan, (const uint8_t *)ph, strlen(ph), (const uint8_t *)ph, strlen(ph), (unsigned)n) != 0)
+		if (ph_search_add(r->scan, ph, strlen(ph), i) != 0)
 			return -1;
-		r->scan_secret[n++] = policy_secret_get(c->pol, i);
 	}
-	r->scan_st = scrub_stream_new(r->scan);
-	r->scan_in = evbuffer_new();
-	r->scan_out = evbuffer_new();
-	return r->scan_st != NULL && r->scan_in != NULL && r->scan_out != NULL ? 0 : -1;
+	return 0;
 }
 
 int
 cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 {
 	struct req *r = c->req;
-	uint32_t hits = 0;
-	size_t n = evbuffer_get_length(r->scan_in), i;
+	const struct policy_secret *s;
+	size_t len = evbuffer_get_length(r->scan_in), n, id;
+	struct evbuffer_ptr pos;
+	uint8_t buf[4096];
+	int hit = 0;
 
-	if (n > 0 && scrub_stream_feed(r->scan_st, evbuffer_pullup(r->scan_in, -1), n, r->scan_out, &hits) != 0)
-		return -1;
-	evbuffer_drain(r->scan_in, n);
-	if (end && hits == 0 && scrub_stream_end(r->scan_st, r->scan_out, &hits) != 0)
-		return -1;
-	if (hits != 0) {
-		for (i = 0; i < SCRUB_TAGS && !(hits & (1u << i)); i++)
-			;
+	/* search what arrived since the last round */
+	while (r->scan_fed < len && hit == 0) {
+		n = len - r->scan_fed < sizeof(buf) ? len - r->scan_fed : sizeof(buf);
+		if (evbuffer_ptr_set(r->scan_in, &pos, r->scan_fed, EVBUFFER_PTR_SET) != 0 ||
+		    evbuffer_copyout_from(r->scan_in, &pos, buf, n) != (ev_ssize_t)n)
+			return -1;
+		hit = ph_search_feed(r->scan, buf, n, &id);
+		if (hit < 0)
+			return -1;
+		r->scan_fed += n;
+	}
+	if (hit) {
+		s = policy_secret_get(c->pol, id);
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: a body too large to hold "
-		         "(over %u bytes) is never injected into", r->scan_secret[i]->name,
+		         "(over %u bytes) is never injected into", s->name,
 		         r->hold_max > 0 ? (unsigned)r->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
 		r->event = "exfiltration_attempt";
-		r->event_secret = r->scan_secret[i]->name;
+		r->event_secret = s->name;
 		snprintf(r->event_place, sizeof(r->event_place), "body");
-		evbuffer_drain(r->scan_out, evbuffer_get_length(r->scan_out));  /* never sent */
+		evbuffer_drain(r->scan_in, len);  /* never sent */
 		return 1;
 	}
-	n = evbuffer_get_length(r->scan_out);
+	/* what can no longer be part of a placeholder goes up; at the end, everything */
+	n = end ? len : len - ph_search_held(r->scan);
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
 		evbuffer_add_printf(uout, "%zx\r\n", n);
-	evbuffer_add_buffer(uout, r->scan_out);
+	evbuffer_remove_buffer(r->scan_in, uout, n);
+	r->scan_fed -= n;
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
 		evbuffer_add(uout, "\r\n", 2);
 	if (end && r->body == H1_BODY_CHUNKED)
@@ -428,15 +437,11 @@ cred_release(struct req *r)
 	size_t i, n;
 
 	cred_resp_free(r);
-	scrub_stream_free(r->scan_st);
-	scrub_set_free(r->scan);
+	ph_search_free(r->scan);
 	if (r->scan_in != NULL)
 		evbuffer_free(r->scan_in);
-	if (r->scan_out != NULL)
-		evbuffer_free(r->scan_out);
-	r->scan_st = NULL;
 	r->scan = NULL;
-	r->scan_in = r->scan_out = NULL;
+	r->scan_in = NULL;
 	for (i = 0; i < r->nuses; i++) {
 		cred_value_drop(r->uses[i].v);
 		secret_buf_free(r->uses[i].basic);

@@ -44,6 +44,12 @@ fail:
 	return NULL;
 }
 
+struct scrub_set *
+cred_scrub_set_new(struct req *r)
+{
+	return make_set(r);
+}
+
 int
 cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m, struct evbuffer *cout)
 {

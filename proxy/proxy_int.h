@@ -269,11 +269,10 @@ struct req {
 	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
 	uint32_t scrub_hits;            /* bit i: uses[i]'s value was scrubbed */
 	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
-	struct scrub_set *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
-	struct scrub_stream *scan_st;
-	struct evbuffer *scan_in, *scan_out;
+	struct ph_search *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
+	struct evbuffer *scan_in;       /* decoded body bytes: the first scan_fed were searched, the rest not yet */
+	size_t scan_fed;
 	int scan_done;                  /* the search was flushed at the body's end */
-	const struct policy_secret *scan_secret[32];  /* the secret of each scan tag */
 	const char *event;              /* "exfiltration_attempt" or NULL */
 	const char *event_secret;
 	char event_place[256];
@@ -430,6 +429,12 @@ int cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_messag
 /* Moves decoded body bytes (r->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
 int cred_resp_pump(struct conn *c, int end);
 void cred_resp_free(struct req *r);
+/*
+ * A new scrub set (the caller frees it) of every value r->uses injected, in
+ * every echo form (and its exact Basic credential), tag i for r->uses[i];
+ * NULL when a value cannot be added.  WebSocket text frames use it (wstunnel.c).
+ */
+struct scrub_set *cred_scrub_set_new(struct req *r);
 /*
  * Explicit proxy: a Proxy-Authorization header in <m> makes the client the
  * sandbox whose proxy_auth it matches.  0 (no header, or it matched), -1

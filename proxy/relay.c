@@ -274,13 +274,23 @@ response_head(struct conn *c)
 	}
 	if (m->status < 200) {
 		if (m->status == 101 && r->websocket) {
-			evbuffer_add_printf(cout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
-			http_copy_headers(cout, m, NULL, NULL);
-			evbuffer_add(cout, "Connection: Upgrade\r\n", 21);
+			/* with secrets injected into the upgrade, its answer's head is scrubbed like any other */
+			hout = r->nuses > 0 ? evbuffer_new() : cout;
+			evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
+			http_copy_headers(hout, m, NULL, NULL);
+			evbuffer_add(hout, "Connection: Upgrade\r\n", 21);
 			if ((cl = h1_find_header(m, "upgrade")) != NULL)
-				http_append_header(cout, cl);
-			evbuffer_add(cout, "\r\n", 2);
+				http_append_header(hout, cl);
+			evbuffer_add(hout, "\r\n", 2);
 			evbuffer_drain(uin, (size_t)n);
+			if (hout != cout) {
+				int sr = cred_resp_head(c, hout, m, cout);
+				evbuffer_free(hout);
+				if (sr != 0) {
+					relay_abort(c, "cannot scrub the response", 502);
+					return 1;
+				}
+			}
 			r->status = 101;
 			http_audit_request(c, "allow");
 			conn_set_state(c, CONN_S_TUNNEL);
@@ -402,7 +412,7 @@ relay_pump(struct conn *c)
 		uout = bufferevent_get_output(c->up->bev);
 		/* request body, upward */
 		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
-		qout = r->scan_st != NULL ? r->scan_in : uout;
+		qout = r->scan != NULL ? r->scan_in : uout;
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
 			p = relay_body_move(c, cin, qout, qout == uout, &err);
 			if (p < 0) {
@@ -413,7 +423,7 @@ relay_pump(struct conn *c)
 				break;
 			progress = 1;
 		}
-		if (r->scan_st != NULL && (evbuffer_get_length(r->scan_in) > 0 || r->body_done) && !r->scan_done) {
+		if (r->scan != NULL && (evbuffer_get_length(r->scan_in) > r->scan_fed || r->body_done) && !r->scan_done) {
 			r->scan_done = r->body_done;
 			p = cred_scan_pump(c, uout, r->body_done);
 			if (p != 0) {

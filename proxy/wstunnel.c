@@ -1,24 +1,427 @@
 /*
- * proxy/wstunnel.c - an upgraded WebSocket connection, frame by frame
- * (not inspected yet: tunnel_pump moves its bytes).
+ * proxy/wstunnel.c - an upgraded WebSocket connection, frame by frame, when
+ * the policy declares secrets (issue 3, section 5).
+ *
+ * Client frames: the unmasked payload of every frame (data and control, one
+ * continuous search across frames, messages and reads) is searched for the
+ * placeholder of every secret of the policy.  Frames go upstream unchanged,
+ * byte for byte, as soon as their payload is decided; bytes that may begin a
+ * placeholder wait in the client input for the next bytes, except at the end
+ * of a frame: the frame must go out whole for the peer to proceed.  So a
+ * placeholder split across two frames is found when its last part arrives,
+ * after its first part went out.  That is acceptable because placeholders are
+ * not secret: what matters is that the whole placeholder never reaches the
+ * upstream and that the attempt is refused and audited.  A placeholder found
+ * closes the connection at once (the upstream is dropped: nothing more goes
+ * out, not even what was queued), with a close frame 1008 to the client when
+ * possible, and a second audit record for the request with event
+ * exfiltration_attempt, place "websocket".
+ *
+ * Upstream frames: text messages are scrubbed of the values the upgrade
+ * request carried (one scrub stream per message, so a value split across
+ * fragments is replaced whole) and re-framed, since scrubbing changes lengths:
+ * each text frame yields one frame of the scrubbed bytes decided so far (more
+ * than one past WS_TEXT_EMIT bytes), and the frame with FIN flushes the
+ * stream.  Binary and control frames pass unchanged; control frames may come
+ * between the fragments of a text message and keep their place.  No frame is
+ * ever held whole: payloads stream, and the only bytes held are the
+ * scrubber's and the search's held-back tails (each under the longest needle).
  */
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "common/log.h"
+#include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "proxy/ws.h"
+#include "secrets/scrub.h"
+
+#define WS_CLOSE_MS 5000   /* how long a closing tunnel may take to flush toward the client */
+
+struct ws_tunnel {
+	/* client -> upstream */
+	struct ws_reader crd;
+	struct ph_search *search;                    /* the placeholders */
+	uint64_t pend;                               /* payload bytes at the front of the input searched, not sent */
+	uint8_t scratch[WS_STEP];                    /* unmasked payload being searched */
+	/* upstream -> client */
+	struct ws_reader srd;
+	struct scrub_set *scrub;                     /* NULL: text passes unchanged */
+	struct scrub_stream *scrub_st;
+	struct evbuffer *scrub_out;                  /* scrubbed text of the current frame not yet framed */
+	int text;                                    /* the current upstream frame is scrubbed text */
+	int text_started;                            /* a frame of the current text message went out */
+	int down_mid;                                /* the client's output ends inside a frame */
+	uint32_t hits_seen;                          /* scrub tags already logged (glue) */
+};
+
+struct ws_tunnel *
+ws_tunnel_create(struct scrub_set *scrub)
+{
+	struct ws_tunnel *t = xcalloc(1, sizeof(*t));
+
+	ws_reader_init(&t->crd, 1);
+	ws_reader_init(&t->srd, 0);
+	t->search = ph_search_new();
+	t->scrub = scrub;
+	if (scrub != NULL) {
+		t->scrub_st = scrub_stream_new(scrub);
+		t->scrub_out = evbuffer_new();
+	}
+	if (t->search == NULL || (scrub != NULL && t->scrub_out == NULL)) {
+		ws_tunnel_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+int
+ws_tunnel_search_add(struct ws_tunnel *t, const char *ph, size_t len, size_t id)
+{
+	return ph_search_add(t->search, ph, len, id);
+}
+
+void
+ws_tunnel_destroy(struct ws_tunnel *t)
+{
+	if (t == NULL)
+		return;
+	ph_search_free(t->search);
+	scrub_stream_free(t->scrub_st);  /* wipes a held-back part of a value */
+	scrub_set_free(t->scrub);
+	if (t->scrub_out != NULL) {
+		size_t n = evbuffer_get_length(t->scrub_out);
+		if (n > 0)
+			sluice_wipe(evbuffer_pullup(t->scrub_out, -1), n);
+		evbuffer_free(t->scrub_out);
+	}
+	free(t);
+}
+
+/* Reads a frame header from the front of <in> into <rd>: its length, -2 or -1 (*err). */
+static int
+read_head(struct ws_reader *rd, struct evbuffer *in, const char **err)
+{
+	size_t n = evbuffer_get_length(in);
+
+	if (n == 0)
+		return -2;
+	if (n > WS_HEAD_MAX)
+		n = WS_HEAD_MAX;
+	return ws_reader_head(rd, evbuffer_pullup(in, (ev_ssize_t)n), n, err);
+}
+
+int
+ws_tunnel_from_client(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, size_t cap, size_t *id,
+                      const char **err)
+{
+	struct ws_reader *rd = &t->crd;
+	struct evbuffer_ptr pos;
+	size_t avail, n, held;
+	uint64_t rel;
+	int h, r;
+
+	for (;;) {
+		if (evbuffer_get_length(out) >= cap)
+			return WS_RELAY_BLOCKED;
+		if (!rd->in_frame) {
+			h = read_head(rd, in, err);
+			if (h == -2)
+				return WS_RELAY_MORE;
+			if (h < 0)
+				return WS_RELAY_BAD;
+			evbuffer_remove_buffer(in, out, (size_t)h);
+			t->pend = 0;
+			if (rd->left == 0)
+				ws_reader_consume(rd, 0);
+			continue;
+		}
+		avail = evbuffer_get_length(in);
+		n = 0;
+		if (t->pend < rd->left && avail > t->pend) {
+			/* search the next bytes of the payload, unmasked in scratch */
+			n = avail - (size_t)t->pend;
+			if (n > WS_STEP)
+				n = WS_STEP;
+			if ((uint64_t)n > rd->left - t->pend)
+				n = (size_t)(rd->left - t->pend);
+			if (evbuffer_ptr_set(in, &pos, (size_t)t->pend, EVBUFFER_PTR_SET) != 0 ||
+			    evbuffer_copyout_from(in, &pos, t->scratch, n) != (ev_ssize_t)n) {
+				*err = "cannot read the frame's payload";
+				return WS_RELAY_BAD;
+			}
+			ws_unmask(t->scratch, n, rd->f.mask, rd->off + t->pend);
+			r = ph_search_feed(t->search, t->scratch, n, id);
+			if (r != 0) {
+				*err = r > 0 ? "placeholder found" : "out of memory";
+				return r > 0 ? WS_RELAY_FOUND : WS_RELAY_BAD;
+			}
+			t->pend += n;
+		}
+		/* the frame's end goes out whole; before it, only what no placeholder can still claim */
+		if (t->pend == rd->left) {
+			rel = t->pend;
+		} else {
+			held = ph_search_held(t->search);
+			rel = t->pend > held ? t->pend - held : 0;
+		}
+		if (rel > 0) {
+			evbuffer_remove_buffer(in, out, (size_t)rel);
+			t->pend -= rel;
+			ws_reader_consume(rd, rel);
+		} else if (n == 0) {
+			return WS_RELAY_MORE;
+		}
+	}
+}
+
+/* Frames what the scrubber produced so far into <out>, as one text frame or continuation. */
+static void
+text_emit(struct ws_tunnel *t, struct evbuffer *out, int fin)
+{
+	uint8_t head[WS_HEAD_MAX];
+	size_t n = evbuffer_get_length(t->scrub_out), hl;
+
+	if (n == 0 && !fin)
+		return;
+	hl = ws_frame_head_write(head, fin, t->text_started ? WS_OP_CONT : WS_OP_TEXT, n);
+	evbuffer_add(out, head, hl);
+	evbuffer_add_buffer(out, t->scrub_out);
+	t->text_started = !fin;
+}
+
+/* The current text frame ended: its scrubbed bytes go out, and at FIN the rest of the message. 0 or -1. */
+static int
+text_frame_end(struct ws_tunnel *t, struct evbuffer *out, uint32_t *hits)
+{
+	int fin = t->srd.f.fin;
+
+	if (fin && scrub_stream_end(t->scrub_st, t->scrub_out, hits) != 0)
+		return -1;
+	text_emit(t, out, fin);
+	return 0;
+}
+
+int
+ws_tunnel_from_server(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, size_t cap,
+                      uint32_t *hits, const char **err)
+{
+	struct ws_reader *rd = &t->srd;
+	size_t avail, n;
+	int h, done;
+
+	for (;;) {
+		if (evbuffer_get_length(out) >= cap)
+			return WS_RELAY_BLOCKED;
+		if (!rd->in_frame) {
+			h = read_head(rd, in, err);
+			if (h == -2)
+				return WS_RELAY_MORE;
+			if (h < 0)
+				return WS_RELAY_BAD;
+			t->text = t->scrub != NULL && rd->kind == WS_OP_TEXT && rd->f.opcode < WS_OP_CLOSE;
+			if (t->text) {
+				evbuffer_drain(in, (size_t)h);  /* re-framed as it is scrubbed */
+			} else {
+				evbuffer_remove_buffer(in, out, (size_t)h);
+				t->down_mid = rd->left > 0;
+			}
+			if (rd->left == 0) {
+				ws_reader_consume(rd, 0);
+				if (t->text && text_frame_end(t, out, hits) != 0)
+					goto nomem;
+			}
+			continue;
+		}
+		avail = evbuffer_get_length(in);
+		if (avail == 0)
+			return WS_RELAY_MORE;
+		n = avail < WS_STEP ? avail : WS_STEP;
+		if ((uint64_t)n > rd->left)
+			n = (size_t)rd->left;
+		if (!t->text) {
+			evbuffer_remove_buffer(in, out, n);
+			if (ws_reader_consume(rd, n))
+				t->down_mid = 0;
+			continue;
+		}
+		if (scrub_stream_feed(t->scrub_st, evbuffer_pullup(in, (ev_ssize_t)n), n, t->scrub_out, hits) != 0)
+			goto nomem;
+		evbuffer_drain(in, n);
+		done = ws_reader_consume(rd, n);
+		if (done && text_frame_end(t, out, hits) != 0)
+			goto nomem;
+		if (!done && evbuffer_get_length(t->scrub_out) >= WS_TEXT_EMIT)
+			text_emit(t, out, 0);  /* a long frame goes out in fragments: nothing is held whole */
+	}
+nomem:
+	*err = "out of memory";
+	return WS_RELAY_BAD;
+}
+
+int
+ws_tunnel_close_client(struct ws_tunnel *t, struct evbuffer *out, unsigned code)
+{
+	uint8_t f[4];
+
+	if (t->down_mid)
+		return -1;
+	f[0] = 0x80 | WS_OP_CLOSE;
+	f[1] = 2;
+	f[2] = (uint8_t)(code >> 8);
+	f[3] = (uint8_t)code;
+	t->down_mid = 1;  /* nothing may follow a close frame */
+	return evbuffer_add(out, f, sizeof(f)) == 0 ? 0 : -1;
+}
+
+/* ---- the connection's side ---- */
+
+/* Ends the tunnel: flush what the client is owed, then close both sides (tunnel_pump's shape). */
+static void
+tunnel_end(struct conn *c)
+{
+	conn_set_state(c, CONN_S_CLOSING);
+	conn_arm_timer(c, WS_CLOSE_MS);
+	conn_pump(c);
+}
+
+/* Drops the upstream at once: after a refusal nothing more may reach it, not even bytes already queued. */
+static void
+drop_upstream(struct conn *c)
+{
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+}
+
+static void
+refuse_framing(struct conn *c, const char *side, const char *why)
+{
+	struct ws_tunnel *t = c->req->ws;
+	char peer[CONN_ADDR_STR];
+
+	log_info("c%llu: %s websocket closed: malformed frame from the %s: %s (%s)", (unsigned long long)c->id,
+	         conn_peer_str(c, peer), side, why, c->host);
+	drop_upstream(c);
+	ws_tunnel_close_client(t, cio_out(c), WS_CLOSE_PROTOCOL);
+	tunnel_end(c);
+}
+
+static void
+exfiltration(struct conn *c, size_t idx)
+{
+	struct req *r = c->req;
+	const struct policy_secret *s = policy_secret_get(c->pol, idx);
+	char peer[CONN_ADDR_STR];
+
+	drop_upstream(c);
+	snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in a WebSocket frame from the client: "
+	         "placeholders are not injected into WebSocket frames", s->name);
+	log_info("c%llu: %s exfiltration attempt refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer),
+	         r->rule_buf, c->host);
+	r->event = "exfiltration_attempt";
+	r->event_secret = s->name;
+	snprintf(r->event_place, sizeof(r->event_place), "websocket");
+	r->rule = "secrets";
+	r->reason = r->rule_buf;
+	http_audit_request(c, "deny");
+	ws_tunnel_close_client(r->ws, cio_out(c), WS_CLOSE_POLICY);
+	tunnel_end(c);
+}
 
 int
 ws_tunnel_start(struct conn *c)
 {
-	(void)c;
+	struct req *r = c->req;
+	struct scrub_set *scrub = NULL;
+	struct ws_tunnel *t;
+	const struct cred_entry *e;
+	const char *ph;
+	size_t i, n = policy_secret_count(c->pol);
+
+	if (r == NULL || n == 0)
+		return 0;  /* no secrets: the byte tunnel */
+	if (r->nuses > 0 && (scrub = cred_scrub_set_new(r)) == NULL)
+		goto fail;
+	if ((t = ws_tunnel_create(scrub)) == NULL) {
+		scrub_set_free(scrub);
+		goto fail;
+	}
+	r->ws = t;
+	for (i = 0; i < n; i++) {
+		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
+		if (e == NULL)
+			continue;
+		ph = cred_placeholder(e);
+		if (ws_tunnel_search_add(t, ph, strlen(ph), i) != 0)
+			goto fail;
+	}
 	return 0;
+fail:
+	log_warnx("c%llu: cannot set up the WebSocket frame search: closing", (unsigned long long)c->id);
+	ws_tunnel_free(r);
+	return -1;
 }
 
 void
 ws_tunnel_pump(struct conn *c)
 {
-	(void)c;
+	struct req *r = c->req;
+	struct ws_tunnel *t = r->ws;
+	struct evbuffer *cin = cio_in(c), *cout = cio_out(c);
+	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *uout = bufferevent_get_output(c->up->bev);
+	size_t before, idx = 0, i;
+	uint32_t hits = 0, fresh;
+	const char *err = "?";
+	int a, b;
+
+	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
+		conn_arm_timer(c, http_limits(c)->idle_ms);
+	before = evbuffer_get_length(uout);
+	a = ws_tunnel_from_client(t, cin, uout, PROXY_HIGH_WATER, &idx, &err);
+	r->bytes_up += evbuffer_get_length(uout) - before;
+	if (a == WS_RELAY_FOUND) {
+		exfiltration(c, idx);
+		return;
+	}
+	if (a == WS_RELAY_BAD) {
+		refuse_framing(c, "client", err);
+		return;
+	}
+	before = evbuffer_get_length(cout);
+	b = ws_tunnel_from_server(t, uin, cout, PROXY_HIGH_WATER, &hits, &err);
+	r->bytes_down += evbuffer_get_length(cout) - before;
+	r->scrub_hits |= hits;
+	if ((fresh = hits & ~t->hits_seen) != 0) {
+		t->hits_seen |= fresh;
+		for (i = 0; i < r->nuses; i++)
+			if (fresh & (1u << i))
+				log_info("c%llu: secret '%s' scrubbed from a WebSocket text frame", (unsigned long long)c->id,
+				         r->uses[i].s->name);
+	}
+	if (b == WS_RELAY_BAD) {
+		refuse_framing(c, "upstream", err);
+		return;
+	}
+	if ((c->client_eof && a == WS_RELAY_MORE) || (c->up_eof && b == WS_RELAY_MORE)) {
+		/* one side ended (a partial frame or a held-back tail is dropped, never sent) */
+		tunnel_end(c);
+		return;
+	}
+	cio_read(c, evbuffer_get_length(uout) < PROXY_HIGH_WATER);
+	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->up->bev, EV_READ);
+	else
+		bufferevent_disable(c->up->bev, EV_READ);
 }
 
 void
 ws_tunnel_free(struct req *r)
 {
-	(void)r;
+	if (r == NULL)
+		return;
+	ws_tunnel_destroy(r->ws);
+	r->ws = NULL;
 }
