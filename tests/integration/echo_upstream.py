@@ -26,39 +26,19 @@ It also echoes them in the headers X-Echo-Auth (the Authorization value) and X-E
 Query flags choose how it is sent: gz=1 gzip and deflate=1 zlib (only when the request's Accept-Encoding
 allows that coding), chunked=1 chunked in 5-byte chunks written 20 ms apart (so a value spans many reads).
 """
-import argparse
 import base64
 import gzip
 import json
-import os
-import socket
-import ssl
 import threading
 import time
 import urllib.parse
 import zlib
 
+from upstream_common import latin, mask, seen, serve
+
 BODY_MAX = 4 << 20      # bytes of a request body kept; the rest is counted
 HEAD_MAX = 64 << 10     # bytes of a request head
 LOGGED_BODY = 4096      # bytes of the body in the log and the echo
-
-MASKS = sorted(((k[len("ECHO_MASK_"):], v) for k, v in os.environ.items() if k.startswith("ECHO_MASK_") and v),
-               key=lambda kv: -len(kv[1]))
-
-
-def mask(s):
-    for name, v in MASKS:
-        s = s.replace(v, "{{%s}}" % name)
-    return s
-
-
-def seen(data):
-    """Names of the masked values that occur anywhere in <data> (the whole kept body)."""
-    return [name for name, v in MASKS if v.encode("latin-1") in data]
-
-
-def latin(b):
-    return b.decode("latin-1")
 
 
 class Conn(threading.Thread):
@@ -222,42 +202,5 @@ class Conn(threading.Thread):
             pass
 
 
-def listen(spec, ctx, log):
-    tls = spec.endswith(":tls")
-    if tls:
-        spec = spec[:-4]
-    addr, _, port = spec.rpartition(":")
-    addr = addr.strip("[]")
-    ls = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((addr, int(port)))
-    ls.listen(256)
-
-    def loop():
-        while True:
-            c, _ = ls.accept()
-            c.settimeout(30)
-            Conn(c, ctx if tls else None, log).start()
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    return t
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--listen", action="append", required=True, help="ADDR:PORT or ADDR:PORT:tls")
-    ap.add_argument("--cert")
-    ap.add_argument("--key")
-    ap.add_argument("--log", required=True)
-    a = ap.parse_args()
-    ctx = None
-    if any(s.endswith(":tls") for s in a.listen):
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.cert, a.key)
-    threads = [listen(s, ctx, a.log) for s in a.listen]
-    for t in threads:
-        t.join()
-
-
 if __name__ == "__main__":
-    main()
+    serve(Conn, __doc__)

@@ -23,15 +23,13 @@ written as {{<NAME>}} wherever it occurs in a logged string (as echo_upstream.py
                                                                       seen: the names of masked values found in
                                                                       all its payloads joined end to end
 """
-import argparse
 import base64
 import hashlib
 import itertools
 import json
-import os
-import socket
-import ssl
 import threading
+
+from upstream_common import latin, mask, seen, serve
 
 HEAD_MAX = 64 << 10     # bytes of a request head
 PAYLOAD_MAX = 1 << 20   # bytes of one frame or message
@@ -39,19 +37,7 @@ SEEN_MAX = 4 << 20      # payload bytes of one connection kept to look for value
 LOGGED = 4096           # bytes of a frame's payload in the log
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-MASKS = sorted(((k[len("ECHO_MASK_"):], v) for k, v in os.environ.items() if k.startswith("ECHO_MASK_") and v),
-               key=lambda kv: -len(kv[1]))
 IDS = itertools.count(1)
-
-
-def mask(s):
-    for name, v in MASKS:
-        s = s.replace(v, "{{%s}}" % name)
-    return s
-
-
-def latin(b):
-    return b.decode("latin-1")
 
 
 def frame(op, data, fin=True):
@@ -196,50 +182,12 @@ class Conn(threading.Thread):
             self.emit({"ev": "bad", "why": why})
         except (EOFError, OSError, ValueError) as e:
             why = str(e) or type(e).__name__
-        seen = [name for name, v in MASKS if v.encode("latin-1") in self.payloads]
-        self.emit({"ev": "end", "why": why, "frames": self.frames, "seen": seen})
+        self.emit({"ev": "end", "why": why, "frames": self.frames, "seen": seen(self.payloads)})
         try:
             self.c.close()
         except OSError:
             pass
 
 
-def listen(spec, ctx, log):
-    tls = spec.endswith(":tls")
-    if tls:
-        spec = spec[:-4]
-    addr, _, port = spec.rpartition(":")
-    addr = addr.strip("[]")
-    ls = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((addr, int(port)))
-    ls.listen(256)
-
-    def loop():
-        while True:
-            c, _ = ls.accept()
-            c.settimeout(30)
-            Conn(c, ctx if tls else None, log).start()
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    return t
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--listen", action="append", required=True, help="ADDR:PORT or ADDR:PORT:tls")
-    ap.add_argument("--cert")
-    ap.add_argument("--key")
-    ap.add_argument("--log", required=True)
-    a = ap.parse_args()
-    ctx = None
-    if any(s.endswith(":tls") for s in a.listen):
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.cert, a.key)
-    threads = [listen(s, ctx, a.log) for s in a.listen]
-    for t in threads:
-        t.join()
-
-
 if __name__ == "__main__":
-    main()
+    serve(Conn, __doc__)
