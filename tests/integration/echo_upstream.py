@@ -24,7 +24,8 @@ and, for the credential token T (the Bearer token, else the Basic password, else
     json=[T JSON-escaped, "/" as "\\/"]
 It also echoes them in the headers X-Echo-Auth (the Authorization value) and X-Echo-Token (T).
 Query flags choose how it is sent: gz=1 gzip and deflate=1 zlib (only when the request's Accept-Encoding
-allows that coding), chunked=1 chunked in 5-byte chunks written 20 ms apart (so a value spans many reads).
+allows that coding), chunked=1 chunked in 5-byte chunks written 20 ms apart (so a value spans many reads),
+status=401 answers 401, location=URL answers 302 Found with that Location.
 """
 import base64
 import gzip
@@ -173,8 +174,13 @@ class Conn(threading.Thread):
                    "seen": seen(self.kept), "sent": sent})
 
         status = "401 Unauthorized" if flags.get("status") == ["401"] else "200 OK"
+        loc = flags.get("location", [""])[0]
+        if loc and all(c.isalnum() or c in ":/.-_" for c in loc):  # a redirect, for the never-follow check
+            status = "302 Found"
         hdrs = "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nX-Echo-Auth: %s\r\nX-Echo-Token: %s\r\n" % (
             status, auth, token)
+        if status.startswith("302"):
+            hdrs += "Location: %s\r\n" % loc
         if sent != "identity":
             hdrs += "Content-Encoding: %s\r\nVary: Accept-Encoding\r\n" % sent
         if flags.get("chunked") == ["1"]:

@@ -434,6 +434,17 @@ check_eq "plain HTTP to a bound host with allow_plaintext: true: 200" 200 "$code
 up_check "  the upstream received the real value over plain HTTP" /e/plain-ok '.auth == "Bearer {{GH}}"'
 no_forms "  nothing of the value comes back" "$b" GH
 
+# redirects: the gateway never follows one; the sandbox's follow-up is judged afresh (other.example.test: unbound)
+nf body; b=$F; nf hdr; h=$F
+code=$(pcurl -D "$h" -o "$b" -w '%{http_code}' -H "Authorization: Bearer $GH_PH" \
+  "https://api.example.test/e/redir?location=https://other.example.test/e/redir-target" 2>/dev/null)
+check_eq "a 302 from a bound host reaches the sandbox as it is" 302 "$code"
+check "  with its Location" grep -qi "^location: https://other.example.test/e/redir-target" "$h"
+up_none "  the gateway did not follow it" /e/redir-target
+code=$(pcurl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $GH_PH" https://other.example.test/e/redir-target 2>/dev/null)
+check_eq "  the sandbox's follow-up with the placeholder to the unbound host: 403" 403 "$code"
+up_none "  and nothing reached that host" /e/redir-target
+
 # ---------------------------------------------------------------- injection into bodies (json:, form:)
 # bpost PATH CURL_ARGS...: POSTs to PATH; code = the status, F = the client's copy
 bpost() { local path=$1; shift; nf body; code=$(pcurl -o "$F" -w '%{http_code}' -X POST "$@" "https://api.example.test$path" 2>/dev/null); }
