@@ -29,6 +29,7 @@ policy_config_defaults(struct policy_config *cfg)
 	cfg->user = xstrdup("nobody");
 	cfg->leaf_cache = 10000;
 	cfg->workers = 0;
+	cfg->http2 = 0;
 	cfg->limits.tls_handshake_ms = 10000;
 	cfg->limits.request_head_ms = 10000;
 	cfg->limits.idle_ms = 60000;
@@ -98,14 +99,16 @@ listen_addr(struct policy_ld *l, yaml_node_t *n, const char *key, int unix_only,
 static int
 parse_listen(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
-	static const char *const keys[] = {"transparent", "proxy", "admin", "dns", "proxy_clients"};
-	yaml_node_t *v[5];
+	static const char *const keys[] = {"transparent", "proxy", "admin", "dns", "proxy_clients", "http2"};
+	yaml_node_t *v[6];
 	yaml_node_item_t *it;
 	size_t i;
 	int ret;
 
-	ret = policy_ld_fields(l, map, "listen", "a map of listen addresses", keys, 5, v, NULL);
+	ret = policy_ld_fields(l, map, "listen", "a map of listen addresses", keys, 6, v, NULL);
 	if (ret != 0)
+		return ret;
+	if (v[5] != NULL && (ret = policy_ld_bool(l, v[5], "listen.http2", &cfg->http2)) != 0)
 		return ret;
 	if (v[0] != NULL && (ret = listen_addr(l, v[0], "transparent", 0, &cfg->listen_transparent)) != 0)
 		return ret;

@@ -39,7 +39,7 @@ read_high(const struct conn *c)
 static void
 kick(struct conn *c)
 {
-	if (c->io_kicked || !c->io_on || c->state == CONN_S_DEAD)
+	if (c->io_kicked || !c->io_on || c->state == CONN_S_DEAD || c->h2_stream)
 		return;
 	c->io_kicked = 1;
 	event_active(c->ev, EV_READ | EV_WRITE, 0);
@@ -74,6 +74,12 @@ buffer(struct conn *c, struct evbuffer **b, evbuffer_cb_func cb)
 		evbuffer_add_cb(*b, cb, c);
 	}
 	return *b;
+}
+
+void
+cio_kick(struct conn *c)
+{
+	kick(c);
 }
 
 struct evbuffer *
@@ -295,8 +301,11 @@ cio_event(struct conn *c, short what)
 	for (round = 0; moved && round < IO_ROUNDS && c->state != CONN_S_DEAD; round++) {
 		moved = flush(c);
 		moved |= fill(c);
-		if (moved)
+		/* an HTTP/2 connection is also kicked by its streams, with no bytes moved: what it queues is sent next round */
+		if (moved || (round == 0 && c->h2_conn)) {
 			conn_pump(c);
+			moved |= c->h2_conn && cio_out_len(c) > 0;
+		}
 	}
 out:
 	if (c->state == CONN_S_DEAD)

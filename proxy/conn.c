@@ -28,7 +28,7 @@
 #endif
 
 static const char *state_names[] = {
-	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead", "hold-body",
+	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead", "hold-body", "h2",
 };
 
 int64_t
@@ -48,7 +48,7 @@ proxy_ms_since(const struct timespec *t0)
  */
 static const unsigned legal_next[] = {
 	[CONN_S_PEEK] = B(CONN_S_TLS_ACCEPT) | B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_CLOSING),
-	[CONN_S_TLS_ACCEPT] = B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
+	[CONN_S_TLS_ACCEPT] = B(CONN_S_REQ_HEAD) | B(CONN_S_H2) | B(CONN_S_CLOSING),
 	[CONN_S_REQ_HEAD] = B(CONN_S_REQ_HEAD) | B(CONN_S_HOLD) | B(CONN_S_DIAL) | B(CONN_S_RELAY) | B(CONN_S_CLOSING),
 	[CONN_S_DIAL] = B(CONN_S_RELAY) | B(CONN_S_TUNNEL) | B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
 	[CONN_S_RELAY] = B(CONN_S_REQ_HEAD) | B(CONN_S_DIAL) | B(CONN_S_TUNNEL) | B(CONN_S_CLOSING),
@@ -56,6 +56,7 @@ static const unsigned legal_next[] = {
 	[CONN_S_CLOSING] = 0,
 	[CONN_S_DEAD] = 0,
 	[CONN_S_HOLD] = B(CONN_S_DIAL) | B(CONN_S_REQ_HEAD) | B(CONN_S_CLOSING),
+	[CONN_S_H2] = B(CONN_S_CLOSING),
 };
 #undef B
 
@@ -123,7 +124,11 @@ conn_close(struct conn *c)
 
 	if (c->state == CONN_S_DEAD)
 		return;
+	if (c->h2_stream)
+		h2srv_stream_closed(c);  /* reads the state: before DEAD */
 	conn_set_state(c, CONN_S_DEAD);
+	if (c->h2_conn)
+		h2srv_free(c);
 	http_req_reset(c);
 	if (c->up != NULL) {
 		upstream_free(c->up);  /* mid-request: not reusable */
@@ -138,9 +143,11 @@ conn_close(struct conn *c)
 	c->fd = -1;
 	if (c->counted)
 		gateway_client_put(w->gw, &c->peer.sa);
-	LIST_REMOVE(c, link);
-	w->nconns--;
-	atomic_fetch_sub(&w->gw->nconns, 1);
+	if (!c->h2_stream) {  /* a stream's connection is not in the worker's list */
+		LIST_REMOVE(c, link);
+		w->nconns--;
+		atomic_fetch_sub(&w->gw->nconns, 1);
+	}
 	policy_unref(c->pol);
 	c->pol = NULL;
 	event_base_once(w->base, -1, EV_TIMEOUT, reap_cb, c, &(struct timeval){0, 0});
@@ -224,7 +231,15 @@ conn_pump(struct conn *c)
 	case CONN_S_TUNNEL:
 		tunnel_pump(c);
 		return;
+	case CONN_S_H2:
+		h2srv_pump(c);
+		return;
 	case CONN_S_CLOSING:
+		if (c->h2_stream) {  /* the stream ends once its answer is handed over */
+			if (cio_out_len(c) == 0)
+				conn_close(c);
+			return;
+		}
 		if (!c->io_on || c->client_eof) {
 			conn_close(c);
 			return;
@@ -312,6 +327,16 @@ start_tls(struct conn *c)
 void
 conn_start_requests(struct conn *c)
 {
+	const unsigned char *alpn = NULL;
+	unsigned alen = 0;
+
+	if (c->ssl != NULL)
+		SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+	if (alen == 2 && memcmp(alpn, "h2", 2) == 0) {
+		if (h2srv_start(c) != 0)
+			conn_close(c);
+		return;
+	}
 	conn_set_state(c, CONN_S_REQ_HEAD);
 	conn_arm_timer(c, c->w->gw->cfg->limits.request_head_ms);
 	conn_pump(c);

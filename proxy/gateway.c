@@ -166,18 +166,19 @@ static int
 alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in, unsigned inlen,
             void *arg)
 {
-	static const unsigned char h11[] = "\x08http/1.1";
+	static const unsigned char h11[] = "\x08http/1.1", both[] = "\x02h2\x08http/1.1";
+	int h2 = arg != NULL;
 
 	(void)ssl;
-	(void)arg;
-	if (SSL_select_next_proto((unsigned char **)out, outlen, h11, sizeof(h11) - 1, in, inlen) !=
-	    OPENSSL_NPN_NEGOTIATED)
+	/* with listen.http2, h2 when the client offers it (our list's order wins) */
+	if (SSL_select_next_proto((unsigned char **)out, outlen, h2 ? both : h11, h2 ? sizeof(both) - 1 : sizeof(h11) - 1,
+	                          in, inlen) != OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_NOACK;
 	return SSL_TLSEXT_ERR_OK;
 }
 
 static SSL_CTX *
-server_ctx_create(const char **err)
+server_ctx_create(int http2, const char **err)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
@@ -190,7 +191,7 @@ server_ctx_create(const char **err)
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
 	                      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, http2 ? (void *)ctx : NULL);  /* any non-NULL: h2 */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
 	SSL_CTX_sess_set_cache_size(ctx, 20000);
 	return ctx;
@@ -260,7 +261,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 		goto fail;
 	if (cfg->audit_file == NULL)
 		log_warnx("no audit.file configured: requests are not audited");
-	if ((gw->srv_ctx = server_ctx_create(err)) == NULL || (gw->up_ctx = upstream_ctx_create(cfg, err)) == NULL)
+	if ((gw->srv_ctx = server_ctx_create(cfg->http2, err)) == NULL || (gw->up_ctx = upstream_ctx_create(cfg, err)) == NULL)
 		goto fail;
 	/* before the privilege drop: secret files may be readable by root only */
 	if ((gw->creds = cred_store_create(cfg->ca_dir, err)) == NULL)

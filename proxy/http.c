@@ -95,7 +95,7 @@ http_audit_request(struct conn *c, const char *verdict)
 		.nscrubbed = nscrubbed,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
-		.http_version = r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
+		.http_version = c->h2_stream ? "2" : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
 		.verdict = verdict,
 		.rule = r->rule,
 		.reason = r->reason,
@@ -367,9 +367,9 @@ read_request(struct conn *c)
 	}
 	memcpy(r->method, m->method, m->method_len);
 	r->method_len = m->method_len;
-	r->minor_version = m->minor_version;
+	r->minor_version = c->h2_stream ? 0 : m->minor_version;  /* a stream: one answer, ended by END_STREAM */
 	r->is_head = m->method_len == 4 && memcmp(m->method, "HEAD", 4) == 0;
-	r->client_keep_alive = m->keep_alive;
+	r->client_keep_alive = m->keep_alive && !c->h2_stream;
 	r->websocket = m->upgrade_websocket;
 	r->body = m->framing;
 	r->body_left = m->content_length;

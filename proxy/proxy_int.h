@@ -220,6 +220,7 @@ enum conn_state {
 	CONN_S_CLOSING = 7,     /* flushing the last answer, then close */
 	CONN_S_DEAD = 8,        /* waiting to be reaped */
 	CONN_S_HOLD = 9,        /* request body held whole before dialling (credbody.c) */
+	CONN_S_H2 = 10,         /* an HTTP/2 client connection: its streams are virtual connections (h2srv.c) */
 };
 
 enum resp_state {
@@ -334,6 +335,9 @@ struct conn {
 	unsigned io_full : 1;           /* reading stopped at the input bound */
 	unsigned io_dead : 1;           /* the client side failed: no more I/O */
 	unsigned io_kicked : 1;         /* an I/O round is scheduled or running */
+	unsigned h2_conn : 1;           /* an HTTP/2 client connection: <h2> is its session */
+	unsigned h2_stream : 1;         /* a stream's virtual connection: <h2> is its stream, no socket */
+	void *h2;                       /* h2srv.c */
 };
 LIST_HEAD(conn_list, conn);
 
@@ -379,6 +383,8 @@ size_t cio_in_len(const struct conn *c);
 size_t cio_out_len(const struct conn *c);
 /* Reading on or off (backpressure, or no more requests wanted). */
 void cio_read(struct conn *c, int on);
+/* Schedules an I/O round (and a pump): new output, or an HTTP/2 stream that wants service. */
+void cio_kick(struct conn *c);
 /* Runs the I/O for a wake-up of the connection's event. */
 void cio_event(struct conn *c, short what);
 /* Ends our sending side: close_notify on TLS, then a FIN; reading goes on. */
@@ -478,6 +484,18 @@ void cred_hold_free(struct req *r);
 int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 void cred_apply_head(struct conn *c);
 void cred_release(struct req *r);
+
+/*
+ * h2srv.c: HTTP/2 toward the client.  h2srv_start() takes over a TLS
+ * connection whose ALPN is h2 (state CONN_S_H2); h2srv_pump() is its pump;
+ * h2srv_free() ends every stream (conn_close); h2srv_stream_closed() tells a
+ * stream its virtual connection is going (an answer complete in CLOSING ends
+ * the stream, anything else resets it).
+ */
+int h2srv_start(struct conn *c);
+void h2srv_pump(struct conn *c);
+void h2srv_free(struct conn *c);
+void h2srv_stream_closed(struct conn *vc);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);

@@ -307,7 +307,7 @@ response_head(struct conn *c)
 			relay_abort(c, "upstream switched protocols without an upgrade request", 502);
 			return 1;
 		}
-		if (r->minor_version == 1) {  /* interim responses (100, 103) go to HTTP/1.1 clients */
+		if (r->minor_version == 1 || c->h2_stream) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
 			evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
 			http_copy_headers(cout, m, NULL, NULL);
 			evbuffer_add(cout, "\r\n", 2);

@@ -475,7 +475,7 @@ policy_base() {
   cat
 }
 GW_USER=${GW_USER:-root} GW_PROXY_CLIENTS=${GW_PROXY_CLIENTS:-} GW_WORKERS=${GW_WORKERS:-2}
-GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
+GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
 gw_conf() {
   local n
   {
@@ -484,6 +484,7 @@ gw_conf() {
     echo "  proxy: \"${GW_PROXY:-127.0.0.1:$PP}\""
     echo "  admin: \"unix:$ADMIN\""
     [ -n "$GW_PROXY_CLIENTS" ] && echo "  proxy_clients: $GW_PROXY_CLIENTS"
+    [ -n "$GW_HTTP2" ] && echo "  http2: $GW_HTTP2"
     echo "user: $GW_USER"
     echo "ca: $CA"
     echo "workers: $GW_WORKERS"

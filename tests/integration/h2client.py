@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""h2client.py - a raw HTTP/2 client for test_http2.sh: it speaks through the gateway's explicit proxy (CONNECT, then
+TLS with ALPN h2) and can send what a well-behaved client never would.  Debian's /usr/bin/python3 with python3-h2.
+
+    h2client.py PROXY_PORT CAFILE AUTHORITY SCENARIO [ARG]
+
+Scenarios (each prints one result line and exits 0; the test asserts on the line):
+    get PATH                   one GET; prints "status N" (or "reset CODE" / "goaway CODE" / "closed")
+    headers PATH JSON          one GET with extra header fields [[name, value], ...] sent unvalidated (uppercase,
+                               CR/LF/NUL, connection-specific...); prints like get
+    authority AUTH HOST        a GET whose :authority is AUTH and host field HOST ("-": none); prints like get
+    clmismatch PATH            a POST whose content-length says 10 and whose DATA holds 5; prints like get
+    rapid_reset PATH N         N streams opened and reset at once (HEADERS + RST_STREAM); prints "goaway CODE"
+                               (or "open" when the connection survives) and the number of streams sent
+    continuation N             one HEADERS without END_HEADERS and N CONTINUATION frames; prints like get
+    hpack_bomb N               a header inserted into the dynamic table, then referenced N times in one block
+    settings_flood N           N SETTINGS frames without reading; prints "goaway CODE" or "closed" or "open"
+    ping_flood N               N PING frames without reading; likewise
+"""
+import json
+import socket
+import ssl
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+
+def connect(port, cafile, authority):
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    target = (authority if ":" in authority else authority + ":443").encode()
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target))
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(4096)
+        if not d:
+            raise SystemExit("closed during CONNECT")
+        buf += d
+    if not buf.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("CONNECT refused: " + buf.split(b"\r\n")[0].decode("latin-1"))
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(["h2"])
+    t = ctx.wrap_socket(s, server_hostname=authority.split(":")[0])
+    if t.selected_alpn_protocol() != "h2":
+        raise SystemExit("no h2: ALPN " + str(t.selected_alpn_protocol()))
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding=None, validate_outbound_headers=False,
+                                    normalize_outbound_headers=False, validate_inbound_headers=False)
+    c = h2.connection.H2Connection(config=cfg)
+    c.initiate_connection()
+    t.sendall(c.data_to_send())
+    return t, c
+
+
+def outcome(t, c, sid, deadline=8.0):
+    """Reads until stream <sid> ends, is reset, or the connection goes; returns the result line."""
+    status = None
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            d = t.recv(65536)
+        except socket.timeout:
+            break
+        except (ssl.SSLError, OSError):
+            return "closed"
+        if not d:
+            return "closed" if status is None else "status %s" % status
+        try:
+            events = c.receive_data(d)
+        except Exception as e:  # noqa: BLE001 - a protocol error on the client side ends the test case
+            return "client error " + type(e).__name__
+        for ev in events:
+            if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == sid:
+                status = dict(ev.headers).get(b":status", b"?").decode()
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                return "status %s" % status
+            elif isinstance(ev, h2.events.StreamReset) and ev.stream_id == sid:
+                return "reset %d" % ev.error_code
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                return "goaway %d" % ev.error_code
+            elif isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+        out = c.data_to_send()
+        if out:
+            t.sendall(out)
+    return "timeout" if status is None else "status %s" % status
+
+
+def raw_outcome(t, sid, deadline=8.0):
+    """For frames sent behind the client state machine's back: reads raw frames until stream <sid> is answered
+    ("headers"), reset, or the connection ends."""
+    buf = b""
+    end = time.time() + deadline
+    while time.time() < end:
+        while len(buf) >= 9:
+            n = int.from_bytes(buf[:3], "big")
+            if len(buf) < 9 + n:
+                break
+            ftype, fsid, payload = buf[3], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]
+            buf = buf[9 + n:]
+            if ftype == 7:
+                return "goaway %d" % int.from_bytes(payload[4:8], "big")
+            if ftype == 3 and fsid == sid:
+                return "reset %d" % int.from_bytes(payload[:4], "big")
+            if ftype == 1 and fsid == sid:
+                return "headers"
+        try:
+            d = t.recv(65536)
+        except socket.timeout:
+            break
+        except (ssl.SSLError, OSError):
+            return "closed"
+        if not d:
+            return "closed"
+        buf += d
+    return "timeout"
+
+
+def base(authority, path, method="GET"):
+    return [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
+            (b":path", path.encode())]
+
+
+def frame(ftype, flags, sid, payload):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+
+
+def main():
+    port, cafile, authority, scen = sys.argv[1:5]
+    args = sys.argv[5:]
+    t, c = connect(port, cafile, authority)
+    if scen == "get":
+        c.send_headers(1, base(authority, args[0]), end_stream=True)
+        t.sendall(c.data_to_send())
+        print(outcome(t, c, 1))
+    elif scen == "headers":
+        extra = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in json.loads(args[1])]
+        c.send_headers(1, base(authority, args[0]) + extra, end_stream=True)
+        t.sendall(c.data_to_send())
+        print(outcome(t, c, 1))
+    elif scen == "authority":
+        h = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", args[0].encode()), (b":path", b"/ok/auth")]
+        if args[1] != "-":
+            h.append((b"host", args[1].encode()))
+        c.send_headers(1, h, end_stream=True)
+        t.sendall(c.data_to_send())
+        print(outcome(t, c, 1))
+    elif scen == "clmismatch":
+        c.send_headers(1, base(authority, args[0], "POST") + [(b"content-length", b"10")])
+        c.send_data(1, b"12345", end_stream=True)
+        t.sendall(c.data_to_send())
+        print(outcome(t, c, 1))
+    elif scen == "rapid_reset":
+        n = int(args[1])
+        sent = 0
+        buf = b""
+        for i in range(n):
+            sid = 1 + 2 * i
+            c.send_headers(sid, base(authority, args[0]), end_stream=True)
+            c.reset_stream(sid)
+            buf += c.data_to_send()
+            sent += 1
+            if len(buf) > 16384:
+                try:
+                    t.sendall(buf)
+                except OSError:
+                    break
+                buf = b""
+        try:
+            t.sendall(buf)
+        except OSError:
+            pass
+        res = outcome(t, c, -1, deadline=5.0)
+        print("%s sent %d" % ("open" if res in ("timeout",) else res, sent))
+    elif scen == "continuation":
+        n = int(args[0])
+        block = c.encoder.encode(base(authority, "/ok/cont"))
+        raw = frame(1, 0, 1, block)  # HEADERS without END_HEADERS
+        for i in range(n):
+            raw += frame(9, 0, 1, c.encoder.encode([(b"x-pad-%d" % i, b"y" * 64)]))
+        try:
+            t.sendall(raw)
+        except OSError:
+            print("closed")
+            return
+        print(raw_outcome(t, 1))
+    elif scen == "hpack_bomb":
+        n = int(args[0])
+        # a literal with incremental indexing (index 62 afterwards), then N indexed references to it
+        big = c.encoder.encode([(b"x-bomb", b"z" * 3000)])
+        block = c.encoder.encode(base(authority, "/ok/bomb")) + big + bytes([0x80 | 62]) * n
+        t.sendall(frame(1, 0x4 | 0x1, 1, block))
+        print(raw_outcome(t, 1))
+    elif scen in ("settings_flood", "ping_flood"):
+        n = int(args[0])
+        one = frame(4, 0, 0, b"") if scen == "settings_flood" else frame(6, 0, 0, b"12345678")
+        t.settimeout(2)
+        try:
+            for _ in range(n // 100):
+                t.sendall(one * 100)
+        except OSError:
+            print("closed")
+            return
+        print(raw_outcome(t, -1, deadline=5.0).replace("timeout", "open"))
+    else:
+        raise SystemExit("unknown scenario " + scen)
+
+
+if __name__ == "__main__":
+    main()
