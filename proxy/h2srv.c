@@ -61,6 +61,7 @@ struct h2stream {
 	unsigned drained : 1;         /* DATA went out: the virtual connection may produce more */
 	unsigned want_reset : 1;      /* a RST_STREAM is due (reset_code) */
 	unsigned starting : 1;        /* translated: its virtual connection starts at the next service */
+	unsigned req_ended : 1;       /* the client's END_STREAM arrived */
 	unsigned no_index : 1;        /* a secret was injected: its answer's fields are never indexed */
 	unsigned head_req : 1;        /* the request was HEAD (the answer's framing) */
 	unsigned head_sent : 1;       /* response HEADERS submitted */
@@ -238,6 +239,19 @@ refusal_submit(struct h2stream *st)
 
 /* ---- response: what the virtual connection wrote ---- */
 
+/*
+ * The answer is complete.  When the client is still sending its body (the
+ * upstream answered without reading it all), RST_STREAM NO_ERROR after it
+ * tells the client to stop (RFC 9113 8.1) instead of leaving it to send on.
+ */
+static void
+data_end(struct h2stream *st, uint32_t *flags)
+{
+	*flags |= NGHTTP2_DATA_FLAG_EOF;
+	if (!st->req_ended)
+		stream_reset(st, NGHTTP2_NO_ERROR);
+}
+
 static ssize_t
 data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags, nghttp2_data_source *src,
           void *arg)
@@ -250,7 +264,7 @@ data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *f
 	(void)arg;
 	if (n == 0) {
 		if (st->out_eof) {
-			*flags |= NGHTTP2_DATA_FLAG_EOF;
+			data_end(st, flags);
 			return 0;
 		}
 		st->deferred = 1;
@@ -259,9 +273,8 @@ data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *f
 	if (n > len)
 		n = len;
 	evbuffer_remove(st->out, buf, n);
-	if (st->out_eof && evbuffer_get_length(st->out) == 0) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	}
+	if (st->out_eof && evbuffer_get_length(st->out) == 0)
+		data_end(st, flags);
 	st->drained = 1;  /* room in the queue: the relay may read the upstream again (h2srv_pump) */
 	return (ssize_t)n;
 }
@@ -513,6 +526,8 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	if (st == NULL)
 		return 0;
+	if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		st->req_ended = 1;
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
 		request_start(st, (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
 	else if (f->hd.type == NGHTTP2_DATA && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&

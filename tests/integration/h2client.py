@@ -10,6 +10,8 @@ Scenarios (each prints one result line and exits 0; the test asserts on the line
                                CR/LF/NUL, connection-specific...); prints like get
     authority AUTH HOST        a GET whose :authority is AUTH and host field HOST ("-": none); prints like get
     clmismatch PATH            a POST whose content-length says 10 and whose DATA holds 5; prints like get
+    early PATH                 a POST announcing 1 MiB that sends 16 KiB and waits: for an upstream that answers
+                               without reading; prints "status N" and then how the stream ended ("reset CODE")
     rapid_reset PATH N         N streams opened and reset at once (HEADERS + RST_STREAM); prints "goaway CODE"
                                (or "open" when the connection survives) and the number of streams sent
     continuation N             one HEADERS without END_HEADERS and N CONTINUATION frames; prints like get
@@ -152,6 +154,28 @@ def main():
         c.send_data(1, b"12345", end_stream=True)
         t.sendall(c.data_to_send())
         print(outcome(t, c, 1))
+    elif scen == "early":
+        c.send_headers(1, base(authority, args[0], "POST") + [(b"content-length", b"1048576")])
+        c.send_data(1, b"x" * 16000)
+        t.sendall(c.data_to_send())
+        status, how, end = None, "timeout", time.time() + 8
+        while how == "timeout" and time.time() < end:
+            try:
+                d = t.recv(65536)
+            except (socket.timeout, ssl.SSLError, OSError):
+                break
+            if not d:
+                how = "closed"
+                break
+            for ev in c.receive_data(d):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    status = dict(ev.headers).get(b":status", b"?").decode()
+                elif isinstance(ev, h2.events.StreamReset):
+                    how = "reset %d" % ev.error_code
+                elif isinstance(ev, h2.events.ConnectionTerminated):
+                    how = "goaway %d" % ev.error_code
+            t.sendall(c.data_to_send())
+        print("status %s then %s" % (status, how))
     elif scen == "rapid_reset":
         n = int(args[1])
         sent = 0

@@ -102,6 +102,8 @@ check_match "smuggling: a space in :path: refused" '^(reset 1|status 400)$' "$r"
 r=$(H2C clmismatch /ok/sm-cl)
 check_match "smuggling: content-length 10 with 5 bytes of DATA: refused" '^(reset 1|status 400|goaway 1)$' "$r"
 check_eq "  the upstream saw no complete request for it" 0 "$(nginx_seen /ok/sm-cl)"
+check_eq "an upstream that answers before reading the body: the answer, then RST_STREAM NO_ERROR (stop sending)" \
+  "status 200 then reset 0" "$(H2C early /ok/early)"
 check_eq ":authority and host that disagree: 421" "status 421" "$(H2C authority api.example.test other.example.test)"
 check_eq ":authority that differs from the SNI: 421" "status 421" "$(H2C authority other.example.test -)"
 r=$(H2C rapid_reset /ok/rr 3000)
