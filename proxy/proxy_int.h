@@ -499,6 +499,10 @@ void h2srv_stream_closed(struct conn *vc);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
+/* A tunnel's side ended: flush what the client is owed, then close both (CLOSING, 5 s). */
+void tunnel_end(struct conn *c);
+/* Each side reads only while the other side's queue is under PROXY_HIGH_WATER (relay and tunnels). */
+void relay_backpressure(struct conn *c);
 
 /*
  * wstunnel.c: an upgraded WebSocket connection, frame by frame.

@@ -511,12 +511,7 @@ relay_pump(struct conn *c)
 wait:
 	if (progress)
 		conn_arm_timer(c, http_limits(c)->body_ms);
-	/* backpressure: a side reads only while the other side's queue is short */
-	cio_read(c, evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER);
-	if (cio_out_len(c) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->up->bev, EV_READ);
-	else
-		bufferevent_disable(c->up->bev, EV_READ);
+	relay_backpressure(c);
 }
 
 void
@@ -541,14 +536,27 @@ tunnel_pump(struct conn *c)
 	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
 		evbuffer_remove_buffer(uin, cout, PROXY_HIGH_WATER - evbuffer_get_length(cout));
 	if ((c->client_eof && evbuffer_get_length(cin) == 0) || (c->up_eof && evbuffer_get_length(uin) == 0)) {
-		/* one side ended: flush what the client is owed, then close both */
-		conn_set_state(c, CONN_S_CLOSING);
-		conn_arm_timer(c, 5000);
-		conn_pump(c);
+		tunnel_end(c);
 		return;
 	}
-	cio_read(c, evbuffer_get_length(uout) < PROXY_HIGH_WATER);
-	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
+	relay_backpressure(c);
+}
+
+void
+tunnel_end(struct conn *c)
+{
+	/* one side ended: flush what the client is owed, then close both */
+	conn_set_state(c, CONN_S_CLOSING);
+	conn_arm_timer(c, 5000);
+	conn_pump(c);
+}
+
+void
+relay_backpressure(struct conn *c)
+{
+	/* a side reads only while the other side's queue is short */
+	cio_read(c, evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER);
+	if (cio_out_len(c) < PROXY_HIGH_WATER)
 		bufferevent_enable(c->up->bev, EV_READ);
 	else
 		bufferevent_disable(c->up->bev, EV_READ);

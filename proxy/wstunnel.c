@@ -37,7 +37,6 @@
 #include "proxy/ws.h"
 #include "secrets/scrub.h"
 
-#define WS_CLOSE_MS 5000   /* how long a closing tunnel may take to flush toward the client */
 
 struct ws_tunnel {
 	/* client -> upstream */
@@ -277,14 +276,6 @@ ws_tunnel_close_client(struct ws_tunnel *t, struct evbuffer *out, unsigned code)
 
 /* ---- the connection's side ---- */
 
-/* Ends the tunnel: flush what the client is owed, then close both sides (tunnel_pump's shape). */
-static void
-tunnel_end(struct conn *c)
-{
-	conn_set_state(c, CONN_S_CLOSING);
-	conn_arm_timer(c, WS_CLOSE_MS);
-	conn_pump(c);
-}
 
 /* Drops the upstream at once: after a refusal nothing more may reach it, not even bytes already queued. */
 static void
@@ -410,11 +401,7 @@ ws_tunnel_pump(struct conn *c)
 		tunnel_end(c);
 		return;
 	}
-	cio_read(c, evbuffer_get_length(uout) < PROXY_HIGH_WATER);
-	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
-		bufferevent_enable(c->up->bev, EV_READ);
-	else
-		bufferevent_disable(c->up->bev, EV_READ);
+	relay_backpressure(c);
 }
 
 void
