@@ -29,7 +29,7 @@ policy_config_defaults(struct policy_config *cfg)
 	cfg->user = xstrdup("nobody");
 	cfg->leaf_cache = 10000;
 	cfg->workers = 0;
-	cfg->http2 = 0;
+	cfg->http2 = 1;
 	cfg->limits.tls_handshake_ms = 10000;
 	cfg->limits.request_head_ms = 10000;
 	cfg->limits.idle_ms = 60000;

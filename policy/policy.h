@@ -41,7 +41,7 @@ struct policy_config {
 	char *listen_admin;            /* listen.admin ("unix:/path"), NULL if absent */
 	char *listen_dns;              /* listen.dns, NULL if absent (later issue) */
 	struct netaddr_cidr *proxy_clients; /* listen.proxy_clients (default 127.0.0.0/8, ::1/128) */
-	int http2;                     /* listen.http2 (false): offer h2 to clients (work in progress) */
+	int http2;                     /* listen.http2 (true): offer h2 to clients */
 	size_t nproxy_clients;
 	char *user;                    /* user (nobody) */
 	char *ca_dir;                  /* ca (required) */

@@ -540,7 +540,8 @@ gw_final_checks() {
 }
 
 # ---------------------------------------------------------------- clients
-pcurl() { $CLEAN curl -sS --max-time 10 -x "http://127.0.0.1:$PP" --cacert "$CA/ca.pem" "$@"; }
+# PCURL_OPTS: extra curl options of a test (test_http11 pins --http1.1)
+pcurl() { $CLEAN curl -sS --max-time 10 -x "http://127.0.0.1:$PP" --cacert "$CA/ca.pem" ${PCURL_OPTS:-} "$@"; }
 proxy_raw() { $CLEAN IT_IDLE="${IT_IDLE:-3}" timeout 30 "$PY" "$IT" proxy_raw "${1:-127.0.0.1}" "${2:-$PP}"; }
 tunnel_raw() {
   local a=$1 sni=${2:-}

@@ -195,7 +195,7 @@ BIGSHA=$(sha256sum <"$T/clone/big.bin" | cut -d' ' -f1)
 C add big.bin && C commit -qm "big $ID" || bad "could not commit the large file"
 mark
 GX="GIT_TRACE_CURL=$T/git-trace-big.txt GIT_TRACE_CURL_NO_DATA=1" \
-  G -C "$T/clone" push origin HEAD:main >"$T/git-push-big.out" 2>&1; rc=$?
+  G -c http.version=HTTP/1.1 -C "$T/clone" push origin HEAD:main >"$T/git-push-big.out" 2>&1; rc=$?  # chunking is HTTP/1.1
 git_rc "git push of a 4 MiB commit exits 0" "$rc" "$T/git-push-big.out"
 check "git sent the pack chunked (the request exceeded http.postBuffer)" \
   grep -qiE '=> Send header: Transfer-Encoding: chunked' "$T/git-trace-big.txt"

@@ -4,6 +4,7 @@
 # close-delimited responses, WebSocket upgrade (101 relayed, frames echoed), hop-by-hop headers dropped, 1 MiB
 # download byte-identical.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
+PCURL_OPTS=--http1.1  # this test is about HTTP/1.1 toward the client
 nginx_start
 PYP=$(freeport)
 pyup_start "$PYP"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# HTTP/2 from the client (listen.http2: true; issue 4, in progress): ALPN h2 through the explicit proxy, each stream
-# judged on its own (an allowed and a denied stream on one connection), uploads with and without content-length, a
+# HTTP/2 from the client (issue 4, in progress; on by default, off with listen.http2: false): ALPN h2 through the
+# explicit proxy, each stream judged on its own (an allowed and a denied stream on one connection), uploads with and without content-length, a
 # 1 MiB download, 60 parallel streams, the audit line's http_version "2", a secret injected and scrubbed over h2, and
 # the attacks, with a raw h2 client (h2client.py): CR/LF/NUL, connection-specific fields, Upgrade: h2c, uppercase
 # names, a space in :path, content-length vs DATA, :authority vs host vs SNI (421), rapid reset (GOAWAY
@@ -15,7 +15,6 @@ EP=$(freeport)
 spawn "$T/echo.log" env ECHO_MASK_TOK="$SLUICE_IT_H2TOK" ECHO_MASK_PH="$TOK_PH" \
   "$PY" "$HERE/echo_upstream.py" --listen "$UPADDR:$EP:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$T/echo.jsonl"
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:$EP '" || die "echo upstream did not start: $(tail -n 3 "$T/echo.log")"
-GW_HTTP2=true
 policy_base 'allow: { method: [GET, POST], path: "/ok/**" }' 'allow: { method: GET, path: "/big" }' <<YAML | gw_conf
   other.example.test:
     allow_private: true
@@ -125,4 +124,12 @@ check_eq "the gateway stopped cleanly" 0 "$GW_RC"
 hits=""
 for f in "$T"/* "$GWLOG"; do [ -f "$f" ] && grep -qF -- "$SLUICE_IT_H2TOK" "$f" && hits="$hits $(basename "$f")"; done
 check_eq "no file of the run holds the real value" "" "$hits"
+
+# listen.http2: false offers only http/1.1
+GW_HTTP2=false
+policy_base </dev/null | gw_conf
+gw_start
+check_eq "listen.http2: false: curl --http2 gets HTTP/1.1" "1.1 200" \
+  "$(pcurl --http2 -w '%{http_version} %{http_code}' -o /dev/null https://api.example.test/ok/off)"
+gw_stop
 finish

@@ -6,6 +6,7 @@
 # normal request from another client still succeeds, and the gateway stays up.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 RAW=$(dirname "$(readlink -f "$0")")/rawclient.py
+PCURL_OPTS=--http1.1  # a truncated body is curl exit 18 in HTTP/1.1 (an h2 stream reset is exit 92)
 
 pki_init
 nginx_start
