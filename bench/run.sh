@@ -38,7 +38,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "run.sh: must run as root (netns, veth, nftables)" >&2
 	exit 2
 fi
-for tool in ip nft nginx wrk openssl cc ss timeout awk; do
+for tool in ip nft nginx wrk h2load openssl cc ss timeout awk; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "run.sh: missing $tool" >&2; exit 2; }
 done
 
@@ -218,8 +218,8 @@ http {
     ssl_certificate $DIR/pki/server.pem;
     ssl_certificate_key $DIR/pki/server.key;
     server {
-        listen $UPADDR:443 ssl;
-        listen $HOST_IP:$DIRECT_PORT ssl;
+        listen $UPADDR:443 ssl http2;
+        listen $HOST_IP:$DIRECT_PORT ssl http2;
         server_name $NAME;
         location = /small { default_type text/plain; return 200 "ok\n"; }
         location = /big { root $DIR/www; }
@@ -511,6 +511,21 @@ for p in $PATHS; do
 	R[big.$p.note]="$(kv "$out" requests) downloads, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" MiB)"
 done
 
+H2_CONNS=16 H2_STREAMS=16
+for p in $PATHS; do
+	log "h2 $p: h2load -c$H2_CONNS -m$H2_STREAMS -D $DUR /small"
+	c0=$(cpu_ticks "$(server_pid "$p")")
+	out=$(in_ns "${P_CA[$p]}" timeout -k 5 $((DUR + 30)) h2load -c"$H2_CONNS" -m"$H2_STREAMS" -D "$DUR" \
+	    --warm-up-time=1 "${P_URL[$p]}/small" 2>"$DIR/h2load-$p.err") || true
+	printf '%s\n' "$out" >"$DIR/h2load-$p.out"
+	R[h2.$p]=$(printf '%s\n' "$out" | awk '/^finished in/ { gsub(",", ""); for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s") { printf "%.0f", $i; exit } }')
+	done_n=$(printf '%s\n' "$out" | awk '/^requests:/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "succeeded,") print $i }')
+	failed=$(printf '%s\n' "$out" | awk '/^requests:/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "failed,") print $i }')
+	proto=$(printf '%s\n' "$out" | awk '/^Application protocol:/ { print $3 }')
+	[ "${failed:-1}" = 0 ] && [ "$proto" = h2 ] || R[h2.$p.bad]=1
+	R[h2.$p.note]="${done_n:-0} succeeded, ${failed:-?} failed, protocol ${proto:-none}$(cpu_note "$p" "$c0" "${done_n:-0}" request)"
+done
+
 # ---------------------------------------------------------------- credentials
 # The same requests through the gateway with and without an injected secret,
 # back to back and twice each, so the ratio is not the machine's drift:
@@ -600,10 +615,10 @@ cred_row() { # label key goal: with a secret against without
 	printf '| %s | %s | %s | %s | >= %sx | %s |\n' "$1" "$a" "$b" "$r" "$3" "$met"
 }
 declare -A LABEL=([ka]="keep-alive" [nc]="new connections" [big]="1 MiB downloads"
-    [lat]="latency" [mem]="idle memory")
+    [lat]="latency" [mem]="idle memory" [h2]="h2 small GETs")
 note_lines() {
 	local k p
-	for k in ka nc big lat mem; do
+	for k in ka nc big h2 lat mem; do
 		for p in direct through; do
 			[ -n "${R[$k.$p.note]:-}" ] &&
 			    printf -- '- %s, %s: %s\n' "${LABEL[$k]}" "$p" "${R[$k.$p.note]}"
@@ -627,6 +642,7 @@ REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	ratio_row "keep-alive small GETs, wrk -c$CONC (req/s)" ka 0.30
 	ratio_row "new connections, full TLS handshakes, -C $CONC (conn/s)" nc 0.20
 	ratio_row "1 MiB downloads, wrk -c$BIG_CONNS (MiB/s)" big 0.40
+	ratio_row "h2 small GETs, h2load -c$H2_CONNS -m$H2_STREAMS (req/s)" h2 0.35
 	lat_row
 	mem_row
 	echo
