@@ -10,6 +10,7 @@
  *             h2conv_trailers_to_h1  trailer fields -> the chunked last-chunk + trailer section
  *   h1 -> h2  h2conv_response_to_nv  an HTTP/1.1 response -> HEADERS for an h2 client
  *             h2conv_request_to_nv   an HTTP/1.1 request -> HEADERS for an h2 upstream
+ *             h2conv_trailers_to_nv  a chunked body's trailer lines -> trailing HEADERS
  *
  * Security.  Writing HTTP/2 fields out as HTTP/1.1 is where downgrade smuggling
  * happens: a CR/LF/NUL in a value, a transfer-encoding or connection field, a
@@ -290,5 +291,26 @@ int h2conv_response_to_nv(const struct h1_message *msg, int has_body, unsigned f
  */
 int h2conv_request_to_nv(const struct h1_message *msg, const char *scheme, const char *authority,
                          unsigned flags, struct h2conv_nvbuf *out, const char **err);
+
+/*
+ * Translates the raw trailer section of a chunked HTTP/1.1 body <lines>/<len>
+ * (field lines, each "name: value" CRLF, without the empty line that ends the
+ * section; <len> 0 is an empty section) into trailer fields for a HEADERS
+ * frame.  The lines are parsed again, strictly, whoever checked them before:
+ * refused are a line not ended by CRLF, a bare CR or LF, an empty line, NUL,
+ * obs-fold (a line starting with SP or HTAB), an empty or non-token name,
+ * whitespace before the colon, and a value with a control byte (HTAB inside
+ * excepted).  Names are lower-cased into <out>->buf; values (OWS trimmed)
+ * point into <lines>: borrowed, valid while it is.  Dropped: content-length,
+ * transfer-encoding, host, te, trailer, connection, keep-alive,
+ * proxy-connection, upgrade and http2-settings (framing, routing and hop-by-hop
+ * never come late, and mean nothing on another hop).  <flags>:
+ * H2CONV_NV_NO_INDEX marks every field never-indexed.  <out>->nvlen may be 0
+ * (everything dropped): then send no trailers.
+ * Returns 0, or with *<err> (static): SLUICE_EINVAL for a malformed line,
+ * SLUICE_ETOOBIG when <out> is too small.
+ */
+int h2conv_trailers_to_nv(const char *lines, size_t len, unsigned flags, struct h2conv_nvbuf *out,
+                          const char **err);
 
 #endif

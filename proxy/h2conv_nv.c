@@ -189,3 +189,76 @@ toobig:
 	*err = "nv buffer too small";
 	return SLUICE_ETOOBIG;
 }
+
+/* Trailer fields that never cross: framing, routing, the trailer list itself, and hop-by-hop fields. */
+static int
+trailer_dropped(const char *name, size_t n)
+{
+	return h2conv_is_connection_specific(name, n) || h2conv_ieq(name, n, "content-length") ||
+	       h2conv_ieq(name, n, "host") || h2conv_ieq(name, n, "te") || h2conv_ieq(name, n, "trailer") ||
+	       h2conv_ieq(name, n, "http2-settings");
+}
+
+int
+h2conv_trailers_to_nv(const char *lines, size_t len, unsigned flags, struct h2conv_nvbuf *out,
+                      const char **err)
+{
+	size_t off = 0, end, i, nlen, v, e;
+	const char *l;
+
+	out->nvlen = 0;
+	out->buf_len = 0;
+	*err = NULL;
+	while (off < len) {
+		l = lines + off;
+		/* the line: up to the first CR or LF, which must be a CRLF */
+		for (end = off; end < len && lines[end] != '\r' && lines[end] != '\n'; end++)
+			if (lines[end] == '\0') {
+				*err = "NUL in trailer line";
+				return SLUICE_EINVAL;
+			}
+		if (end == len) {
+			*err = "trailer line without CRLF";
+			return SLUICE_EINVAL;
+		}
+		if (lines[end] != '\r' || end + 1 == len || lines[end + 1] != '\n') {
+			*err = "bare CR or LF in trailers";
+			return SLUICE_EINVAL;
+		}
+		if (end == off) {
+			*err = "empty trailer line";
+			return SLUICE_EINVAL;
+		}
+		if (l[0] == ' ' || l[0] == '\t') {
+			*err = "obsolete line folding in trailers";
+			return SLUICE_EINVAL;
+		}
+		for (nlen = 0; off + nlen < end && h2conv_is_tchar((unsigned char)l[nlen]); nlen++)
+			;
+		if (off + nlen == end || l[nlen] != ':') {
+			*err = "bad trailer field name";
+			return SLUICE_EINVAL;
+		}
+		if (nlen == 0) {
+			*err = "empty trailer field name";
+			return SLUICE_EINVAL;
+		}
+		for (v = nlen + 1; off + v < end && (l[v] == ' ' || l[v] == '\t'); v++)
+			;
+		for (e = end - off; e > v && (l[e - 1] == ' ' || l[e - 1] == '\t'); e--)
+			;
+		for (i = v; i < e; i++)
+			if (((unsigned char)l[i] < 0x20 && l[i] != '\t') || (unsigned char)l[i] == 0x7f) {
+				*err = "control byte in trailer value";
+				return SLUICE_EINVAL;
+			}
+		off = end + 2;
+		if (trailer_dropped(l, nlen))
+			continue;
+		if (nv_add(out, l, nlen, 1, l + v, e - v, flags) != 0) {
+			*err = "nv buffer too small";
+			return SLUICE_ETOOBIG;
+		}
+	}
+	return 0;
+}

@@ -11,6 +11,10 @@
  * and framing, fit the bound, and come from a list with no CR, LF or NUL and
  * no connection-specific field.  Accepted requests and responses are sent on
  * through the h1 -> h2 translations, whose nv values must be clean too.
+ * Accepted trailers go back through h2conv_trailers_to_nv and must come out
+ * the same.  Every input is also read as raw trailer lines by
+ * h2conv_trailers_to_nv: what it accepts, h1_chunked_decode must accept as a
+ * trailer section, and its fields must be clean and never framing fields.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -182,6 +186,67 @@ fuzz_trailers(size_t n, char *out, size_t cap)
 	r = h1_chunked_decode(&ch, out, len, &data, &dlen, &done, &tr, &trlen, &err);
 	if (len > cap || r != (int)len || !done || dlen != 0)
 		abort();
+	/* and back to h2: the same fields, in order (http2-settings, which HTTP/1.1 may carry, dropped) */
+	struct h2conv_nvbuf nb = {nvout, sizeof(nvout) / sizeof(nvout[0]), 0, nvbuf, sizeof(nvbuf), 0};
+	size_t i, k = 0;
+	if (h2conv_trailers_to_nv(tr, trlen, 0, &nb, &err) != 0)
+		abort();
+	for (i = 0; i < n; i++) {
+		if (sluice_iov_ieq((const char *)nva[i].name, nva[i].namelen, "http2-settings"))
+			continue;
+		if (k >= nb.nvlen || nb.nva[k].namelen != nva[i].namelen ||
+		    memcmp(nb.nva[k].name, nva[i].name, nva[i].namelen) != 0 || nb.nva[k].valuelen != nva[i].valuelen ||
+		    memcmp(nb.nva[k].value, nva[i].value, nva[i].valuelen) != 0)
+			abort();
+		k++;
+	}
+	if (k != nb.nvlen)
+		abort();
+}
+
+/* Raw bytes as a trailer section of a chunked body, toward an h2 client. */
+static void
+fuzz_raw_trailers(const uint8_t *d, size_t n)
+{
+	struct h2conv_nvbuf nb = {nvout, sizeof(nvout) / sizeof(nvout[0]), 0, nvbuf, sizeof(nvbuf), 0};
+	struct h1_chunked ch;
+	const char *err, *data, *tr;
+	size_t i, dlen, trlen;
+	char *body;
+	int r, done = 0;
+
+	r = h2conv_trailers_to_nv((const char *)d, n, H2CONV_NV_NO_INDEX, &nb, &err);
+	if (r != 0) {
+		if ((r != SLUICE_EINVAL && r != SLUICE_ETOOBIG) || err == NULL)
+			abort();
+		return;
+	}
+	list_clean(nb.nva, nb.nvlen);
+	for (i = 0; i < nb.nvlen; i++) {
+		const nghttp2_nv *nv = &nb.nva[i];
+
+		if (nv->namelen == 0 || nv->flags != NGHTTP2_NV_FLAG_NO_INDEX ||
+		    (nv->valuelen > 0 && (nv->value[0] == ' ' || nv->value[nv->valuelen - 1] == ' ')) ||
+		    (const char *)nv->value < (const char *)d || (const char *)nv->value + nv->valuelen > (const char *)d + n)
+			abort();
+		if (sluice_iov_ieq((const char *)nv->name, nv->namelen, "content-length") ||
+		    sluice_iov_ieq((const char *)nv->name, nv->namelen, "host") ||
+		    sluice_iov_ieq((const char *)nv->name, nv->namelen, "te") ||
+		    sluice_iov_ieq((const char *)nv->name, nv->namelen, "trailer"))
+			abort();
+	}
+	/* the HTTP/1.1 decoder agrees these were trailer lines */
+	body = malloc(n + 5);
+	if (body == NULL)
+		return;
+	memcpy(body, "0\r\n", 3);
+	memcpy(body + 3, d, n);
+	memcpy(body + 3 + n, "\r\n", 2);
+	h1_chunked_init(&ch, n + 1);
+	r = h1_chunked_decode(&ch, body, n + 5, &data, &dlen, &done, &tr, &trlen, &err);
+	if (r != (int)(n + 5) || !done || trlen != n)
+		abort();
+	free(body);
 }
 
 int
@@ -213,5 +278,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else
 		fuzz_trailers(n, out, cap);
 	free(out);
+	fuzz_raw_trailers(data + 2, size - 2);
 	return 0;
 }

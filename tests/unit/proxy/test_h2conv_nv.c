@@ -339,6 +339,107 @@ test_round_trip(void **state)
 	}
 }
 
+/* ---- trailer lines -> nv ---- */
+
+static int
+trailers(const char *s, size_t len, unsigned flags, struct h2conv_nvbuf *o, const char **err)
+{
+	o->nva = NVA;
+	o->nva_cap = 64;
+	o->buf = NVBUF;
+	o->buf_cap = sizeof(NVBUF);
+	return h2conv_trailers_to_nv(s, len, flags, o, err);
+}
+
+static void
+test_trailers_to_nv(void **state)
+{
+	struct h2conv_nvbuf o;
+	const char *err;
+	const char *in = "X-Checksum: abc\r\nGrpc-Status:0\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+	                 "Host: evil\r\nTE: trailers\r\nTrailer: x\r\nConnection: close\r\nKeep-Alive: 1\r\n"
+	                 "Proxy-Connection: x\r\nUpgrade: h2c\r\nHTTP2-Settings: AAA\r\nx-a:  v w \t\r\nX-Empty:\r\n"
+	                 "x-tab: a\tb\r\nx-8bit: \xc3\xa9\r\n";
+
+	(void)state;
+	assert_int_equal(trailers(in, strlen(in), 0, &o, &err), 0);
+	assert_null(err);
+	assert_int_equal(o.nvlen, 6);
+	nv_is(&o, 0, "x-checksum", "abc", 0);
+	nv_is(&o, 1, "grpc-status", "0", 0);
+	nv_is(&o, 2, "x-a", "v w", 0);
+	nv_is(&o, 3, "x-empty", "", 0);
+	nv_is(&o, 4, "x-tab", "a\tb", 0);
+	nv_is(&o, 5, "x-8bit", "\xc3\xa9", 0);
+	/* values are borrowed from the lines, names lower-cased into the buffer */
+	assert_ptr_equal(o.nva[0].value, (const uint8_t *)in + 12);
+	assert_ptr_equal(o.nva[0].name, (const uint8_t *)NVBUF);
+
+	/* never-indexed when asked */
+	assert_int_equal(trailers("A: 1\r\nB: 2\r\n", 12, H2CONV_NV_NO_INDEX, &o, &err), 0);
+	assert_int_equal(o.nvlen, 2);
+	nv_is(&o, 0, "a", "1", NGHTTP2_NV_FLAG_NO_INDEX);
+	nv_is(&o, 1, "b", "2", NGHTTP2_NV_FLAG_NO_INDEX);
+
+	/* empty section, and one where everything is dropped */
+	assert_int_equal(trailers("", 0, 0, &o, &err), 0);
+	assert_int_equal(o.nvlen, 0);
+	assert_int_equal(trailers("content-length: 1\r\n", 19, 0, &o, &err), 0);
+	assert_int_equal(o.nvlen, 0);
+}
+
+static void
+test_trailers_to_nv_refused(void **state)
+{
+	static const struct {
+		const char *in;
+		size_t len;  /* 0: strlen */
+		const char *why;
+	} cases[] = {
+		{"bad name: x\r\n", 0, "bad trailer field name"},
+		{"x-a : 1\r\n", 0, "bad trailer field name"},
+		{": 1\r\n", 0, "empty trailer field name"},
+		{"x-a 1\r\n", 0, "bad trailer field name"},
+		{"x-a\r\n", 0, "bad trailer field name"},
+		{"x(a): 1\r\n", 0, "bad trailer field name"},
+		{"x-a: 1\r\n continued\r\n", 0, "obsolete line folding in trailers"},
+		{"\tx-a: 1\r\n", 0, "obsolete line folding in trailers"},
+		{"x-a: 1\nx-b: 2\r\n", 0, "bare CR or LF in trailers"},
+		{"x-a: 1\rx-b: 2\r\n", 0, "bare CR or LF in trailers"},
+		{"x-a: 1\r", 0, "bare CR or LF in trailers"},
+		{"x-a: 1", 0, "trailer line without CRLF"},
+		{"x-a: 1\r\n\r\n", 0, "empty trailer line"},
+		{"x-a: 1\0z\r\n", 11, "NUL in trailer line"},
+		{"x-a: 1\x01z\r\n", 0, "control byte in trailer value"},
+		{"x-a: 1\x7fz\r\n", 0, "control byte in trailer value"},
+		{"x-\x80: 1\r\n", 0, "bad trailer field name"},
+	};
+	struct h2conv_nvbuf o;
+	const char *err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+
+		err = NULL;
+		if (trailers(cases[i].in, len, 0, &o, &err) != SLUICE_EINVAL || err == NULL ||
+		    strcmp(err, cases[i].why) != 0) {
+			print_error("case %zu: err %s, want %s\n", i, err ? err : "(none)", cases[i].why);
+			fail();
+		}
+	}
+	/* bounds: the nv array and the name buffer */
+	o = (struct h2conv_nvbuf){NVA, 1, 0, NVBUF, sizeof(NVBUF), 0};
+	assert_int_equal(h2conv_trailers_to_nv("a: 1\r\nb: 2\r\n", 12, 0, &o, &err), SLUICE_ETOOBIG);
+	assert_string_equal(err, "nv buffer too small");
+	o = (struct h2conv_nvbuf){NVA, 8, 0, NVBUF, 4, 0};
+	assert_int_equal(h2conv_trailers_to_nv("abcde: 1\r\n", 10, 0, &o, &err), SLUICE_ETOOBIG);
+	o = (struct h2conv_nvbuf){NVA, 8, 0, NVBUF, 5, 0};
+	assert_int_equal(h2conv_trailers_to_nv("abcde: 1\r\n", 10, 0, &o, &err), 0);
+	nv_is(&o, 0, "abcde", "1", 0);
+}
+
 int
 main(void)
 {
@@ -346,6 +447,8 @@ main(void)
 		cmocka_unit_test(test_response_to_nv),
 		cmocka_unit_test(test_request_to_nv),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_trailers_to_nv),
+		cmocka_unit_test(test_trailers_to_nv_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
