@@ -318,6 +318,7 @@ start_tls(struct conn *c)
 		return;
 	}
 	X509_free(leaf);
+	SSL_set_app_data(ssl, c);  /* the ALPN choice (gateway.c) looks at the connection */
 	SSL_set_accept_state(ssl);
 	conn_set_state(c, CONN_S_TLS_ACCEPT);
 	cio_start(c, ssl);
@@ -387,7 +388,8 @@ judge(struct conn *c)
 	case POLICY_PASSTHROUGH:
 		conn_set_state(c, CONN_S_DIAL);
 		conn_arm_timer(c, c->w->gw->cfg->limits.upstream_connect_ms + 1000);
-		c->up = upstream_dial(c->w, c->host, c->port, 0, policy_host_allow_private(d.host), passthrough_ready, c);
+		c->up = upstream_dial(c->w, c->host, c->port, 0, policy_host_allow_private(d.host), 0, passthrough_ready,
+		                      c);
 		if (c->up->state == UP_S_FAILED)
 			passthrough_ready(c->up, c->up->errbuf, 502, c);
 		return;

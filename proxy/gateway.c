@@ -162,19 +162,44 @@ bind_admin(const char *path, const char **err)
 	return fd;
 }
 
+/*
+ * The client's ALPN list: what it offers of h2 and http/1.1 is noted on the
+ * connection (the upstream is offered only that overlap).  With listen.http2
+ * the client gets h2 when it offers it, unless the host answered HTTP/1.1
+ * only when last offered h2 (upstream_alpn_memo): then both sides speak the
+ * same protocol and nothing needs translating.
+ */
 static int
 alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in, unsigned inlen,
             void *arg)
 {
-	static const unsigned char h11[] = "\x08http/1.1", both[] = "\x02h2\x08http/1.1";
-	int h2 = arg != NULL;
+	struct conn *c = SSL_get_app_data(ssl);
+	unsigned i, n;
+	int h1 = 0, h2 = 0;
 
-	(void)ssl;
-	/* with listen.http2, h2 when the client offers it (our list's order wins) */
-	if (SSL_select_next_proto((unsigned char **)out, outlen, h2 ? both : h11, h2 ? sizeof(both) - 1 : sizeof(h11) - 1,
-	                          in, inlen) != OPENSSL_NPN_NEGOTIATED)
-		return SSL_TLSEXT_ERR_NOACK;
-	return SSL_TLSEXT_ERR_OK;
+	for (i = 0; i < inlen; i += 1 + n) {
+		n = in[i];
+		if (i + 1 + n > inlen)
+			return SSL_TLSEXT_ERR_NOACK;
+		h2 |= n == 2 && memcmp(in + i + 1, "h2", 2) == 0;
+		h1 |= n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0;
+	}
+	if (c != NULL) {
+		c->alpn_h1 = h1;
+		c->alpn_h2 = h2;
+	}
+	if (h2 && arg != NULL &&
+	    (c == NULL || !h1 || upstream_alpn_memo(c->w, c->host, c->port) != UPSTREAM_ALPN_H1)) {
+		*out = (const unsigned char *)"h2";
+		*outlen = 2;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	if (h1) {
+		*out = (const unsigned char *)"http/1.1";
+		*outlen = 8;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
 }
 
 static SSL_CTX *
@@ -220,6 +245,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->pol = pol;
 	gw->admin_fd = -1;
 	pthread_mutex_init(&gw->clients_mu, NULL);
+	pthread_mutex_init(&gw->memo_mu, NULL);
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
 		gw->fd_transparent[i] = gw->fd_proxy[i] = -1;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -499,5 +525,7 @@ gateway_destroy(struct gateway *gw)
 			free(s);
 		}
 	pthread_mutex_destroy(&gw->clients_mu);
+	pthread_mutex_destroy(&gw->memo_mu);
+	free(gw->memo);
 	free(gw);
 }

@@ -13,6 +13,12 @@
  * (h2conv_response_to_nv, never-indexed when a secret was injected), the rest
  * is DATA, and the end of the request is END_STREAM.
  *
+ * Trailers.  A chunked response's trailer lines reach the stream aside
+ * (h2srv_trailers, from the relay, scrubbed when a secret was injected) and
+ * go out as a trailing HEADERS frame after the last DATA.  A client's
+ * trailers (a HEADERS block after DATA) end a chunk-framed request body as
+ * its trailer section; after a content-length body they are dropped.
+ *
  * Reentrancy: the pipeline runs inside nghttp2's callbacks (a DATA chunk
  * pumps its stream's connection), and nghttp2's callbacks run inside the
  * pipeline's writes.  So neither calls the other's API directly: a stream
@@ -25,12 +31,20 @@
  * stream-reset limits, and the response queue of each stream bounded by the
  * relay's own backpressure (PROXY_HIGH_WATER).
  *
- * Work in progress (issue 4): h2 toward the upstream, trailers, extended
- * CONNECT and the per-stream audit of refusals made here are not done yet.
+ * WebSocket (RFC 8441): an extended CONNECT (:protocol websocket) becomes an
+ * HTTP/1.1 upgrade with a Sec-WebSocket-Key generated here; the upstream's
+ * 101 is checked against it (h2srv_ws_accept_check) and answered on the
+ * stream as a 200 (relay.c), then DATA both ways is the WebSocket byte
+ * stream (wstunnel.c searches and scrubs its frames as for HTTP/1.1).  The
+ * client's END_STREAM is the tunnel's client EOF; RST_STREAM closes it.
+ *
+ * Work in progress (issue 4): the per-stream audit of refusals made here is
+ * not done yet.
  */
 #include <string.h>
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/evp.h>
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2conv.h"
@@ -52,6 +66,7 @@ struct h2stream {
 	struct evbuffer *hdr;         /* the header block as received: (u32 nlen, u32 vlen, name, value)... */
 	size_t nfields;
 	struct evbuffer *in, *out;    /* the virtual connection's buffers (owned here) */
+	struct evbuffer *trailers;    /* the response's trailer lines, held for the end of DATA, or NULL */
 	size_t data_unconsumed;       /* DATA bytes given to the pipeline and not yet consumed by it */
 	size_t consume;               /* DATA bytes consumed, for the next WINDOW_UPDATE (h2srv_pump) */
 	int refuse_status;            /* an answer of the gateway's to submit (h2srv_pump), or 0 */
@@ -68,6 +83,8 @@ struct h2stream {
 	unsigned out_eof : 1;         /* the response is complete */
 	unsigned deferred : 1;        /* the data source said DEFERRED */
 	unsigned reset : 1;           /* a RST_STREAM was submitted */
+	unsigned ws : 1;              /* an extended CONNECT (WebSocket): <ws_key> was generated */
+	char ws_key[H2CONV_WS_KEY_LEN];
 	LIST_ENTRY(h2stream) link;
 };
 
@@ -142,8 +159,11 @@ vc_new(struct h2stream *st)
 	c->io_reading = 1;
 	c->h2 = st;
 	c->h2_stream = 1;
+	c->alpn_h1 = p->alpn_h1;  /* the upstream is offered what the client offered */
+	c->alpn_h2 = p->alpn_h2;
 	c->in = st->in;
 	c->out = st->out;
+	c->client_eof = st->ws && st->req_ended;  /* a WebSocket's END_STREAM came in the read that started it */
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
 	return c;
 }
@@ -181,6 +201,8 @@ stream_free(struct h2stream *st)
 	evbuffer_free(st->hdr);
 	evbuffer_free(st->in);
 	evbuffer_free(st->out);
+	if (st->trailers != NULL)
+		evbuffer_free(st->trailers);
 	free(st);
 }
 
@@ -240,16 +262,51 @@ refusal_submit(struct h2stream *st)
 /* ---- response: what the virtual connection wrote ---- */
 
 /*
- * The answer is complete.  When the client is still sending its body (the
- * upstream answered without reading it all), RST_STREAM NO_ERROR after it
- * tells the client to stop (RFC 9113 8.1) instead of leaving it to send on.
+ * The held trailer lines become the trailing HEADERS frame; submitting it from
+ * the data source with NO_END_STREAM is what nghttp2 documents for trailers.
+ * 0, or -1 (the lines do not translate: the stream is reset, never ended).
  */
-static void
+static int
+trailers_submit(struct h2stream *st, uint32_t *flags)
+{
+	struct worker *w = st->s->c->w;
+	nghttp2_nv nva[H2_FIELDS_MAX];
+	/* the names go to the scratch buffer: the data source runs inside mem_send, outside every parse */
+	struct h2conv_nvbuf nb = {nva, H2_FIELDS_MAX, 0, (char *)w->scratch, w->scratch_cap, 0};
+	size_t len = evbuffer_get_length(st->trailers);
+	const char *err = NULL;
+
+	if (h2conv_trailers_to_nv((const char *)evbuffer_pullup(st->trailers, -1), len,
+	                          st->no_index ? H2CONV_NV_NO_INDEX : 0, &nb, &err) != 0) {
+		log_warnx("c%llu: stream %d: response trailers not sent: %s", (unsigned long long)st->s->c->id,
+		          (int)st->id, err);
+		return -1;
+	}
+	/* the fields are copied: the lines may go */
+	if (nb.nvlen > 0) {
+		if (nghttp2_submit_trailer(st->s->ng, st->id, nb.nva, nb.nvlen) != 0)
+			return -1;
+		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+	}
+	evbuffer_drain(st->trailers, len);
+	return 0;
+}
+
+/*
+ * The answer is complete: END_STREAM, or the trailers that carry it.  When
+ * the client is still sending its body (the upstream answered without reading
+ * it all), RST_STREAM NO_ERROR after it tells the client to stop (RFC 9113
+ * 8.1) instead of leaving it to send on.  0, or -1 (reset the stream).
+ */
+static int
 data_end(struct h2stream *st, uint32_t *flags)
 {
 	*flags |= NGHTTP2_DATA_FLAG_EOF;
+	if (st->trailers != NULL && evbuffer_get_length(st->trailers) > 0 && trailers_submit(st, flags) != 0)
+		return -1;
 	if (!st->req_ended)
 		stream_reset(st, NGHTTP2_NO_ERROR);
+	return 0;
 }
 
 static ssize_t
@@ -263,18 +320,16 @@ data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *f
 	(void)id;
 	(void)arg;
 	if (n == 0) {
-		if (st->out_eof) {
-			data_end(st, flags);
-			return 0;
-		}
+		if (st->out_eof)
+			return data_end(st, flags) == 0 ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 		st->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	if (n > len)
 		n = len;
 	evbuffer_remove(st->out, buf, n);
-	if (st->out_eof && evbuffer_get_length(st->out) == 0)
-		data_end(st, flags);
+	if (st->out_eof && evbuffer_get_length(st->out) == 0 && data_end(st, flags) != 0)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	st->drained = 1;  /* room in the queue: the relay may read the upstream again (h2srv_pump) */
 	return (ssize_t)n;
 }
@@ -347,6 +402,8 @@ stream_service(struct h2stream *st)
 	if (!st->pending || st->reset)
 		return;
 	st->pending = 0;
+	if (st->starting && st->want_reset)
+		st->starting = 0;  /* reset in the read that started it (bad trailers): never starts */
 	if (st->starting) {
 		st->starting = 0;
 		st->vc = vc_new(st);
@@ -394,6 +451,53 @@ h2srv_stream_closed(struct conn *vc)
 		stream_reset(st, NGHTTP2_INTERNAL_ERROR);
 }
 
+void
+h2srv_trailers(struct conn *vc, struct evbuffer *lines)
+{
+	struct h2stream *st = vc->h2;
+
+	if (st == NULL || st->reset || st->want_reset) {
+		evbuffer_drain(lines, evbuffer_get_length(lines));
+		return;
+	}
+	if (st->trailers == NULL && (st->trailers = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	evbuffer_add_buffer(st->trailers, lines);
+}
+
+void
+h2srv_stream_abort(struct conn *vc)
+{
+	struct h2stream *st = vc->h2;
+
+	if (st != NULL)
+		stream_reset(st, NGHTTP2_INTERNAL_ERROR);
+}
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  /* RFC 6455 1.3 */
+
+int
+h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m)
+{
+	struct h2stream *st = vc->h2;
+	const struct h1_header *a = h1_find_header(m, "sec-websocket-accept");
+	unsigned char in[H2CONV_WS_KEY_LEN + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE];
+	unsigned char want[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+	unsigned int mdlen = 0;
+	int n;
+
+	if (st == NULL || !st->ws || a == NULL)
+		return -1;
+	memcpy(in, st->ws_key, H2CONV_WS_KEY_LEN);
+	memcpy(in + H2CONV_WS_KEY_LEN, WS_GUID, sizeof(WS_GUID) - 1);
+	if (EVP_Digest(in, sizeof(in), md, &mdlen, EVP_sha1(), NULL) != 1)
+		return -1;
+	n = EVP_EncodeBlock(want, md, (int)mdlen);
+	if (n <= 0 || (size_t)n != a->value_len || memcmp(want, a->value, (size_t)n) != 0)
+		return -1;
+	return 0;
+}
+
 /* ---- request: the client's frames ---- */
 
 static int
@@ -418,8 +522,11 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size
 	(void)flags;
 	if (st == NULL || f->hd.type != NGHTTP2_HEADERS)
 		return 0;
-	if (f->headers.cat != NGHTTP2_HCAT_REQUEST)
-		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  /* trailers: not carried yet (reset) */
+	if (f->headers.cat != NGHTTP2_HCAT_REQUEST && f->headers.cat != NGHTTP2_HCAT_HEADERS)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	if (f->headers.cat == NGHTTP2_HCAT_HEADERS && st->vc == NULL && !st->starting)
+		return 0;  /* trailers of a stream no pipeline reads (refused, or its answer done): ignored */
+	/* trailers are bounded like the head (the head's fields are gone by then) */
 	if (st->nfields == H2_FIELDS_MAX ||
 	    evbuffer_get_length(st->hdr) + nlen + vlen > (size_t)s->c->w->gw->cfg->limits.header_bytes)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -446,19 +553,12 @@ on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *na
 	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
-/* A whole request head: translate it and start its virtual connection. */
+/* The collected header block as an nv list (views into <hdr>, valid until it is drained). */
 static void
-request_start(struct h2stream *st, int end_stream)
+hdr_nva(struct h2stream *st, nghttp2_nv *nva)
 {
-	struct conn *p = st->s->c;
-	const struct policy_limits *lim = &p->w->gw->cfg->limits;
-	nghttp2_nv nva[H2_FIELDS_MAX];
-	struct h2conv_req_opts o = {p->sni, "https", H2_FIELDS_MAX, end_stream, 0};
-	struct h2conv_request info;
-	struct h2conv_err e;
 	uint8_t *b = evbuffer_pullup(st->hdr, -1);
-	char *head = (char *)p->w->scratch;
-	size_t i, off = 0, hlen = 0;
+	size_t i, off = 0;
 	uint32_t l[2];
 
 	for (i = 0; i < st->nfields; i++) {
@@ -466,6 +566,29 @@ request_start(struct h2stream *st, int end_stream)
 		nva[i] = (nghttp2_nv){b + off + 8, b + off + 8 + l[0], l[0], l[1], 0};
 		off += 8 + l[0] + l[1];
 	}
+}
+
+static void
+hdr_clear(struct h2stream *st)
+{
+	evbuffer_drain(st->hdr, evbuffer_get_length(st->hdr));
+	st->nfields = 0;
+}
+
+/* A whole request head: translate it and start its virtual connection. */
+static void
+request_start(struct h2stream *st, int end_stream)
+{
+	struct conn *p = st->s->c;
+	const struct policy_limits *lim = &p->w->gw->cfg->limits;
+	nghttp2_nv nva[H2_FIELDS_MAX];
+	struct h2conv_req_opts o = {p->sni, "https", H2_FIELDS_MAX, end_stream, 1};
+	struct h2conv_request info;
+	struct h2conv_err e;
+	char *head = (char *)p->w->scratch;
+	size_t hlen = 0;
+
+	hdr_nva(st, nva);
 	if (h2conv_request_to_h1(nva, st->nfields, &o, head, p->w->scratch_cap < lim->header_bytes ? p->w->scratch_cap
 	                                                                                            : lim->header_bytes,
 	                         &hlen, &info, &e) != 0) {
@@ -477,10 +600,17 @@ request_start(struct h2stream *st, int end_stream)
 		return;
 	}
 	if (info.websocket) {
-		stream_refuse(st, 501, "WebSocket over HTTP/2 is not carried yet");
-		return;
+		/* the key the upstream's 101 must answer (h2srv_ws_accept_check); only we write this name capitalised */
+		const char *k = memmem(head, hlen, "\r\nSec-WebSocket-Key: ", 21);
+
+		if (!info.ws_key_generated || k == NULL || (size_t)(k - head) + 21 + H2CONV_WS_KEY_LEN > hlen) {
+			stream_refuse(st, 500, "no WebSocket key");
+			return;
+		}
+		memcpy(st->ws_key, k + 21, H2CONV_WS_KEY_LEN);
+		st->ws = 1;
 	}
-	evbuffer_drain(st->hdr, evbuffer_get_length(st->hdr));
+	hdr_clear(st);
 	st->chunked = info.chunked;
 	evbuffer_add(st->in, head, hlen);
 	/*
@@ -489,6 +619,51 @@ request_start(struct h2stream *st, int end_stream)
 	 */
 	st->starting = 1;
 	st->pending = 1;
+}
+
+/*
+ * The client's trailers (a HEADERS block after DATA, with END_STREAM) end a
+ * chunk-framed body as its trailer section.  After a content-length body
+ * HTTP/1.1 has no place for them: they are dropped (RFC 9110 6.5.1 lets a
+ * recipient discard trailers).  A block that does not translate resets the
+ * stream: the head already went up, so no answer of ours can replace it.
+ */
+static void
+request_trailers(struct h2stream *st, int end_stream)
+{
+	struct conn *p = st->s->c;
+	const struct policy_limits *lim = &p->w->gw->cfg->limits;
+	nghttp2_nv nva[H2_FIELDS_MAX];
+	struct h2conv_err e;
+	char *out = (char *)p->w->scratch;
+	size_t len = 0;
+
+	if (!end_stream) {  /* nghttp2 refuses this itself; never trust it to */
+		hdr_clear(st);
+		stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
+		return;
+	}
+	if (!st->chunked) {
+		hdr_clear(st);
+		if (st->ws && st->vc != NULL) {  /* trailers end a WebSocket stream too: the tunnel's client EOF */
+			st->vc->client_eof = 1;
+			conn_pump(st->vc);
+		}
+		return;
+	}
+	hdr_nva(st, nva);
+	if (h2conv_trailers_to_h1(nva, st->nfields, H2_FIELDS_MAX, out,
+	                          p->w->scratch_cap < lim->header_bytes ? p->w->scratch_cap : lim->header_bytes, &len,
+	                          &e) != 0) {
+		log_info("c%llu: stream %d: request trailers refused: %s", (unsigned long long)p->id, (int)st->id, e.reason);
+		hdr_clear(st);
+		stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
+		return;
+	}
+	hdr_clear(st);
+	evbuffer_add(st->in, out, len);
+	if (st->vc != NULL)
+		conn_pump(st->vc);
 }
 
 /* A client RST_STREAM: rapid reset (CVE-2023-44487) ends the connection with ENHANCE_YOUR_CALM. */
@@ -530,10 +705,15 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 		st->req_ended = 1;
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
 		request_start(st, (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
+	else if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_HEADERS &&
+	         (st->vc != NULL || st->starting))
+		request_trailers(st, (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
 	else if (f->hd.type == NGHTTP2_DATA && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
 	         (st->vc != NULL || st->starting)) {
 		if (st->chunked)
 			evbuffer_add(st->in, "0\r\n\r\n", 5);
+		if (st->ws && st->vc != NULL)
+			st->vc->client_eof = 1;  /* the WebSocket tunnel's client side ended (vc_new if not started) */
 		if (st->vc != NULL)
 			conn_pump(st->vc);
 	}
@@ -594,6 +774,7 @@ h2srv_start(struct conn *c)
 		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
 		{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, lim->header_bytes},
 		{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+		{NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},  /* RFC 8441: WebSocket streams */
 	};
 	int r;
 

@@ -31,6 +31,8 @@ http_req_reset(struct conn *c)
 	free(r->query);
 	if (r->up_head != NULL)
 		evbuffer_free(r->up_head);
+	if (r->resp_trailers != NULL)
+		evbuffer_free(r->resp_trailers);
 	free(r);
 	c->req = NULL;
 }
@@ -174,11 +176,11 @@ http_append_header(struct evbuffer *out, const struct h1_header *h)
 	return evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name, (int)h->value_len, h->value);
 }
 
-/* Copies the end-to-end headers of <m>, minus <skip1>/<skip2> (may be NULL). */
-void
-http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2)
+/* Copies the end-to-end headers of <m>, minus the <nskip> names of <skip> (NULL entries skip nothing). */
+static void
+copy_headers(struct evbuffer *out, const struct h1_message *m, const char *const *skip, size_t nskip)
 {
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < m->nheaders; i++) {
 		const struct h1_header *h = &m->headers[i];
@@ -187,11 +189,20 @@ http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *
 			continue;
 		if (sluice_iov_ieq(h->name, h->name_len, "content-length"))
 			continue;
-		if ((skip1 && sluice_iov_ieq(h->name, h->name_len, skip1)) ||
-		    (skip2 && sluice_iov_ieq(h->name, h->name_len, skip2)))
-			continue;
-		http_append_header(out, h);
+		for (k = 0; k < nskip; k++)
+			if (skip[k] != NULL && sluice_iov_ieq(h->name, h->name_len, skip[k]))
+				break;
+		if (k == nskip)
+			http_append_header(out, h);
 	}
+}
+
+void
+http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2)
+{
+	const char *skip[2] = {skip1, skip2};
+
+	copy_headers(out, m, skip, 2);
 }
 
 /* Splits an absolute-form target "http(s)://authority/path?q" into authority and the rest. */
@@ -331,6 +342,7 @@ read_request(struct conn *c)
 	char *head;
 	int status = 400, n, hold;
 	long nl;
+	const struct h1_header *te;
 
 	if (len == 0) {
 		if (c->client_eof)
@@ -434,10 +446,19 @@ read_request(struct conn *c)
 	else
 		evbuffer_add_printf(r->up_head, strchr(c->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", c->host,
 		                    c->port);
-	/* a held body is answered with our own 100; with secrets, no WebSocket extension (frames stay searchable) */
-	http_copy_headers(r->up_head, m, "host",
-	                  hold ? "expect" : r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions"
-	                                                                                     : NULL);
+	/*
+	 * A held body is answered with our own 100; with secrets, no WebSocket
+	 * extension (frames stay searchable); with a secret injected, no gRPC
+	 * message compression (grpc-accept-encoding): the response's messages are
+	 * scrubbed one by one (credresp.c), which needs them uncompressed.
+	 */
+	const char *skip[] = {"host", hold ? "expect" : NULL,
+	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL,
+	                      r->nuses > 0 ? "grpc-accept-encoding" : NULL};
+	copy_headers(r->up_head, m, skip, sizeof(skip) / sizeof(skip[0]));
+	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
+	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
+		evbuffer_add(r->up_head, "TE: trailers\r\n", 14);
 	if (hold)
 		;  /* the framing follows the body (credbody.c) */
 	else if (r->body == H1_BODY_LENGTH)

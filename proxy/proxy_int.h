@@ -55,6 +55,7 @@ struct cred_value;
 struct scrub_set;
 struct scrub_stream;
 struct unzip;
+struct up_memo;
 
 /* ---- cred.c: the secret store (values fetched on the main thread, shared by the workers) ---- */
 
@@ -155,6 +156,12 @@ enum upstream_state {
 /* Called once when a dial finishes: <err> NULL on success, else a static reason. */
 typedef void (*upstream_cb)(struct upstream *up, const char *err, int status, void *arg);
 
+/* ALPN protocols an upstream dial may offer: the overlap of the client's list with these two. */
+#define UPSTREAM_ALPN_H1 1u
+#define UPSTREAM_ALPN_H2 2u
+struct h2up_stream;
+struct h2up_sess;
+
 struct upstream {
 	struct worker *w;
 	enum upstream_state state;
@@ -176,6 +183,11 @@ struct upstream {
 	struct event *timer;             /* connect timeout, or idle timeout while pooled */
 	char errbuf[512];                /* detail of a failure (verification error text) */
 	TAILQ_ENTRY(upstream) pool_link;
+	unsigned alpn;                   /* UPSTREAM_ALPN_* offered (TLS only) */
+	int no_index;                    /* the request carries injected secrets: never HPACK-indexed (h2up.c) */
+	struct h2up_stream *h2s;         /* an HTTP/2 stream of a shared session: <bev> is its pair end (h2up.c) */
+	struct h2up_sess *h2wait;        /* waiting for this session's handshake (h2up.c) */
+	LIST_ENTRY(upstream) wait_link;
 };
 TAILQ_HEAD(upstream_list, upstream);
 
@@ -191,7 +203,17 @@ TAILQ_HEAD(upstream_list, upstream);
  * upstream_set_owner.
  */
 struct upstream *upstream_dial(struct worker *w, const char *host, unsigned port, int tls,
-                               int allow_private, upstream_cb cb, void *arg);
+                               int allow_private, unsigned alpn, upstream_cb cb, void *arg);
+/* A new upstream for upstream_redial (not dialled yet); the caller owns it. */
+struct upstream *upstream_new(struct worker *w, const char *host, unsigned port, int tls, int allow_private,
+                              unsigned alpn, upstream_cb cb, void *arg);
+/* Dials <up> (again) offering <alpn>; its callback reports, also when it fails at once. */
+void upstream_redial(struct upstream *up, unsigned alpn);
+/* Moves <from>'s READY connection into <up> (whose dial never ran); <from> keeps nothing but is still to free. */
+void upstream_adopt(struct upstream *up, struct upstream *from);
+/* What <host>:<port> chose when offered h2, remembered by the gateway: UPSTREAM_ALPN_H1, _H2, or 0 (unknown). */
+unsigned upstream_alpn_memo(struct worker *w, const char *host, unsigned port);
+void upstream_alpn_remember(struct worker *w, const char *host, unsigned port, unsigned proto);
 /* Callbacks for an owned, READY upstream: <readcb>/<writecb> on data and drain, <eventcb> on EOF/error/timeout. */
 void upstream_set_owner(struct upstream *up, bufferevent_data_cb readcb, bufferevent_data_cb writecb,
                         bufferevent_event_cb eventcb, void *arg);
@@ -202,6 +224,28 @@ void upstream_free(struct upstream *up);
 /* Worker-level pool teardown. */
 void upstream_pool_clear(struct worker *w);
 SSL_CTX *upstream_ctx_create(const struct policy_config *cfg, const char **err);
+
+/*
+ * h2up.c: HTTP/2 toward upstreams.  One TLS connection per session, shared
+ * by the concurrent requests of a worker to the same host:port: each
+ * request gets a struct upstream whose <bev> is one end of a bufferevent
+ * pair, so the relay speaks HTTP/1.1 to it exactly as to a socket; the
+ * other end is translated to and from the stream's frames here.
+ *
+ * h2up_attach(): a stream on a READY session with room, or a place among the
+ * waiters of one still handshaking (state UP_S_CONNECTING, <cb> reports);
+ * NULL when the worker has no such session.  h2up_session_new(): <phys> is
+ * a dial just begun offering h2; returns the caller's upstream (a waiter, or
+ * already UP_S_FAILED).  If the host answers without h2 the first waiter
+ * takes the connection as HTTP/1.1 and the others dial their own.
+ * h2up_detach(): the owner lets go of a stream or a waiter (upstream_free).
+ */
+struct upstream *h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, upstream_cb cb,
+                             void *arg);
+struct upstream *h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *arg);
+void h2up_detach(struct upstream *up);
+/* Closes every session of the worker (its streams see their upstream end). */
+void h2up_clear(struct worker *w);
 
 /* ---- conn.c / http.c ---- */
 
@@ -283,6 +327,8 @@ struct req {
 	uint64_t body_total;            /* the body's Content-Length as the client sent it */
 	unsigned char body_type;        /* enum cred_body_type, from Content-Type */
 	unsigned char expect_continue;  /* the client waits for a 100 before sending the body */
+	struct evbuffer *resp_trailers; /* relay.c: the raw trailer field lines of a chunked response, or NULL */
+	unsigned char grpc;             /* credresp.c: a gRPC response, scrubbed message by message */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -337,6 +383,8 @@ struct conn {
 	unsigned io_kicked : 1;         /* an I/O round is scheduled or running */
 	unsigned h2_conn : 1;           /* an HTTP/2 client connection: <h2> is its session */
 	unsigned h2_stream : 1;         /* a stream's virtual connection: <h2> is its stream, no socket */
+	unsigned alpn_h1 : 1;           /* the client's ALPN list offered http/1.1 */
+	unsigned alpn_h2 : 1;           /* ... and h2 (the upstream is offered only this overlap) */
 	void *h2;                       /* h2srv.c */
 };
 LIST_HEAD(conn_list, conn);
@@ -435,6 +483,9 @@ int cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_messag
 /* Moves decoded body bytes (r->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
 int cred_resp_pump(struct conn *c, int end);
 void cred_resp_free(struct req *r);
+/* Bytes the relay may queue for the scrubber: a gRPC message is scrubbed whole, so up to one message. */
+#define CRED_GRPC_MSG_MAX (4u << 20)    /* gRPC's default receive limit */
+size_t cred_resp_queue_max(const struct req *r);
 /*
  * A new scrub set (the caller frees it) of every value r->uses injected, in
  * every echo form (and its exact Basic credential), tag i for r->uses[i];
@@ -496,6 +547,25 @@ int h2srv_start(struct conn *c);
 void h2srv_pump(struct conn *c);
 void h2srv_free(struct conn *c);
 void h2srv_stream_closed(struct conn *vc);
+/*
+ * The response relayed on stream connection <vc> ended with trailer fields:
+ * <lines> holds them raw ("Name: value CRLF"..., already scrubbed), and is
+ * drained.  They go out as a trailing HEADERS frame after the last DATA.
+ */
+void h2srv_trailers(struct conn *vc, struct evbuffer *lines);
+/*
+ * The response relayed on stream connection <vc> failed after its head went
+ * out: its stream is reset (INTERNAL_ERROR) instead of ended, so the client
+ * sees the truncation.  The connection still closes as usual.
+ */
+void h2srv_stream_abort(struct conn *vc);
+/*
+ * An upstream answered 101 to the WebSocket upgrade of stream connection
+ * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept
+ * matches the key generated for the stream, else -1 (not a WebSocket
+ * stream, or a wrong or missing accept: refuse the upgrade).
+ */
+int h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
@@ -543,6 +613,8 @@ struct worker {
 	struct upstream_list pool;
 	unsigned npool;
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
+	LIST_HEAD(, h2up_sess) h2up;     /* shared upstream HTTP/2 sessions (h2up.c) */
+	unsigned nh2up;
 	struct conn_list conns;
 	unsigned nconns;
 	struct conn **dl;                /* deadline heap (deadline.c), earliest first */
@@ -585,6 +657,8 @@ struct gateway {
 	struct event *done_ev;
 	struct event *trim_ev;           /* periodic malloc_trim, and the secret store's ttl refresh */
 	struct cred_store *creds;
+	pthread_mutex_t memo_mu;         /* guards <memo> (one short lock per client handshake and per h2 dial) */
+	struct up_memo *memo;            /* what each host chose when offered h2, shared by the workers (upstream.c) */
 	unsigned nstarted;
 	struct evhttp *admin;
 	int stopping;

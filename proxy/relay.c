@@ -55,6 +55,7 @@ start_relay(struct conn *c)
 	size_t n = evbuffer_get_length(r->up_head);
 
 	relay_own_upstream(c);
+	c->up->no_index = r->nuses > 0;  /* an h2 upstream never indexes a head that carries secrets */
 	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
 	c->up_eof = 0;
@@ -77,13 +78,23 @@ void
 relay_dial(struct conn *c)
 {
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
+	unsigned alpn = 0;
+
+	/* the upstream is offered what the client offered of h2 and http/1.1; a WebSocket upgrade needs HTTP/1.1 */
+	if (c->tls) {
+		alpn = (c->alpn_h1 || !c->alpn_h2) ? UPSTREAM_ALPN_H1 : 0;
+		if (c->alpn_h2 && !c->req->websocket)
+			alpn |= UPSTREAM_ALPN_H2;
+		if (alpn == 0)
+			alpn = UPSTREAM_ALPN_H1;
+	}
 
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
 	cio_read(c, 0);
 	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
-	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, dial_done, c);
+	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
 		start_relay(c);
 		relay_pump(c);
@@ -126,13 +137,18 @@ move_counted(struct evbuffer *in, struct evbuffer *out, uint64_t *left, uint64_t
 	return *left == 0;
 }
 
-/* One chunked-decoder step from <in> to <out>; re-encodes when <reencode>. 1 progress, 0 wait, -1 error. */
+/*
+ * One chunked-decoder step from <in> to <out>; re-encodes when <reencode>.
+ * The trailer section goes to *<trailers> (created on demand) when that is
+ * given, and the caller ends the body; else, re-encoding, it ends the body
+ * inline ("0" CRLF trailers CRLF).  1 progress, 0 wait, -1 error.
+ */
 static int
 chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
-             int *done, const char **err)
+             int *done, struct evbuffer **trailers, const char **err)
 {
 	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
-	const char *p, *data = NULL, *trailers = NULL;
+	const char *p, *data = NULL, *tr = NULL;
 	size_t dlen = 0, tlen = 0, off;
 	char tbuf[PROXY_TRAILER_MAX + 2];
 	int n;
@@ -140,7 +156,7 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 	if (len == 0)
 		return 0;
 	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)cap);
-	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &trailers, &tlen, err);
+	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &tr, &tlen, err);
 	if (n == -2) {
 		if (cap == CHUNK_PULL) {
 			*err = "chunk framing line too long";
@@ -157,7 +173,7 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 			*err = "trailers too large";
 			return -1;
 		}
-		memcpy(tbuf, trailers, tlen);
+		memcpy(tbuf, tr, tlen);
 	}
 	off = dlen > 0 ? (size_t)(data - p) : 0;
 	if (dlen > 0) {
@@ -169,7 +185,13 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 			evbuffer_add(out, "\r\n", 2);
 		*bytes += dlen;
 	}
-	if (*done && reencode) {
+	if (*done && trailers != NULL) {
+		if (tlen > 0) {
+			if (*trailers == NULL && (*trailers = evbuffer_new()) == NULL)
+				fatalx("out of memory");
+			evbuffer_add(*trailers, tbuf, tlen);
+		}
+	} else if (*done && reencode) {
 		evbuffer_add(out, "0\r\n", 3);
 		if (tlen > 0)
 			evbuffer_add(out, tbuf, tlen);
@@ -190,7 +212,7 @@ relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int r
 		r->body_done = move_counted(in, out, &r->body_left, &r->bytes_up);
 		return 1;
 	}
-	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, err);
+	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, NULL, err);
 }
 
 void
@@ -274,13 +296,25 @@ response_head(struct conn *c)
 	}
 	if (m->status < 200) {
 		if (m->status == 101 && r->websocket) {
+			if (c->h2_stream && h2srv_ws_accept_check(c, m) != 0) {
+				/* the key was ours (HTTP/2 has none): an upstream that did not answer it did not upgrade */
+				evbuffer_drain(uin, (size_t)n);
+				relay_abort(c, "upstream's Sec-WebSocket-Accept does not answer the key", 502);
+				return 1;
+			}
 			/* with secrets injected into the upgrade, its answer's head is scrubbed like any other */
 			hout = r->nuses > 0 ? evbuffer_new() : cout;
-			evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
-			http_copy_headers(hout, m, NULL, NULL);
-			evbuffer_add(hout, "Connection: Upgrade\r\n", 21);
-			if ((cl = h1_find_header(m, "upgrade")) != NULL)
-				http_append_header(hout, cl);
+			if (c->h2_stream) {
+				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
+				evbuffer_add(hout, "HTTP/1.1 200 OK\r\n", 17);
+				http_copy_headers(hout, m, "sec-websocket-accept", NULL);
+			} else {
+				evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
+				http_copy_headers(hout, m, NULL, NULL);
+				evbuffer_add(hout, "Connection: Upgrade\r\n", 21);
+				if ((cl = h1_find_header(m, "upgrade")) != NULL)
+					http_append_header(hout, cl);
+			}
 			evbuffer_add(hout, "\r\n", 2);
 			evbuffer_drain(uin, (size_t)n);
 			if (hout != cout) {
@@ -313,6 +347,12 @@ response_head(struct conn *c)
 			evbuffer_add(cout, "\r\n", 2);
 		}
 		evbuffer_drain(uin, (size_t)n);
+		return 1;
+	}
+	if (r->websocket && c->h2_stream && m->status < 300) {
+		/* to an extended CONNECT a 2xx means "tunnel open": only a checked 101 may say that */
+		evbuffer_drain(uin, (size_t)n);
+		relay_abort(c, "upstream answered the WebSocket upgrade without switching protocols", 502);
 		return 1;
 	}
 	r->status = m->status;
@@ -396,6 +436,43 @@ finish_request(struct conn *c)
 	http_next_request(c, r->client_keep_alive && r->body_done);
 }
 
+/*
+ * The response body failed after its head went out: the client must see a
+ * truncation.  A stream's connection ends like a complete answer would
+ * (CLOSING), so its stream is reset explicitly, never ended with END_STREAM.
+ */
+static void
+body_fail(struct conn *c, const char *why)
+{
+	if (c->h2_stream)
+		h2srv_stream_abort(c);
+	relay_abort(c, why, 502);
+}
+
+/*
+ * The chunked response body ended (not scrubbed: cred_resp_pump ends those):
+ * its trailers go where the client can take them.  An HTTP/1.1 client gets
+ * the last chunk with them, an h2 stream a trailing HEADERS frame, and an
+ * HTTP/1.0 client nothing: no framing of its can carry them.
+ */
+static void
+resp_body_end(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *cout = cio_out(c), *t = r->resp_trailers;
+
+	if (r->resp_chunked_out) {
+		evbuffer_add(cout, "0\r\n", 3);
+		if (t != NULL)
+			evbuffer_add_buffer(cout, t);
+		evbuffer_add(cout, "\r\n", 2);
+	} else if (c->h2_stream && t != NULL && evbuffer_get_length(t) > 0) {
+		h2srv_trailers(c, t);
+	}
+	if (t != NULL)
+		evbuffer_drain(t, evbuffer_get_length(t));
+}
+
 void
 relay_pump(struct conn *c)
 {
@@ -454,20 +531,24 @@ relay_pump(struct conn *c)
 		/* a scrubbed body goes through the scrubber's queue (credresp.c), else straight to the client */
 		bout = r->scrub_st != NULL ? r->scrub_in : cout;
 		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
-		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : PROXY_HIGH_WATER / 2) &&
+		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : cred_resp_queue_max(r)) &&
 		       evbuffer_get_length(uin) > 0) {
 			if (r->resp_body == H1_BODY_LENGTH) {
 				if (move_counted(uin, bout, &r->resp_left, &r->bytes_down))
 					r->resp = RESP_S_DONE;
 			} else if (r->resp_body == H1_BODY_CHUNKED) {
 				int done = 0;
-				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done, &err);
+				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done,
+				                 &r->resp_trailers, &err);
 				if (p < 0) {
-					relay_abort(c, "malformed chunked response body", 502);
+					body_fail(c, "malformed chunked response body");
 					return;
 				}
-				if (done)
+				if (done) {
 					r->resp = RESP_S_DONE;
+					if (r->scrub_st == NULL)
+						resp_body_end(c);
+				}
 				if (p == 0)
 					break;
 			} else {  /* until close */
@@ -481,13 +562,13 @@ relay_pump(struct conn *c)
 			}
 			progress = 1;
 			if (r->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
-				relay_abort(c, "cannot decode the response body to scrub it", 502);
+				body_fail(c, "cannot decode the response body to scrub it");
 				return;
 			}
 		}
 		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
 			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
-				relay_abort(c, "upstream closed inside the response body", 502);
+				body_fail(c, "upstream closed inside the response body");
 				return;
 			}
 			if (r->resp_chunked_out)
@@ -495,7 +576,7 @@ relay_pump(struct conn *c)
 			r->resp = RESP_S_DONE;
 		}
 		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
-			relay_abort(c, "cannot decode the response body to scrub it", 502);
+			body_fail(c, "cannot decode the response body to scrub it");
 			return;
 		}
 		if (r->resp == RESP_S_DONE) {

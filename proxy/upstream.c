@@ -23,11 +23,78 @@
 #include "proxy/proxy_int.h"
 
 #define SESSION_SLOTS 128
+#define MEMO_SLOTS 256
+#define MEMO_H1_SECONDS 300    /* an HTTP/1.1-only answer is trusted this long, then h2 is offered again */
+
+/* What a host chose when h2 was offered (ALPN), shared by the workers: UPSTREAM_ALPN_H1 or _H2. */
+struct up_memo {
+	char key[HOST_BUF + 8];
+	unsigned proto;
+	time_t at;
+};
 
 struct up_session {
 	char key[HOST_BUF + 8];
 	SSL_SESSION *sess;
 };
+
+/* FNV-1a of a "host:port" key. */
+static unsigned
+key_hash(const char *key)
+{
+	unsigned h = 2166136261u;
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h;
+}
+
+static void
+host_key(const char *host, unsigned port, char *key, size_t cap)
+{
+	snprintf(key, cap, "%s:%u", host, port);
+}
+
+/* The slot of <key> (the caller holds memo_mu). */
+static struct up_memo *
+memo_slot(struct gateway *gw, const char *key)
+{
+	if (gw->memo == NULL)
+		gw->memo = xcalloc(MEMO_SLOTS, sizeof(struct up_memo));
+	return &gw->memo[key_hash(key) % MEMO_SLOTS];
+}
+
+unsigned
+upstream_alpn_memo(struct worker *w, const char *host, unsigned port)
+{
+	char key[HOST_BUF + 8];
+	struct up_memo *m;
+	unsigned proto = 0;
+
+	host_key(host, port, key, sizeof(key));
+	pthread_mutex_lock(&w->gw->memo_mu);
+	m = memo_slot(w->gw, key);
+	if (m->proto != 0 && strcmp(m->key, key) == 0 &&
+	    (m->proto != UPSTREAM_ALPN_H1 || time(NULL) - m->at <= MEMO_H1_SECONDS))
+		proto = m->proto;
+	pthread_mutex_unlock(&w->gw->memo_mu);
+	return proto;
+}
+
+void
+upstream_alpn_remember(struct worker *w, const char *host, unsigned port, unsigned proto)
+{
+	char key[HOST_BUF + 8];
+	struct up_memo *m;
+
+	host_key(host, port, key, sizeof(key));
+	pthread_mutex_lock(&w->gw->memo_mu);
+	m = memo_slot(w->gw, key);
+	memcpy(m->key, key, sizeof(m->key));
+	m->proto = proto;
+	m->at = time(NULL);
+	pthread_mutex_unlock(&w->gw->memo_mu);
+}
 
 static int up_ex_index = -1;
 static pthread_once_t up_ex_once = PTHREAD_ONCE_INIT;
@@ -41,17 +108,13 @@ ex_index_init(void)
 static unsigned
 session_slot(const char *key)
 {
-	unsigned h = 2166136261u;
-
-	for (; *key; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
-	return h % SESSION_SLOTS;
+	return key_hash(key) % SESSION_SLOTS;
 }
 
 static void
 session_key(const struct upstream *up, char *key, size_t cap)
 {
-	snprintf(key, cap, "%s:%u", up->host, up->port);
+	host_key(up->host, up->port, key, cap);
 }
 
 /* OpenSSL hands us each new session (TLS 1.3: after the handshake, in a ticket). */
@@ -77,7 +140,6 @@ SSL_CTX *
 upstream_ctx_create(const struct policy_config *cfg, const char **err)
 {
 	SSL_CTX *ctx;
-	static const unsigned char alpn[] = "\x08http/1.1";
 
 	pthread_once(&up_ex_once, ex_index_init);
 	ctx = SSL_CTX_new(TLS_client_method());
@@ -99,7 +161,6 @@ upstream_ctx_create(const struct policy_config *cfg, const char **err)
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
-	SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
 	return ctx;
@@ -253,6 +314,24 @@ literal_addr(struct upstream *up, const char *text)
 	return 0;
 }
 
+/* Offers the upstream the protocols of up->alpn (none: the server assumes HTTP/1.1). */
+static int
+set_alpn(struct upstream *up)
+{
+	static const unsigned char h1[] = "\x08http/1.1", h2[] = "\x02h2", both[] = "\x02h2\x08http/1.1";
+
+	switch (up->alpn) {
+	case UPSTREAM_ALPN_H1:
+		return SSL_set_alpn_protos(up->ssl, h1, sizeof(h1) - 1) == 0 ? 0 : -1;
+	case UPSTREAM_ALPN_H2:
+		return SSL_set_alpn_protos(up->ssl, h2, sizeof(h2) - 1) == 0 ? 0 : -1;
+	case UPSTREAM_ALPN_H1 | UPSTREAM_ALPN_H2:
+		return SSL_set_alpn_protos(up->ssl, both, sizeof(both) - 1) == 0 ? 0 : -1;
+	default:
+		return 0;
+	}
+}
+
 static int
 start_connect(struct upstream *up)
 {
@@ -277,6 +356,10 @@ start_connect(struct upstream *up)
 		} else {
 			SSL_set_tlsext_host_name(up->ssl, up->host);
 			SSL_set1_host(up->ssl, up->host);
+		}
+		if (set_alpn(up) != 0) {
+			snprintf(up->errbuf, sizeof(up->errbuf), "cannot set the upstream ALPN list");
+			return -1;
 		}
 		session_key(up, key, sizeof(key));
 		slot = &w->sessions[session_slot(key)];
@@ -366,41 +449,29 @@ pool_take(struct worker *w, const char *host, unsigned port, int tls, int allow_
 	return NULL;
 }
 
-struct upstream *
-upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int allow_private, upstream_cb cb,
-              void *arg)
+/* Starts (or restarts) the dial of <up>, whose host, port, tls, allow_private and alpn are set. */
+static void
+dial_begin(struct upstream *up)
 {
+	struct worker *w = up->w;
 	const struct policy_config *cfg = w->gw->cfg;
 	struct evutil_addrinfo hints;
-	struct upstream *up;
 	const char *override = NULL;
 	size_t i;
 
-	if (w->sessions == NULL)
-		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
-	up = pool_take(w, host, port, tls, allow_private);
-	if (up != NULL) {
-		up->cb = cb;
-		up->cb_arg = arg;
-		return up;
-	}
-	up = xcalloc(1, sizeof(*up));
-	up->w = w;
-	up->tls = tls;
-	up->allow_private = allow_private;
-	up->port = port;
-	snprintf(up->host, sizeof(up->host), "%s", host);
-	up->cb = cb;
-	up->cb_arg = arg;
-	up->timer = evtimer_new(w->base, timer_cb, up);
+	if (up->timer == NULL)
+		up->timer = evtimer_new(w->base, timer_cb, up);
 	up->in_dial = 1;
+	up->reused = 0;
+	up->refused = 0;
+	up->errbuf[0] = '\0';
 	up->state = UP_S_RESOLVING;
 	struct timeval tv = {cfg->limits.upstream_connect_ms / 1000, (cfg->limits.upstream_connect_ms % 1000) * 1000};
 	evtimer_add(up->timer, &tv);
 	for (i = 0; i < cfg->nresolve; i++)
-		if (strcmp(cfg->resolve[i].name, host) == 0)
+		if (strcmp(cfg->resolve[i].name, up->host) == 0)
 			override = cfg->resolve[i].addr;
-	if (literal_addr(up, override != NULL ? override : host)) {
+	if (literal_addr(up, override != NULL ? override : up->host)) {
 		if (start_connect(up) == -1)
 			finish(up, 1, 502);
 	} else {
@@ -408,12 +479,86 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 		hints.ai_family = AF_UNSPEC;
 		hints.ai_socktype = SOCK_STREAM;
 		hints.ai_protocol = IPPROTO_TCP;
-		up->dnsreq = evdns_getaddrinfo(w->dns, host, NULL, &hints, dns_cb, up);
+		up->dnsreq = evdns_getaddrinfo(w->dns, up->host, NULL, &hints, dns_cb, up);
 		if (up->state == UP_S_CONNECTING && up->errbuf[0] != '\0')
 			finish(up, 1, 502);
 	}
 	up->in_dial = 0;
+}
+
+struct upstream *
+upstream_new(struct worker *w, const char *host, unsigned port, int tls, int allow_private, unsigned alpn,
+             upstream_cb cb, void *arg)
+{
+	struct upstream *up = xcalloc(1, sizeof(*up));
+
+	up->w = w;
+	up->tls = tls;
+	up->allow_private = allow_private;
+	up->alpn = tls ? alpn : 0;
+	up->port = port;
+	snprintf(up->host, sizeof(up->host), "%s", host);
+	up->cb = cb;
+	up->cb_arg = arg;
 	return up;
+}
+
+struct upstream *
+upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int allow_private, unsigned alpn,
+              upstream_cb cb, void *arg)
+{
+	struct upstream *up;
+	int h2 = tls && (alpn & UPSTREAM_ALPN_H2) != 0;
+
+	if (w->sessions == NULL)
+		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
+	/* a stream on a shared HTTP/2 connection to the host, if there is one with room */
+	if (h2 && (up = h2up_attach(w, host, port, allow_private, cb, arg)) != NULL)
+		return up;
+	up = pool_take(w, host, port, tls, allow_private);
+	if (up != NULL) {
+		up->cb = cb;
+		up->cb_arg = arg;
+		return up;
+	}
+	if (h2 && upstream_alpn_memo(w, host, port) != UPSTREAM_ALPN_H1) {
+		/* h2 offered: the connection becomes a shared session, the caller its first stream */
+		up = upstream_new(w, host, port, tls, allow_private, alpn, NULL, NULL);
+		dial_begin(up);
+		return h2up_session_new(w, up, cb, arg);
+	}
+	/* HTTP/1.1 is what the host speaks (or all the client offered) */
+	up = upstream_new(w, host, port, tls, allow_private, UPSTREAM_ALPN_H1, cb, arg);
+	dial_begin(up);
+	return up;
+}
+
+void
+upstream_redial(struct upstream *up, unsigned alpn)
+{
+	up->alpn = up->tls ? alpn : 0;
+	dial_begin(up);
+	if (up->state == UP_S_FAILED && up->cb != NULL)
+		up->cb(up, up->errbuf, 502, up->cb_arg);
+}
+
+void
+upstream_adopt(struct upstream *up, struct upstream *from)
+{
+	up->bev = from->bev;
+	up->ssl = from->ssl;
+	if (up->timer == NULL)
+		up->timer = evtimer_new(up->w->base, timer_cb, up);
+	memcpy(&up->addr, &from->addr, sizeof(up->addr));
+	up->addrlen = from->addrlen;
+	memcpy(up->addr_str, from->addr_str, sizeof(up->addr_str));
+	up->alpn = from->alpn;
+	if (up->ssl != NULL)
+		SSL_set_ex_data(up->ssl, up_ex_index, up);
+	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
+	up->state = UP_S_READY;
+	from->bev = NULL;
+	from->ssl = NULL;
 }
 
 void
@@ -430,6 +575,10 @@ upstream_release(struct upstream *up)
 	struct worker *w = up->w;
 	struct upstream *old;
 
+	if (up->h2s != NULL) {  /* a stream: its connection stays with its session */
+		upstream_free(up);
+		return;
+	}
 	if (up->state != UP_S_READY || w->draining || evbuffer_get_length(bufferevent_get_input(up->bev)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(up->bev)) > 0) {
 		upstream_free(up);
@@ -461,6 +610,8 @@ upstream_free(struct upstream *up)
 {
 	if (up == NULL)
 		return;
+	if (up->h2s != NULL || up->h2wait != NULL)
+		h2up_detach(up);
 	if (up->dnsreq != NULL) {
 		struct evdns_getaddrinfo_request *r = up->dnsreq;
 		up->dnsreq = NULL;
@@ -487,6 +638,7 @@ upstream_pool_clear(struct worker *w)
 
 	while ((up = TAILQ_FIRST(&w->pool)) != NULL)
 		pooled_close(up);
+	h2up_clear(w);
 	if (w->sessions != NULL) {
 		for (i = 0; i < SESSION_SLOTS; i++)
 			if (w->sessions[i].sess != NULL)

@@ -153,6 +153,7 @@ worker_start(struct worker *w)
 	w->msg = xcalloc(1, sizeof(*w->msg));
 	TAILQ_INIT(&w->pool);
 	LIST_INIT(&w->conns);
+	LIST_INIT(&w->h2up);
 	pthread_mutex_init(&w->mail_mu, NULL);
 	w->mail_ev = event_new(w->base, -1, 0, mail_cb, w);
 	w->pol = policy_ref(gw->pol);

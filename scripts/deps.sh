@@ -5,7 +5,7 @@ set -euo pipefail
 want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev libjansson-dev
       libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl)
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 nghttp2-client wrk util-linux procps)
+  want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux procps)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
 fi
 need=()

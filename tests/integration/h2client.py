@@ -18,6 +18,17 @@ Scenarios (each prints one result line and exits 0; the test asserts on the line
     hpack_bomb N               a header inserted into the dynamic table, then referenced N times in one block
     settings_flood N           N SETTINGS frames without reading; prints "goaway CODE" or "closed" or "open"
     ping_flood N               N PING frames without reading; likewise
+    trailers PATH [JSON]       a GET (extra fields JSON as for headers); prints "status N body LEN trailers T", T the
+                               response's trailer fields "name=value" joined by ";" ("-": none), or how it failed
+                               ("reset CODE", "goaway CODE", "closed", "timeout")
+    post_trailers PATH JSON [CL]  a POST: DATA "abc", then the trailer fields JSON in a HEADERS frame with END_STREAM
+                               (with "content-length: 3" when CL is "cl"); prints like trailers
+    ws PATH [-H NAME:VALUE]... TEXT...
+                               WebSocket over HTTP/2 (RFC 8441): waits for the gateway's SETTINGS, sends an extended
+                               CONNECT (:protocol websocket, plus the -H fields), then per TEXT one masked text frame, waiting for one
+                               frame back each; then END_STREAM.  Prints "status N" and, after a 200, what came back
+                               joined by "~": "text T", "binary HEX", "close CODE", then "end" (END_STREAM), "reset
+                               CODE", "goaway CODE", "closed" or "timeout"
 """
 import json
 import socket
@@ -88,6 +99,136 @@ def outcome(t, c, sid, deadline=8.0):
         if out:
             t.sendall(out)
     return "timeout" if status is None else "status %s" % status
+
+
+def trailer_outcome(t, c, sid, deadline=8.0):
+    """Reads until stream <sid> ends; returns "status N body LEN trailers T" or how it failed."""
+    status, body, trailers = None, 0, None
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            d = t.recv(65536)
+        except socket.timeout:
+            break
+        except (ssl.SSLError, OSError):
+            return "closed"
+        if not d:
+            return "closed"
+        for ev in c.receive_data(d):
+            if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == sid:
+                status = dict(ev.headers).get(b":status", b"?").decode()
+            elif isinstance(ev, h2.events.DataReceived) and ev.stream_id == sid:
+                body += len(ev.data)
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.TrailersReceived) and ev.stream_id == sid:
+                trailers = ";".join("%s=%s" % (n.decode("latin-1"), v.decode("latin-1")) for n, v in ev.headers)
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                return "status %s body %d trailers %s" % (status, body, trailers if trailers is not None else "-")
+            elif isinstance(ev, h2.events.StreamReset) and ev.stream_id == sid:
+                return "reset %d" % ev.error_code
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                return "goaway %d" % ev.error_code
+        out = c.data_to_send()
+        if out:
+            t.sendall(out)
+    return "timeout"
+
+
+def ws_frame(text):
+    data = text.encode("utf-8")
+    mask = bytes([0x5A, 0x13, 0xC7, 0x09])
+    n = len(data)
+    h = bytes([0x81, 0x80 | n]) if n < 126 else bytes([0x81, 0x80 | 126]) + n.to_bytes(2, "big")
+    return h + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+def ws_parse(buf):
+    """One unmasked server frame from <buf>: (description, rest), or (None, buf) when incomplete."""
+    if len(buf) < 2:
+        return None, buf
+    op, n, off = buf[0] & 0x0F, buf[1] & 0x7F, 2
+    if n == 126:
+        if len(buf) < 4:
+            return None, buf
+        n, off = int.from_bytes(buf[2:4], "big"), 4
+    elif n == 127:
+        if len(buf) < 10:
+            return None, buf
+        n, off = int.from_bytes(buf[2:10], "big"), 10
+    if len(buf) < off + n:
+        return None, buf
+    p, rest = buf[off:off + n], buf[off + n:]
+    if op == 1:
+        return "text " + p.decode("utf-8", "replace"), rest
+    if op == 8:
+        return "close %d" % (int.from_bytes(p[:2], "big") if len(p) >= 2 else 0), rest
+    return "op%d %s" % (op, p.hex()), rest
+
+
+def ws_scenario(t, c, authority, path, texts):
+    extra = []
+    while len(texts) >= 2 and texts[0] == "-H":
+        n, _, v = texts[1].partition(":")
+        extra.append((n.strip().encode(), v.strip().encode()))
+        texts = texts[2:]
+    # the extended CONNECT needs the gateway's SETTINGS_ENABLE_CONNECT_PROTOCOL first
+    end = time.time() + 5
+    while time.time() < end and not c.remote_settings.get(0x8, 0):
+        d = t.recv(65536)
+        if not d:
+            return "closed"
+        c.receive_data(d)
+        t.sendall(c.data_to_send())
+    if not c.remote_settings.get(0x8, 0):
+        return "no SETTINGS_ENABLE_CONNECT_PROTOCOL"
+    c.send_headers(1, [(b":method", b"CONNECT"), (b":protocol", b"websocket"), (b":scheme", b"https"),
+                       (b":path", path.encode()), (b":authority", authority.encode()),
+                       (b"sec-websocket-version", b"13")] + extra)
+    t.sendall(c.data_to_send())
+    status, got, buf, pending, ended = None, [], b"", list(texts), False
+    waiting = False
+    end = time.time() + 10
+    while time.time() < end:
+        if status == "200" and not waiting:
+            if pending:
+                c.send_data(1, ws_frame(pending.pop(0)))
+                waiting = True
+            elif not ended:
+                c.end_stream(1)
+                ended = True
+            t.sendall(c.data_to_send())
+        try:
+            d = t.recv(65536)
+        except socket.timeout:
+            break
+        except (ssl.SSLError, OSError):
+            return "~".join(["status %s" % status] + got + ["closed"])
+        if not d:
+            return "~".join(["status %s" % status] + got + ["closed"])
+        for ev in c.receive_data(d):
+            if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == 1:
+                status = dict(ev.headers).get(b":status", b"?").decode()
+            elif isinstance(ev, h2.events.DataReceived) and ev.stream_id == 1:
+                c.acknowledge_received_data(ev.flow_controlled_length, 1)
+                if status != "200":
+                    continue
+                buf += ev.data
+                while True:
+                    one, buf = ws_parse(buf)
+                    if one is None:
+                        break
+                    got.append(one)
+                    waiting = False
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 1:
+                return "~".join(["status %s" % status] + (got + ["end"] if status == "200" else []))
+            elif isinstance(ev, h2.events.StreamReset) and ev.stream_id == 1:
+                return "~".join(["status %s" % status] + got + ["reset %d" % ev.error_code])
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                return "~".join(["status %s" % status] + got + ["goaway %d" % ev.error_code])
+        out = c.data_to_send()
+        if out:
+            t.sendall(out)
+    return "~".join(["status %s" % status] + got + ["timeout"])
 
 
 def raw_outcome(t, sid, deadline=8.0):
@@ -228,6 +369,21 @@ def main():
             print("closed")
             return
         print(raw_outcome(t, -1, deadline=5.0).replace("timeout", "open"))
+    elif scen == "trailers":
+        extra = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in json.loads(args[1])] if len(args) > 1 else []
+        c.send_headers(1, base(authority, args[0]) + extra, end_stream=True)
+        t.sendall(c.data_to_send())
+        print(trailer_outcome(t, c, 1))
+    elif scen == "post_trailers":
+        tr = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in json.loads(args[1])]
+        cl = [(b"content-length", b"3")] if len(args) > 2 and args[2] == "cl" else []
+        c.send_headers(1, base(authority, args[0], "POST") + cl)
+        c.send_data(1, b"abc")
+        c.send_headers(1, tr, end_stream=True)
+        t.sendall(c.data_to_send())
+        print(trailer_outcome(t, c, 1))
+    elif scen == "ws":
+        print(ws_scenario(t, c, authority, args[0], args[1:]))
     else:
         raise SystemExit("unknown scenario " + scen)
 

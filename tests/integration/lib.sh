@@ -32,6 +32,7 @@
 #   UPADDR                          random 127.x.y.z (x >= 20) for this run; $UP_NAMES resolve to it in the gateway
 #   nginx_start [SNIPPET_FILE]      nginx on $UPADDR:443 (TLS, srv cert) and $UPADDR:80; extra listen directives via
 #                                   NGX_LISTEN_EXTRA, one per line ("10.200.1.1:443 ssl"). Root $WWW ($WWW/big: 1 MiB random).
+#                                   NGINX_H2=1: port 443 speaks h2 too (ALPN h2, http/1.1).
 #                                   Access log $NGXLOG, one line per request: host "request line" status body_bytes.
 #                                   Locations: /ok/ -> "hello\n"; /echo-len -> $content_length; = /big; /status/204,
 #                                   /status/304; /slow/ (files from $WWW at 64 KiB/s); / -> "other\n". The
@@ -236,7 +237,7 @@ http {
   log_format it '\$host "\$request" \$status \$body_bytes_sent';
   client_max_body_size 64m;
   server {
-    listen $UPADDR:443 ssl; listen $UPADDR:80;
+    listen $UPADDR:443 ssl${NGINX_H2:+ http2}; listen $UPADDR:80;
 $(printf '%s\n' "${NGX_LISTEN_EXTRA}" | sed -n 's/^\(..*\)$/    listen \1;/p')
     server_name _;
     ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;

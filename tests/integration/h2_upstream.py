@@ -1,0 +1,190 @@
+"""An HTTP/2-only TLS upstream for the tests (ALPN h2; python3-h2), hostile when asked.
+
+Every request is logged as one JSON line: method, path, authority, the masked fields (see upstream_common.py),
+the body's length and sha256, the request trailers, and which TLS connection it came on (conn, a counter), so a
+test can count upstream handshakes.  Responses, by path:
+  /big/N        N bytes (byte i is i % 251) with content-length
+  /chunky/N     N bytes, no content-length, in DATA frames of 1000 bytes
+  /echo         "auth=[..] key=[..] len=N" (the request's authorization, x-api-key, body length), x-echo-auth header
+  /trailers     body "t", then trailers x-t: yes and x-echo-auth: <authorization>
+  /bad/crlf     a response field whose value holds CR LF
+  /bad/conn     a connection: close field
+  /bad/upper    an uppercase field name
+  /bad/cl       content-length: 10 with 5 bytes of DATA
+  /bad/nul      a field value with a NUL
+  /reset        RST_STREAM (INTERNAL_ERROR) instead of an answer
+  anything else "hello h2"
+Sends respect the peer's flow-control windows, stream by stream, so a stream whose reader is slow waits alone."""
+import argparse
+import hashlib
+import json
+import socket
+import ssl
+import threading
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+import h2.settings
+
+from upstream_common import latin, listen, mask, seen
+
+COUNTER = [0]
+LOCK = threading.Lock()
+
+
+def pattern(n):
+    return bytes(i % 251 for i in range(n))
+
+
+class Conn(threading.Thread):
+    def __init__(self, sock, ctx, log):
+        super().__init__(daemon=True)
+        self.raw, self.ctx, self.log = sock, ctx, log
+        self.streams = {}   # id -> {"headers", "body", "trailers"}
+        self.pending = {}   # id -> [bytes left, trailers or None]
+        with LOCK:
+            COUNTER[0] += 1
+            self.num = COUNTER[0]
+
+    def write_log(self, rec):
+        with LOCK, open(self.log, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def run(self):
+        try:
+            self.sock = self.ctx.wrap_socket(self.raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        cfg = h2.config.H2Configuration(client_side=False, header_encoding=None, validate_outbound_headers=False,
+                                        normalize_outbound_headers=False, validate_inbound_headers=True)
+        self.c = h2.connection.H2Connection(cfg)
+        self.c.initiate_connection()
+        self.c.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 200})
+        self.flush()
+        self.sock.settimeout(0.05)
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(65536)
+                    if not data:
+                        return
+                    events = self.c.receive_data(data)
+                except socket.timeout:
+                    events = []
+                for ev in events:
+                    self.event(ev)
+                self.send_pending()
+                self.flush()
+        except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+            return
+
+    def flush(self):
+        out = self.c.data_to_send()
+        if out:
+            self.sock.sendall(out)
+
+    def event(self, ev):
+        if isinstance(ev, h2.events.RequestReceived):
+            self.streams[ev.stream_id] = {"headers": ev.headers, "body": bytearray(), "trailers": []}
+            if ev.stream_ended:
+                self.answer(ev.stream_id)
+        elif isinstance(ev, h2.events.DataReceived):
+            st = self.streams.get(ev.stream_id)
+            if st is not None:
+                st["body"] += ev.data
+            self.c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+        elif isinstance(ev, h2.events.TrailersReceived):
+            st = self.streams.get(ev.stream_id)
+            if st is not None:
+                st["trailers"] = ev.headers
+        elif isinstance(ev, h2.events.StreamEnded):
+            if ev.stream_id in self.streams:
+                self.answer(ev.stream_id)
+        elif isinstance(ev, h2.events.StreamReset):
+            self.pending.pop(ev.stream_id, None)
+
+    def answer(self, sid):
+        st = self.streams.pop(sid)
+        h = {}
+        for k, v in st["headers"]:
+            h.setdefault(latin(k), latin(v))
+        path = h.get(":path", "")
+        body = bytes(st["body"])
+        self.write_log({"ev": "req", "conn": self.num, "stream": sid, "method": h.get(":method"), "path": path,
+                        "authority": h.get(":authority"), "headers": {k: mask(v) for k, v in h.items()},
+                        "body_len": len(body), "sha": hashlib.sha256(body).hexdigest(),
+                        "trailers": {latin(k): mask(latin(v)) for k, v in st["trailers"]},
+                        "seen": seen(body + b"".join(k + b"=" + v for k, v in st["headers"]))})
+        auth, key = h.get("authorization", ""), h.get("x-api-key", "")
+        if path == "/reset":
+            self.c.reset_stream(sid, 2)
+            return
+        if path.startswith("/big/"):
+            n = int(path[5:])
+            self.c.send_headers(sid, [(":status", "200"), ("content-length", str(n))])
+            self.pending[sid] = [pattern(n), None]
+            return
+        if path.startswith("/chunky/"):
+            self.c.send_headers(sid, [(":status", "200")])
+            self.pending[sid] = [pattern(int(path[8:])), None]
+            return
+        if path == "/echo":
+            out = ("auth=[%s] key=[%s] len=%d\n" % (auth, key, len(body))).encode("latin-1")
+            self.c.send_headers(sid, [(":status", "200"), ("x-echo-auth", auth)])
+            self.pending[sid] = [out, None]
+            return
+        if path == "/trailers":
+            self.c.send_headers(sid, [(":status", "200")])
+            self.pending[sid] = [b"t", [("x-t", "yes"), ("x-echo-auth", auth)]]
+            return
+        bad = {"/bad/crlf": [("x-a", "a\r\nx-injected: 1")], "/bad/conn": [("connection", "close")],
+               "/bad/upper": [("X-Up", "1")], "/bad/nul": [("x-a", "a\x00b")]}
+        if path in bad:
+            self.c.send_headers(sid, [(":status", "200")] + bad[path], end_stream=True)
+            return
+        if path == "/bad/cl":
+            self.c.send_headers(sid, [(":status", "200"), ("content-length", "10")])
+            self.c.send_data(sid, b"12345", end_stream=True)
+            return
+        self.c.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+        self.pending[sid] = [b"hello h2\n", None]
+
+    def send_pending(self):
+        for sid in list(self.pending):
+            data, trailers = self.pending[sid]
+            try:
+                while data:
+                    n = min(len(data), self.c.local_flow_control_window(sid), self.c.max_outbound_frame_size, 1000)
+                    if n <= 0:
+                        break
+                    self.c.send_data(sid, data[:n])
+                    data = data[n:]
+                if data:
+                    self.pending[sid][0] = data
+                    continue
+                if trailers:
+                    self.c.send_headers(sid, trailers, end_stream=True)
+                else:
+                    self.c.end_stream(sid)
+            except h2.exceptions.StreamClosedError:
+                pass
+            del self.pending[sid]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--listen", required=True, help="ADDR:PORT")
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--log", required=True)
+    a = ap.parse_args()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    ctx.set_alpn_protocols(["h2"])
+    listen(a.listen + ":tls", ctx, a.log, Conn).join()
+
+
+if __name__ == "__main__":
+    main()
