@@ -216,6 +216,8 @@ server_ctx_create(int http2, const char **err)
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
 	                      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+	/* one read(2) takes what the socket holds, not a record header and then its body (cio.c reads to WANT_READ) */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, http2 ? (void *)ctx : NULL);  /* any non-NULL: h2 */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
 	SSL_CTX_sess_set_cache_size(ctx, 20000);

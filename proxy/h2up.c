@@ -39,6 +39,16 @@ static void sess_pump(struct h2up_sess *s);
 static void sess_destroy(struct h2up_sess *s, const char *why);
 
 void
+h2up_stream_mark(struct h2up_stream *st)
+{
+	if (st->s == NULL || st->marked)
+		return;
+	st->marked = 1;
+	TAILQ_INSERT_TAIL(&st->s->dirty, st, dirty_link);
+	h2up_sess_kick(st->s);
+}
+
+void
 h2up_sess_kick(struct h2up_sess *s)
 {
 	if (s == NULL || s->kicked || s->dead)
@@ -83,6 +93,8 @@ stream_destroy(struct h2up_stream *st)
 	struct h2up_sess *s = st->s;
 
 	if (s != NULL) {
+		if (st->marked)
+			TAILQ_REMOVE(&s->dirty, st, dirty_link);
 		if (st->id > 0 && !st->closed)
 			nghttp2_session_set_stream_user_data(s->ng, st->id, NULL);
 		s->consume_conn += st->unacked + st->consume;
@@ -112,7 +124,7 @@ pb_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 	n = info->n_deleted < st->unacked ? info->n_deleted : st->unacked;
 	st->unacked -= n;
 	st->consume += n;
-	h2up_sess_kick(st->s);
+	h2up_stream_mark(st);
 }
 
 static void
@@ -122,7 +134,7 @@ pb_readcb(struct bufferevent *bev, void *arg)
 
 	(void)bev;
 	st->feed = 1;
-	h2up_sess_kick(st->s);
+	h2up_stream_mark(st);
 }
 
 static void
@@ -334,6 +346,9 @@ sess_destroy(struct h2up_sess *s, const char *why)
 	while ((st = LIST_FIRST(&s->streams)) != NULL) {
 		LIST_REMOVE(st, link);
 		s->nstreams--;
+		if (st->marked)
+			TAILQ_REMOVE(&s->dirty, st, dirty_link);
+		st->marked = 0;
 		st->s = NULL;
 		if (st->up == NULL) {
 			stream_destroy(st);
@@ -358,7 +373,7 @@ static void
 sess_pump(struct h2up_sess *s)
 {
 	struct evbuffer *in, *out;
-	struct h2up_stream *st, *next;
+	struct h2up_stream *st;
 	const uint8_t *data;
 	ssize_t r;
 	size_t n;
@@ -379,9 +394,9 @@ sess_pump(struct h2up_sess *s)
 		}
 	}
 	for (round = 0; more && round < H2UP_PUMP_ROUNDS; round++) {
-		more = 0;
-		for (st = LIST_FIRST(&s->streams); st != NULL; st = next) {
-			next = LIST_NEXT(st, link);
+		while ((st = TAILQ_FIRST(&s->dirty)) != NULL) {
+			TAILQ_REMOVE(&s->dirty, st, dirty_link);
+			st->marked = 0;
 			if (st->closed)
 				continue;
 			if (st->want_reset) {
@@ -408,8 +423,7 @@ sess_pump(struct h2up_sess *s)
 		}
 		while (evbuffer_get_length(out) < PROXY_HIGH_WATER && (r = nghttp2_session_mem_send(s->ng, &data)) > 0)
 			evbuffer_add(out, data, (size_t)r);
-		LIST_FOREACH(st, &s->streams, link)
-			more |= st->feed && !st->closed && st->up != NULL;
+		more = !TAILQ_EMPTY(&s->dirty);  /* the data sources asked for more of their bodies */
 	}
 	if (more)
 		h2up_sess_kick(s);
@@ -472,6 +486,7 @@ h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *
 	s->port = phys->port;
 	s->allow_private = phys->allow_private;
 	LIST_INIT(&s->streams);
+	TAILQ_INIT(&s->dirty);
 	LIST_INIT(&s->waiters);
 	s->kick = event_new(w->base, -1, 0, kick_cb, s);
 	s->idle = evtimer_new(w->base, idle_cb, s);
@@ -512,7 +527,7 @@ h2up_detach(struct upstream *up)
 	st->want_reset = !st->complete || !st->body_done;
 	if (!st->want_reset)
 		return;  /* ended in order: on_stream_close destroys it */
-	h2up_sess_kick(s);
+	h2up_stream_mark(st);
 }
 
 void

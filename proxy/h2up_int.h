@@ -12,8 +12,9 @@
 #include "proxy/proxy_int.h"
 
 #define H2UP_MAX_STREAMS 100            /* streams we run on one session, whatever the upstream allows */
-#define H2UP_STREAM_WINDOW (256 * 1024) /* response bytes one stream may have unconsumed */
-#define H2UP_CONN_WINDOW (1024 * 1024)  /* ... and the whole session */
+#define H2UP_STREAM_WINDOW (64 * 1024)  /* response bytes one stream may have unconsumed (HTTP/2's default) */
+/* the session's window is the sum of its streams': streams stalled by slow clients never block the others */
+#define H2UP_CONN_WINDOW (H2UP_MAX_STREAMS * H2UP_STREAM_WINDOW)
 #define H2UP_MAX_CONTINUATIONS 8
 #define H2UP_CHUNK_PULL 16384           /* bytes made contiguous for one chunked-decoder step */
 
@@ -45,7 +46,9 @@ struct h2up_stream {
 	unsigned closed : 1;          /* nghttp2 closed the stream */
 	unsigned want_reset : 1;      /* the relay let go of an open stream: RST_STREAM CANCEL (sess_pump) */
 	unsigned feed : 1;            /* the pair has request bytes to take (sess_pump) */
+	unsigned marked : 1;          /* on the session's <dirty> list */
 	LIST_ENTRY(h2up_stream) link;
+	TAILQ_ENTRY(h2up_stream) dirty_link;
 };
 
 struct h2up_sess {
@@ -62,6 +65,7 @@ struct h2up_sess {
 	size_t consume_conn;          /* DATA of streams already closed, for the session's WINDOW_UPDATE */
 	unsigned nstreams, nwait;
 	LIST_HEAD(, h2up_stream) streams;
+	TAILQ_HEAD(, h2up_stream) dirty;  /* streams with something for sess_pump to do */
 	LIST_HEAD(, upstream) waiters;
 	struct event *kick;           /* runs sess_pump from the loop */
 	struct event *idle;           /* closes a session without streams */
@@ -70,6 +74,8 @@ struct h2up_sess {
 
 /* Runs the session's pump from the loop (not from inside nghttp2). */
 void h2up_sess_kick(struct h2up_sess *s);
+/* <st> has work for the pump (feed, consume, want_reset): queued on its session, which is kicked. */
+void h2up_stream_mark(struct h2up_stream *st);
 /* Takes what the relay wrote into the stream's pair: the head (submitted), then the body. 0, or -1 (fail it). */
 int h2up_stream_feed(struct h2up_stream *st);
 /* Sets the response-side callbacks (fields, frames, DATA) of an upstream session. */

@@ -55,6 +55,7 @@ req_data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_
 		n = len;
 	evbuffer_remove(st->data, buf, n);
 	st->feed = 1;  /* room: more of the body may be decoded from the pair (sess_pump) */
+	h2up_stream_mark(st);
 	if (st->body_done && evbuffer_get_length(st->data) == 0) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 		if (st->trailers != NULL && submit_trailers(st) == 1)
@@ -301,11 +302,13 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 	(void)flags;
 	if (st == NULL || st->up == NULL || !st->resp_head) {
 		/* nobody reads it: give the window back */
-		if (st != NULL)
+		if (st != NULL) {
 			st->consume += len;
-		else
+			h2up_stream_mark(st);
+		} else {
 			s->consume_conn += len;
-		h2up_sess_kick(s);
+			h2up_sess_kick(s);
+		}
 		return 0;
 	}
 	out = bufferevent_get_output(st->pb);

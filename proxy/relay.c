@@ -229,7 +229,9 @@ relay_abort(struct conn *c, const char *why, int status)
 			http_answer(c, status, "upstream failed", "upstream", why, 1);
 		return;
 	}
-	/* the head is out: flush what was relayed, then close so the client sees the truncation */
+	/* the head is out: flush what was relayed, then close so the client sees the truncation (an h2 stream: reset) */
+	if (c->h2_stream)
+		h2srv_stream_abort(c);
 	r->reason = why;
 	r->client_keep_alive = 0;
 	http_audit_request(c, "allow");
@@ -437,19 +439,6 @@ finish_request(struct conn *c)
 }
 
 /*
- * The response body failed after its head went out: the client must see a
- * truncation.  A stream's connection ends like a complete answer would
- * (CLOSING), so its stream is reset explicitly, never ended with END_STREAM.
- */
-static void
-body_fail(struct conn *c, const char *why)
-{
-	if (c->h2_stream)
-		h2srv_stream_abort(c);
-	relay_abort(c, why, 502);
-}
-
-/*
  * The chunked response body ended (not scrubbed: cred_resp_pump ends those):
  * its trailers go where the client can take them.  An HTTP/1.1 client gets
  * the last chunk with them, an h2 stream a trailing HEADERS frame, and an
@@ -541,7 +530,7 @@ relay_pump(struct conn *c)
 				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done,
 				                 &r->resp_trailers, &err);
 				if (p < 0) {
-					body_fail(c, "malformed chunked response body");
+					relay_abort(c, "malformed chunked response body", 502);
 					return;
 				}
 				if (done) {
@@ -562,13 +551,13 @@ relay_pump(struct conn *c)
 			}
 			progress = 1;
 			if (r->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
-				body_fail(c, "cannot decode the response body to scrub it");
+				relay_abort(c, "cannot decode the response body to scrub it", 502);
 				return;
 			}
 		}
 		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
 			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
-				body_fail(c, "upstream closed inside the response body");
+				relay_abort(c, "upstream closed inside the response body", 502);
 				return;
 			}
 			if (r->resp_chunked_out)
@@ -576,7 +565,7 @@ relay_pump(struct conn *c)
 			r->resp = RESP_S_DONE;
 		}
 		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
-			body_fail(c, "cannot decode the response body to scrub it");
+			relay_abort(c, "cannot decode the response body to scrub it", 502);
 			return;
 		}
 		if (r->resp == RESP_S_DONE) {
