@@ -2,7 +2,10 @@
  * proxy/h2srv.c - HTTP/2 toward the client (ALPN "h2"): an nghttp2 server
  * session on the client connection, and one virtual connection per stream
  * that runs the ordinary pipeline (policy, secrets, held bodies, relay,
- * scrubbing, audit) on an HTTP/1.1 rendering of the stream.
+ * scrubbing, audit) on an HTTP/1.1 rendering of the stream.  This file has
+ * the session, the client's frames, stream lifetime and the pump;
+ * h2srv_resp.c turns what a virtual connection answers into frames (the
+ * response head, DATA, trailers, refusals, the WebSocket accept check).
  *
  * A stream's HEADERS become an HTTP/1.1 request head (h2conv_request_to_h1,
  * which refuses every downgrade-smuggling form) written into the virtual
@@ -38,66 +41,14 @@
  * stream (wstunnel.c searches and scrubs its frames as for HTTP/1.1).  The
  * client's END_STREAM is the tunnel's client EOF; RST_STREAM closes it.
  *
- * Work in progress (issue 4): the per-stream audit of refusals made here is
- * not done yet.
+ * Work in progress (issue 4): the per-stream audit of the refusals made
+ * here (h2srv_stream_refuse, in h2srv_resp.c) is not done yet.
  */
 #include <string.h>
 #include <event2/buffer.h>
-#include <nghttp2/nghttp2.h>
-#include <openssl/evp.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2conv.h"
-#include "proxy/proxy_int.h"
-
-#define H2_MAX_STREAMS 100          /* SETTINGS_MAX_CONCURRENT_STREAMS */
-#define H2_STREAM_WINDOW 65535      /* request body bytes a stream may have in flight */
-#define H2_RESETS_BURST 1000        /* client RST_STREAMs tolerated in a burst ... */
-#define H2_RESETS_RATE 33           /* ... then per second (nghttp2's limit; GOAWAY beyond) */
-#define H2_MAX_CONTINUATIONS 8      /* CONTINUATION frames per header block */
-#define H2_FIELDS_MAX H1_MAX_HEADERS
-#define H2_RESETS_OURS_BURST 200.0  /* client resets before ours: ENHANCE_YOUR_CALM beyond this burst ... */
-#define H2_RESETS_OURS_RATE 20.0    /* ... refilled at this many per second */
-
-struct h2stream {
-	struct h2srv *s;
-	int32_t id;
-	struct conn *vc;              /* the request's virtual connection; NULL once it closed */
-	struct evbuffer *hdr;         /* the header block as received: (u32 nlen, u32 vlen, name, value)... */
-	size_t nfields;
-	struct evbuffer *in, *out;    /* the virtual connection's buffers (owned here) */
-	struct evbuffer *trailers;    /* the response's trailer lines, held for the end of DATA, or NULL */
-	size_t data_unconsumed;       /* DATA bytes given to the pipeline and not yet consumed by it */
-	size_t consume;               /* DATA bytes consumed, for the next WINDOW_UPDATE (h2srv_pump) */
-	int refuse_status;            /* an answer of the gateway's to submit (h2srv_pump), or 0 */
-	uint32_t reset_code;          /* a RST_STREAM to submit (h2srv_pump) */
-	unsigned chunked : 1;         /* the body is chunk-framed into <in> */
-	unsigned pending : 1;         /* the virtual connection wrote or ended: service it (h2srv_pump) */
-	unsigned drained : 1;         /* DATA went out: the virtual connection may produce more */
-	unsigned want_reset : 1;      /* a RST_STREAM is due (reset_code) */
-	unsigned starting : 1;        /* translated: its virtual connection starts at the next service */
-	unsigned req_ended : 1;       /* the client's END_STREAM arrived */
-	unsigned no_index : 1;        /* a secret was injected: its answer's fields are never indexed */
-	unsigned head_req : 1;        /* the request was HEAD (the answer's framing) */
-	unsigned head_sent : 1;       /* response HEADERS submitted */
-	unsigned out_eof : 1;         /* the response is complete */
-	unsigned deferred : 1;        /* the data source said DEFERRED */
-	unsigned reset : 1;           /* a RST_STREAM was submitted */
-	unsigned ws : 1;              /* an extended CONNECT (WebSocket): <ws_key> was generated */
-	char ws_key[H2CONV_WS_KEY_LEN];
-	LIST_ENTRY(h2stream) link;
-};
-
-struct h2srv {
-	nghttp2_session *ng;
-	struct conn *c;
-	size_t consume_conn;          /* DATA of streams already gone, for the connection's WINDOW_UPDATE */
-	double reset_tokens;          /* client RST_STREAMs still allowed (a bucket: H2_RESETS_OURS_*) */
-	struct timespec reset_t;
-	LIST_HEAD(, h2stream) streams;
-	unsigned nstreams;
-};
-
+#include "proxy/h2srv_int.h"
 
 /* ---- the virtual connection of a stream ---- */
 
@@ -207,8 +158,8 @@ stream_free(struct h2stream *st)
 }
 
 /* Asks for a RST_STREAM (submitted by h2srv_pump). */
-static void
-stream_reset(struct h2stream *st, uint32_t code)
+void
+h2srv_stream_reset(struct h2stream *st, uint32_t code)
 {
 	if (st->reset || st->want_reset)
 		return;
@@ -218,176 +169,7 @@ stream_reset(struct h2stream *st, uint32_t code)
 	cio_kick(st->s->c);
 }
 
-static ssize_t data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
-                         nghttp2_data_source *src, void *arg);
-
-/* Refuses a stream before any pipeline runs (a translation error): a JSON answer, logged. */
-static void
-stream_refuse(struct h2stream *st, int status, const char *reason)
-{
-	char peer[CONN_ADDR_STR];
-	struct conn *p = st->s->c;
-	struct evbuffer_ptr e;
-
-	log_info("c%llu: stream %d from %s refused (%d): %s", (unsigned long long)p->id, (int)st->id,
-	         conn_peer_str(p, peer), status, reason);
-	respond_json(st->out, status, status == 421 ? "misdirected request" : "bad request", p->host, "http2", reason,
-	             0);
-	/* the answer's HTTP/1.1 head is ours: keep only its body, the status goes in HEADERS */
-	e = evbuffer_search(st->out, "\r\n\r\n", 4, NULL);
-	if (e.pos >= 0)
-		evbuffer_drain(st->out, (size_t)e.pos + 4);
-	st->refuse_status = status;
-	st->out_eof = 1;
-	st->pending = 1;
-}
-
-static void
-refusal_submit(struct h2stream *st)
-{
-	char code[4];
-	nghttp2_nv nv[2];
-
-	snprintf(code, sizeof(code), "%03d", st->refuse_status);
-	nv[0] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, 3, NGHTTP2_NV_FLAG_NONE};
-	nv[1] = (nghttp2_nv){(uint8_t *)"content-type", (uint8_t *)"application/json", 12, 16, NGHTTP2_NV_FLAG_NONE};
-	st->refuse_status = 0;
-	st->head_sent = 1;
-	if (nghttp2_submit_response(st->s->ng, st->id, nv, 2, &(nghttp2_data_provider){{.ptr = st}, data_read}) != 0) {
-		st->reset = 1;
-		nghttp2_submit_rst_stream(st->s->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
-	}
-}
-
-/* ---- response: what the virtual connection wrote ---- */
-
-/*
- * The held trailer lines become the trailing HEADERS frame; submitting it from
- * the data source with NO_END_STREAM is what nghttp2 documents for trailers.
- * 0, or -1 (the lines do not translate: the stream is reset, never ended).
- */
-static int
-trailers_submit(struct h2stream *st, uint32_t *flags)
-{
-	struct worker *w = st->s->c->w;
-	nghttp2_nv nva[H2_FIELDS_MAX];
-	/* the names go to the scratch buffer: the data source runs inside mem_send, outside every parse */
-	struct h2conv_nvbuf nb = {nva, H2_FIELDS_MAX, 0, (char *)w->scratch, w->scratch_cap, 0};
-	size_t len = evbuffer_get_length(st->trailers);
-	const char *err = NULL;
-
-	if (h2conv_trailers_to_nv((const char *)evbuffer_pullup(st->trailers, -1), len,
-	                          st->no_index ? H2CONV_NV_NO_INDEX : 0, &nb, &err) != 0) {
-		log_warnx("c%llu: stream %d: response trailers not sent: %s", (unsigned long long)st->s->c->id,
-		          (int)st->id, err);
-		return -1;
-	}
-	/* the fields are copied: the lines may go */
-	if (nb.nvlen > 0) {
-		if (nghttp2_submit_trailer(st->s->ng, st->id, nb.nva, nb.nvlen) != 0)
-			return -1;
-		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-	}
-	evbuffer_drain(st->trailers, len);
-	return 0;
-}
-
-/*
- * The answer is complete: END_STREAM, or the trailers that carry it.  When
- * the client is still sending its body (the upstream answered without reading
- * it all), RST_STREAM NO_ERROR after it tells the client to stop (RFC 9113
- * 8.1) instead of leaving it to send on.  0, or -1 (reset the stream).
- */
-static int
-data_end(struct h2stream *st, uint32_t *flags)
-{
-	*flags |= NGHTTP2_DATA_FLAG_EOF;
-	if (st->trailers != NULL && evbuffer_get_length(st->trailers) > 0 && trailers_submit(st, flags) != 0)
-		return -1;
-	if (!st->req_ended)
-		stream_reset(st, NGHTTP2_NO_ERROR);
-	return 0;
-}
-
-static ssize_t
-data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags, nghttp2_data_source *src,
-          void *arg)
-{
-	struct h2stream *st = src->ptr;
-	size_t n = evbuffer_get_length(st->out);
-
-	(void)ng;
-	(void)id;
-	(void)arg;
-	if (n == 0) {
-		if (st->out_eof)
-			return data_end(st, flags) == 0 ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		st->deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	if (n > len)
-		n = len;
-	evbuffer_remove(st->out, buf, n);
-	if (st->out_eof && evbuffer_get_length(st->out) == 0 && data_end(st, flags) != 0)
-		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	st->drained = 1;  /* room in the queue: the relay may read the upstream again (h2srv_pump) */
-	return (ssize_t)n;
-}
-
-/* The response head is complete in <out>: submit it as HEADERS.  0, or -1 (reset). */
-static int
-submit_head(struct h2stream *st)
-{
-	struct worker *w = st->s->c->w;
-	struct h1_limits hl = {PROXY_HIGH_WATER, PROXY_HIGH_WATER, H1_MAX_HEADERS};
-	struct h1_message *m = w->msg;  /* free here: h2srv_pump runs outside every parse */
-	size_t len = evbuffer_get_length(st->out);
-	const char *err = NULL, *method = st->head_req ? "HEAD" : "GET";
-	nghttp2_nv nva[H1_MAX_HEADERS + 5];
-	struct h2conv_nvbuf nb = {nva, H1_MAX_HEADERS + 5, 0, (char *)w->scratch, w->scratch_cap, 0};
-	unsigned flags = 0;
-	int n, has_body;
-
-again:
-	len = evbuffer_get_length(st->out);
-	if (len == 0)
-		return 0;
-	n = h1_parse_response((const char *)evbuffer_pullup(st->out, -1), len, &hl, method, strlen(method), m, &err);
-	if (n == -2)
-		return 0;
-	if (n < 0) {
-		log_warnx("c%llu: stream %d: our own response head did not parse: %s", (unsigned long long)st->s->c->id,
-		          (int)st->id, err ? err : "?");
-		return -1;
-	}
-	if (n > 0 && m->status < 200) {  /* an interim answer (100 Continue, 103): HEADERS without END_STREAM */
-		nb.nvlen = nb.buf_len = 0;
-		if (h2conv_response_to_nv(m, 0, 0, &nb, &err) != 0 ||
-		    nghttp2_submit_headers(st->s->ng, NGHTTP2_FLAG_NONE, st->id, NULL, nb.nva, nb.nvlen, NULL) < 0)
-			return -1;
-		evbuffer_drain(st->out, (size_t)n);
-		goto again;
-	}
-	has_body = m->framing != H1_BODY_NONE;
-	if (m->framing == H1_BODY_LENGTH)
-		flags |= H2CONV_NV_KEEP_CONTENT_LENGTH;  /* the relay sends exactly that: a truncation shows */
-	if (st->no_index)
-		flags |= H2CONV_NV_NO_INDEX;
-	if (h2conv_response_to_nv(m, has_body, flags, &nb, &err) != 0) {
-		log_warnx("c%llu: stream %d: response head not sent: %s", (unsigned long long)st->s->c->id, (int)st->id,
-		          err);
-		return -1;
-	}
-	/* the nv point into <out>: submit copies them before the head is drained */
-	if (nghttp2_submit_response(st->s->ng, st->id, nb.nva, nb.nvlen,
-	                            has_body ? &(nghttp2_data_provider){{.ptr = st}, data_read} : NULL) != 0)
-		return -1;
-	st->head_sent = 1;
-	evbuffer_drain(st->out, (size_t)n);
-	if (!has_body)
-		st->out_eof = 1;
-	return 0;
-}
+/* ---- a stream's service (the pump) and its end ---- */
 
 /* Services one stream's flags: only here are nghttp2's stream functions called. */
 static void
@@ -416,10 +198,10 @@ stream_service(struct h2stream *st)
 		return;
 	}
 	if (st->refuse_status != 0) {
-		refusal_submit(st);
+		h2srv_refusal_submit(st);
 		return;
 	}
-	if (!st->head_sent && evbuffer_get_length(st->out) > 0 && submit_head(st) != 0) {
+	if (!st->head_sent && evbuffer_get_length(st->out) > 0 && h2srv_head_submit(st) != 0) {
 		st->reset = 1;
 		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
 		return;
@@ -448,21 +230,7 @@ h2srv_stream_closed(struct conn *vc)
 	if (vc->state == CONN_S_CLOSING)
 		st->out_eof = 1;
 	else if (!st->out_eof)
-		stream_reset(st, NGHTTP2_INTERNAL_ERROR);
-}
-
-void
-h2srv_trailers(struct conn *vc, struct evbuffer *lines)
-{
-	struct h2stream *st = vc->h2;
-
-	if (st == NULL || st->reset || st->want_reset) {
-		evbuffer_drain(lines, evbuffer_get_length(lines));
-		return;
-	}
-	if (st->trailers == NULL && (st->trailers = evbuffer_new()) == NULL)
-		fatalx("out of memory");
-	evbuffer_add_buffer(st->trailers, lines);
+		h2srv_stream_reset(st, NGHTTP2_INTERNAL_ERROR);
 }
 
 void
@@ -471,31 +239,7 @@ h2srv_stream_abort(struct conn *vc)
 	struct h2stream *st = vc->h2;
 
 	if (st != NULL)
-		stream_reset(st, NGHTTP2_INTERNAL_ERROR);
-}
-
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  /* RFC 6455 1.3 */
-
-int
-h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m)
-{
-	struct h2stream *st = vc->h2;
-	const struct h1_header *a = h1_find_header(m, "sec-websocket-accept");
-	unsigned char in[H2CONV_WS_KEY_LEN + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE];
-	unsigned char want[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
-	unsigned int mdlen = 0;
-	int n;
-
-	if (st == NULL || !st->ws || a == NULL)
-		return -1;
-	memcpy(in, st->ws_key, H2CONV_WS_KEY_LEN);
-	memcpy(in + H2CONV_WS_KEY_LEN, WS_GUID, sizeof(WS_GUID) - 1);
-	if (EVP_Digest(in, sizeof(in), md, &mdlen, EVP_sha1(), NULL) != 1)
-		return -1;
-	n = EVP_EncodeBlock(want, md, (int)mdlen);
-	if (n <= 0 || (size_t)n != a->value_len || memcmp(want, a->value, (size_t)n) != 0)
-		return -1;
-	return 0;
+		h2srv_stream_reset(st, NGHTTP2_INTERNAL_ERROR);
 }
 
 /* ---- request: the client's frames ---- */
@@ -593,10 +337,10 @@ request_start(struct h2stream *st, int end_stream)
 	                                                                                            : lim->header_bytes,
 	                         &hlen, &info, &e) != 0) {
 		if (e.malformed) {
-			stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
+			h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 			return;
 		}
-		stream_refuse(st, e.status, e.reason);
+		h2srv_stream_refuse(st, e.status, e.reason);
 		return;
 	}
 	if (info.websocket) {
@@ -604,7 +348,7 @@ request_start(struct h2stream *st, int end_stream)
 		const char *k = memmem(head, hlen, "\r\nSec-WebSocket-Key: ", 21);
 
 		if (!info.ws_key_generated || k == NULL || (size_t)(k - head) + 21 + H2CONV_WS_KEY_LEN > hlen) {
-			stream_refuse(st, 500, "no WebSocket key");
+			h2srv_stream_refuse(st, 500, "no WebSocket key");
 			return;
 		}
 		memcpy(st->ws_key, k + 21, H2CONV_WS_KEY_LEN);
@@ -640,7 +384,7 @@ request_trailers(struct h2stream *st, int end_stream)
 
 	if (!end_stream) {  /* nghttp2 refuses this itself; never trust it to */
 		hdr_clear(st);
-		stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
+		h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 		return;
 	}
 	if (!st->chunked) {
@@ -657,7 +401,7 @@ request_trailers(struct h2stream *st, int end_stream)
 	                          &e) != 0) {
 		log_info("c%llu: stream %d: request trailers refused: %s", (unsigned long long)p->id, (int)st->id, e.reason);
 		hdr_clear(st);
-		stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
+		h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 		return;
 	}
 	hdr_clear(st);

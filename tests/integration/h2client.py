@@ -29,7 +29,24 @@ Scenarios (each prints one result line and exits 0; the test asserts on the line
                                frame back each; then END_STREAM.  Prints "status N" and, after a 200, what came back
                                joined by "~": "text T", "binary HEX", "close CODE", then "end" (END_STREAM), "reset
                                CODE", "goaway CODE", "closed" or "timeout"
+    zero_window PATH N WAIT [PING]
+                               flow control, a stall: SETTINGS_INITIAL_WINDOW_SIZE=0 and never a WINDOW_UPDATE, then N
+                               GETs of PATH; waits up to WAIT seconds for every stream to end, sending a PING every
+                               PING seconds if given (alive, just not reading).  Prints "heads H data D
+                               ends E in S" after the per-stream reads: H the streams answered with HEADERS, D the DATA
+                               bytes received (0 when the gateway honours the window), E how the streams ended, sorted
+                               and counted ("reset 2 x3,timeout x1"; "goaway CODE" / "closed" for the streams still open
+                               when the connection ended), S the seconds from the requests to the last end (or to
+                               WAIT when some timed out)
+    flow PATH_A PATH...        flow control, one stream stalled: the connection's window opened wide at once, stream A
+                               (PATH_A) never given more than the initial 65535; once A has that much (or after 5 s),
+                               one GET per further PATH on the same connection.  Then A's window opens.  Prints "A S
+                               stalled N | B S C S ... in T | A+ M after P | A done L SHA": A's status and bytes when
+                               the others were sent, each other stream's status (or how it failed) and the seconds until
+                               the last one ended, A's bytes M after those P seconds (before its window opened), then
+                               A's total length and sha256 (or "A reset CODE" etc.)
 """
+import hashlib
 import json
 import socket
 import ssl
@@ -261,6 +278,132 @@ def raw_outcome(t, sid, deadline=8.0):
     return "timeout"
 
 
+def read_events(t, c, timeout):
+    """One read of at most <timeout> seconds; the events, or a string saying how the connection ended."""
+    t.settimeout(max(timeout, 0.01))
+    try:
+        d = t.recv(65536)
+    except socket.timeout:
+        return []
+    except (ssl.SSLError, OSError):
+        return "closed"
+    if not d:
+        return "closed"
+    try:
+        events = c.receive_data(d)
+    except Exception as e:  # noqa: BLE001 - a protocol error (DATA beyond the window) is the result
+        return "client error " + type(e).__name__
+    out = c.data_to_send()  # SETTINGS and PING acks; never a WINDOW_UPDATE unless asked for
+    if out:
+        t.sendall(out)
+    return events
+
+
+def zero_window(t, c, authority, path, n, wait, ping_every=0.0):
+    c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    sids = [1 + 2 * i for i in range(n)]
+    for sid in sids:
+        c.send_headers(sid, base(authority, path), end_stream=True)
+    t.sendall(c.data_to_send())  # the SETTINGS goes before the HEADERS: every stream starts with a zero window
+    t0 = time.time()
+    heads, data, ends, last, ping_at = set(), 0, {}, t0, t0 + ping_every
+    while len(ends) < n and time.time() < t0 + wait:
+        if ping_every > 0 and time.time() >= ping_at:  # a client that is alive, just not reading
+            c.ping(b"keepaliv")
+            t.sendall(c.data_to_send())
+            ping_at = time.time() + ping_every
+        events = read_events(t, c, min(t0 + wait, ping_at if ping_every > 0 else t0 + wait) - time.time())
+        if isinstance(events, str):
+            for sid in sids:
+                ends.setdefault(sid, events)
+            last = time.time()
+            break
+        for ev in events:
+            if isinstance(ev, h2.events.ResponseReceived):
+                heads.add(ev.stream_id)
+            elif isinstance(ev, h2.events.DataReceived):
+                data += len(ev.data)
+            elif isinstance(ev, h2.events.StreamEnded):
+                ends.setdefault(ev.stream_id, "end")
+                last = time.time()
+            elif isinstance(ev, h2.events.StreamReset):
+                ends.setdefault(ev.stream_id, "reset %d" % ev.error_code)
+                last = time.time()
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                for sid in sids:
+                    ends.setdefault(sid, "goaway %d" % ev.error_code)
+                last = time.time()
+    if len(ends) < n:
+        last = time.time()
+    for sid in sids:
+        ends.setdefault(sid, "timeout")
+    counts = {}
+    for e in ends.values():
+        counts[e] = counts.get(e, 0) + 1
+    summary = ",".join("%s x%d" % (e, counts[e]) for e in sorted(counts))
+    return "heads %d data %d ends %s in %.1f" % (len(heads), data, summary, last - t0)
+
+
+def flow(t, c, authority, path_a, others):
+    c.increment_flow_control_window(64 * 1024 * 1024)  # the connection's window: never the limit here
+    c.send_headers(1, base(authority, path_a), end_stream=True)
+    t.sendall(c.data_to_send())
+    st = {1: {"status": None, "body": hashlib.sha256(), "len": 0, "end": None}}
+
+    def pump(until, done):
+        while not done() and time.time() < until:
+            events = read_events(t, c, until - time.time())
+            if isinstance(events, str):
+                for v in st.values():
+                    v["end"] = v["end"] or events
+                return
+            for ev in events:
+                v = st.get(getattr(ev, "stream_id", None))
+                if isinstance(ev, h2.events.ConnectionTerminated):
+                    for v in st.values():
+                        v["end"] = v["end"] or "goaway %d" % ev.error_code
+                if v is None:
+                    continue
+                if isinstance(ev, h2.events.ResponseReceived):
+                    v["status"] = dict(ev.headers).get(b":status", b"?").decode()
+                elif isinstance(ev, h2.events.DataReceived):
+                    v["body"].update(ev.data)
+                    v["len"] += len(ev.data)
+                    if ev.stream_id != 1:  # the others' windows reopen as they are read; A's never (yet)
+                        c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                        t.sendall(c.data_to_send())
+                elif isinstance(ev, h2.events.StreamEnded):
+                    v["end"] = "end"
+                elif isinstance(ev, h2.events.StreamReset):
+                    v["end"] = "reset %d" % ev.error_code
+
+    a = st[1]
+    pump(time.time() + 5, lambda: a["len"] >= 65535 or a["end"] is not None)
+    res = "A %s stalled %d" % (a["status"], a["len"])
+    sids = [3 + 2 * i for i in range(len(others))]
+    for sid, p in zip(sids, others):
+        st[sid] = {"status": None, "body": hashlib.sha256(), "len": 0, "end": None}
+        c.send_headers(sid, base(authority, p), end_stream=True)
+    t.sendall(c.data_to_send())
+    t0 = time.time()
+    pump(t0 + 10, lambda: all(st[s]["end"] is not None for s in sids))
+    t1 = time.time()
+    names = "BCDEFGHIJKLMNOPQRSTUVWXYZ"
+    res += " | " + " ".join("%s %s" % (names[i], st[s]["status"] if st[s]["end"] == "end" else st[s]["end"] or "timeout")
+                            for i, s in enumerate(sids)) + " in %.1f" % (t1 - t0)
+    pump(time.time() + 1, lambda: a["end"] is not None)  # a second more: A must not move on its own
+    res += " | A+ %d after %.1f" % (a["len"], time.time() - t0)
+    if a["end"] is None:
+        c.increment_flow_control_window(16 * 1024 * 1024, stream_id=1)
+        t.sendall(c.data_to_send())
+        pump(time.time() + 20, lambda: a["end"] is not None)
+    if a["end"] == "end":
+        res += " | A done %d %s" % (a["len"], a["body"].hexdigest())
+    else:
+        res += " | A %s after %d" % (a["end"] or "timeout", a["len"])
+    return res
+
+
 def base(authority, path, method="GET"):
     return [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
             (b":path", path.encode())]
@@ -382,6 +525,11 @@ def main():
         c.send_headers(1, tr, end_stream=True)
         t.sendall(c.data_to_send())
         print(trailer_outcome(t, c, 1))
+    elif scen == "zero_window":
+        print(zero_window(t, c, authority, args[0], int(args[1]), float(args[2]),
+                          float(args[3]) if len(args) > 3 else 0.0))
+    elif scen == "flow":
+        print(flow(t, c, authority, args[0], args[1:]))
     elif scen == "ws":
         print(ws_scenario(t, c, authority, args[0], args[1:]))
     else:

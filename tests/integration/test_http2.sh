@@ -6,7 +6,9 @@
 # was injected, malformed ones never passed on; an h2 client's request trailers reach the upstream), and
 # the attacks, with a raw h2 client (h2client.py): CR/LF/NUL, connection-specific fields, Upgrade: h2c, uppercase
 # names, a space in :path, content-length vs DATA, :authority vs host vs SNI (421), rapid reset (GOAWAY
-# ENHANCE_YOUR_CALM, no upstream fan-out), CONTINUATION flood, HPACK bomb, SETTINGS and PING floods.
+# ENHANCE_YOUR_CALM, no upstream fan-out), CONTINUATION flood, HPACK bomb, SETTINGS and PING floods; and per-stream flow
+# control (one stream stalled at its window beside others that complete; the zero-window stall is in test_h2_flow.sh,
+# with short limits).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
 NGINX_H2=1 nginx_start  # api.example.test speaks h2: h2 clients stay h2 end to end
@@ -79,6 +81,18 @@ check_eq "1 MiB over h2: byte-identical" "$(sha "$WWW/big")" "$(sha "$T/big.h2")
 out=$(pcurl --http2 --parallel --parallel-max 50 -s -w '%{http_code}\n' \
   $(for i in $(seq 1 60); do printf -- '-o /dev/null https://api.example.test/ok/p%s ' "$i"; done) | sort | uniq -c | tr -s ' ')
 check_eq "60 parallel streams: all 200" " 60 200" "$out"
+# per-stream flow control toward the client (h2client.py flow): stream A (/big) is never given more window than the
+# initial 65535 while the connection's window is wide open; B, C, D (/ok/) on the same connection complete
+# promptly anyway and A does not move; then A's window opens and A completes byte for byte
+H2F() { $CLEAN timeout 60 /usr/bin/python3 "$HERE/h2client.py" "$PP" "$CA/ca.pem" api.example.test flow "$@" 2>&1 | tail -n 1; }
+r=$(H2F /big /ok/fb /ok/fc /ok/fd)
+check_match "flow control: A stalls at exactly its window, B C D complete, A resumes and completes" \
+  '^A 200 stalled 65535 \| B 200 C 200 D 200 in [0-9.]+ \| A\+ 65535 after [0-9.]+ \| A done 1048576 [0-9a-f]{64}$' "$r"
+s=$(printf '%s' "$r" | sed -n 's/.* D 200 in \([0-9.]*\) |.*/\1/p')
+check "  B, C and D completed in under 3 s while A was stalled (got ${s:-?} s)" \
+  awk -v s="$s" 'BEGIN { exit !(s != "" && s + 0 < 3) }'
+check_eq "  A's body is byte-identical (sha256)" "$(sha "$WWW/big")" "${r##* }"
+
 # ---------------------------------------------------------------- a secret over h2: injected, scrubbed, audited
 # (a port not contacted before: the gateway answers h2 until it learns the host speaks HTTP/1.1 only)
 pcurl --http2 -s -D "$T/h2inj.hdr" -o "$T/h2inj.body" -H "Authorization: Bearer $TOK_PH" "https://other.example.test:$EP2/e/h2-inj"
