@@ -10,10 +10,10 @@
  */
 #include <string.h>
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2srv_int.h"
+#include "proxy/ws.h"
 
 /* ---- refusals: the gateway's own answer on a stream ---- */
 
@@ -202,26 +202,14 @@ h2srv_trailers(struct conn *vc, struct evbuffer *lines)
 	evbuffer_add_buffer(st->trailers, lines);
 }
 
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  /* RFC 6455 1.3 */
-
 int
 h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m)
 {
 	struct h2stream *st = vc->h2;
 	const struct h1_header *a = h1_find_header(m, "sec-websocket-accept");
-	unsigned char in[H2CONV_WS_KEY_LEN + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE];
-	unsigned char want[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
-	unsigned int mdlen = 0;
-	int n;
+	char want[WS_ACCEPT_LEN + 1];
 
-	if (st == NULL || !st->ws || a == NULL)
+	if (st == NULL || !st->ws || a == NULL || ws_accept(st->ws_key, H2CONV_WS_KEY_LEN, want) != 0)
 		return -1;
-	memcpy(in, st->ws_key, H2CONV_WS_KEY_LEN);
-	memcpy(in + H2CONV_WS_KEY_LEN, WS_GUID, sizeof(WS_GUID) - 1);
-	if (EVP_Digest(in, sizeof(in), md, &mdlen, EVP_sha1(), NULL) != 1)
-		return -1;
-	n = EVP_EncodeBlock(want, md, (int)mdlen);
-	if (n <= 0 || (size_t)n != a->value_len || memcmp(want, a->value, (size_t)n) != 0)
-		return -1;
-	return 0;
+	return a->value_len == WS_ACCEPT_LEN && memcmp(want, a->value, WS_ACCEPT_LEN) == 0 ? 0 : -1;
 }

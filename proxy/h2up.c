@@ -80,8 +80,8 @@ idle_check(struct h2up_sess *s)
 /* ---- streams ---- */
 
 /* The relay sees the upstream end: what was written reaches it first, then EOF. */
-static void
-stream_eof(struct h2up_stream *st)
+void
+h2up_stream_eof(struct h2up_stream *st)
 {
 	if (st->pb != NULL && st->up != NULL)
 		bufferevent_flush(st->pb, EV_WRITE, BEV_FINISHED);
@@ -194,7 +194,7 @@ on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 			st->up->reused = 0;  /* the upstream may have acted on it: never sent again */
 		log_info("h2 upstream %s: stream %d closed before its response ended (%s)", s->host, (int)id,
 		         nghttp2_http2_strerror(code));
-		stream_eof(st);
+		h2up_stream_eof(st);
 	}
 	return 0;
 }
@@ -355,7 +355,7 @@ sess_destroy(struct h2up_sess *s, const char *why)
 			continue;
 		}
 		if (!st->complete)
-			stream_eof(st);
+			h2up_stream_eof(st);
 	}
 	LIST_REMOVE(s, link);
 	s->w->nh2up--;
@@ -414,7 +414,7 @@ sess_pump(struct h2up_sess *s)
 					nghttp2_submit_rst_stream(s->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
 				else
 					st->closed = 1;
-				stream_eof(st);
+				h2up_stream_eof(st);
 			}
 		}
 		if (s->consume_conn > 0) {
@@ -434,7 +434,8 @@ sess_pump(struct h2up_sess *s)
 /* ---- the relay's side ---- */
 
 struct upstream *
-h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, upstream_cb cb, void *arg)
+h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, int ws, upstream_cb cb,
+            void *arg)
 {
 	struct h2up_sess *s;
 	struct upstream *up;
@@ -443,6 +444,9 @@ h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private
 	LIST_FOREACH(s, &w->h2up, link) {
 		if (s->dead || s->goaway || s->port != port || s->allow_private != allow_private ||
 		    strcmp(s->host, host) != 0)
+			continue;
+		if (ws && (s->state != SESS_READY ||
+		           nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 1))
 			continue;
 		if (s->state == SESS_CONNECTING) {
 			if (s->nwait >= H2UP_MAX_STREAMS)

@@ -10,6 +10,7 @@
 #include <nghttp2/nghttp2.h>
 #include "proxy/h2conv.h"
 #include "proxy/proxy_int.h"
+#include "proxy/ws.h"
 
 #define H2UP_MAX_STREAMS 100            /* streams we run on one session, whatever the upstream allows */
 #define H2UP_STREAM_WINDOW (64 * 1024)  /* response bytes one stream may have unconsumed (HTTP/2's default) */
@@ -47,6 +48,8 @@ struct h2up_stream {
 	unsigned want_reset : 1;      /* the relay let go of an open stream: RST_STREAM CANCEL (sess_pump) */
 	unsigned feed : 1;            /* the pair has request bytes to take (sess_pump) */
 	unsigned marked : 1;          /* on the session's <dirty> list */
+	unsigned tunnel : 1;          /* a WebSocket over extended CONNECT: raw bytes both ways after the 200 */
+	char ws_accept[WS_ACCEPT_LEN + 1];  /* the Sec-WebSocket-Accept our 101 to the relay carries */
 	LIST_ENTRY(h2up_stream) link;
 	TAILQ_ENTRY(h2up_stream) dirty_link;
 };
@@ -76,6 +79,8 @@ struct h2up_sess {
 void h2up_sess_kick(struct h2up_sess *s);
 /* <st> has work for the pump (feed, consume, want_reset): queued on its session, which is kicked. */
 void h2up_stream_mark(struct h2up_stream *st);
+/* The relay sees the upstream end of <st>: what was written reaches it first, then EOF. */
+void h2up_stream_eof(struct h2up_stream *st);
 /* Takes what the relay wrote into the stream's pair: the head (submitted), then the body. 0, or -1 (fail it). */
 int h2up_stream_feed(struct h2up_stream *st);
 /* Sets the response-side callbacks (fields, frames, DATA) of an upstream session. */

@@ -47,6 +47,18 @@ req_data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_
 	(void)ng;
 	(void)id;
 	(void)arg;
+	if (st->tunnel) {  /* WebSocket bytes as the relay wrote them: no framing to decode, no end but a reset */
+		struct evbuffer *in = bufferevent_get_input(st->pb);
+		n = evbuffer_get_length(in);
+		if (n == 0) {
+			st->deferred = 1;
+			return NGHTTP2_ERR_DEFERRED;
+		}
+		if (n > len)
+			n = len;
+		evbuffer_remove(in, buf, n);
+		return (ssize_t)n;
+	}
 	if (n == 0 && !st->body_done) {
 		st->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;
@@ -78,6 +90,7 @@ submit_head(struct h2up_stream *st)
 	nghttp2_data_provider prd = {{.ptr = st}, req_data_read};
 	size_t len = evbuffer_get_length(in);
 	const char *err = NULL;
+	unsigned flags = st->up != NULL && st->up->no_index ? H2CONV_NV_NO_INDEX : 0;
 	int n, status = 0;
 	int32_t id;
 
@@ -86,15 +99,26 @@ submit_head(struct h2up_stream *st)
 	n = h1_parse_request((const char *)evbuffer_pullup(in, -1), len, &hl, m, &err, &status);
 	if (n == -2)
 		return 0;
-	if (n < 0 || h2conv_request_to_nv(m, "https", NULL, st->up != NULL && st->up->no_index ? H2CONV_NV_NO_INDEX : 0,
-	                                  &nb, &err) != 0) {
+	if (n > 0 && m->upgrade_websocket) {
+		/* RFC 8441: CONNECT :protocol websocket; the relay gets the 101 it expects, with the accept of its key */
+		const struct h1_header *k = h1_find_header(m, "sec-websocket-key");
+		if (k == NULL || ws_accept(k->value, k->value_len, st->ws_accept) != 0) {
+			log_warnx("h2 upstream %s: WebSocket upgrade without a usable key", st->s->host);
+			return -1;
+		}
+		flags |= H2CONV_NV_EXTENDED_CONNECT;
+		st->tunnel = 1;
+	}
+	if (n < 0 || h2conv_request_to_nv(m, "https", NULL, flags, &nb, &err) != 0) {
 		log_warnx("h2 upstream %s: request not sent: %s", st->s->host, err != NULL ? err : "?");
 		return -1;
 	}
 	snprintf(st->method, sizeof(st->method), "%.*s", (int)m->method_len, m->method);
+	if (st->tunnel)
+		snprintf(st->method, sizeof(st->method), "CONNECT");  /* its 200 has no body framing */
 	st->body = m->framing;
 	st->body_left = m->content_length;
-	st->body_done = m->framing == H1_BODY_NONE;
+	st->body_done = m->framing == H1_BODY_NONE && !st->tunnel;
 	h1_chunked_init(&st->chunk, PROXY_TRAILER_MAX);
 	/* the nv point into the pair's input and <scratch>: submitting copies them before the head is drained */
 	id = nghttp2_submit_request(st->s->ng, NULL, nb.nva, nb.nvlen, st->body_done ? NULL : &prd, st);
@@ -148,6 +172,13 @@ h2up_stream_feed(struct h2up_stream *st)
 	st->feed = 0;
 	if (!st->head_done && (r = submit_head(st)) <= 0)
 		return r;
+	if (st->tunnel) {  /* the data source reads the pair itself */
+		if (st->deferred && evbuffer_get_length(in) > 0) {
+			st->deferred = 0;
+			nghttp2_session_resume_data(st->s->ng, st->id);
+		}
+		return 0;
+	}
 	while (!st->body_done && evbuffer_get_length(st->data) < PROXY_HIGH_WATER && evbuffer_get_length(in) > 0) {
 		if (st->body == H1_BODY_LENGTH) {
 			n = evbuffer_get_length(in);
@@ -210,6 +241,24 @@ on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *na
 	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
+/*
+ * The upstream's 200 to an extended CONNECT, as the 101 the relay expects
+ * for its upgrade: the status line replaced, the fields kept, the upgrade
+ * fields and the accept of the relay's key added.
+ */
+static void
+upgraded_head(struct h2up_stream *st, struct evbuffer *out, const char *head, size_t len)
+{
+	const char *eol = memchr(head, '\n', len);
+	size_t skip = eol != NULL ? (size_t)(eol - head) + 1 : len;
+
+	evbuffer_add(out, "HTTP/1.1 101 Switching Protocols\r\n", 34);
+	if (len >= skip + 2)
+		evbuffer_add(out, head + skip, len - skip - 2);  /* the fields, without the final CRLF */
+	evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+	                    st->ws_accept);
+}
+
 /* A whole header block (a response head, an interim one, or trailers) for the relay. 0, or -1 (reset). */
 static int
 header_block(struct h2up_stream *st, int end_stream)
@@ -233,7 +282,12 @@ header_block(struct h2up_stream *st, int end_stream)
 	st->nfields = 0;
 	if (!st->resp_head) {
 		r = h2conv_response_to_h1(nva, nf, &o, (char *)w->scratch, w->scratch_cap, &len, &info, &e);
-		if (r == 0) {
+		if (r == 0 && st->tunnel && info.status >= 200 && info.status < 300) {
+			upgraded_head(st, out, (const char *)w->scratch, len);
+			st->resp_head = 1;
+		} else if (r == 0) {
+			if (st->tunnel && info.status >= 200)
+				st->tunnel = 0;  /* refused: an ordinary answer, and the relay ends the request */
 			evbuffer_add(out, w->scratch, len);
 			if (info.status >= 200) {
 				st->resp_head = 1;
@@ -288,6 +342,8 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 		if (st->resp_chunked)
 			evbuffer_add(bufferevent_get_output(st->pb), "0\r\n\r\n", 5);
 		st->complete = 1;
+		if (st->tunnel)
+			h2up_stream_eof(st);  /* the upstream ended its side of the WebSocket: the relay's tunnel ends */
 	}
 	return 0;
 }

@@ -159,6 +159,8 @@ typedef void (*upstream_cb)(struct upstream *up, const char *err, int status, vo
 /* ALPN protocols an upstream dial may offer: the overlap of the client's list with these two. */
 #define UPSTREAM_ALPN_H1 1u
 #define UPSTREAM_ALPN_H2 2u
+/* A WebSocket upgrade from a client that offered h2: an existing h2 session may carry it (RFC 8441) if it allows. */
+#define UPSTREAM_ALPN_WS 4u
 struct h2up_stream;
 struct h2up_sess;
 
@@ -234,14 +236,15 @@ SSL_CTX *upstream_ctx_create(const struct policy_config *cfg, const char **err);
  *
  * h2up_attach(): a stream on a READY session with room, or a place among the
  * waiters of one still handshaking (state UP_S_CONNECTING, <cb> reports);
- * NULL when the worker has no such session.  h2up_session_new(): <phys> is
+ * NULL when the worker has no such session.  <ws>: a WebSocket upgrade, for
+ * a READY session whose upstream allows extended CONNECT only (RFC 8441).  h2up_session_new(): <phys> is
  * a dial just begun offering h2; returns the caller's upstream (a waiter, or
  * already UP_S_FAILED).  If the host answers without h2 the first waiter
  * takes the connection as HTTP/1.1 and the others dial their own.
  * h2up_detach(): the owner lets go of a stream or a waiter (upstream_free).
  */
-struct upstream *h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, upstream_cb cb,
-                             void *arg);
+struct upstream *h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, int ws,
+                             upstream_cb cb, void *arg);
 struct upstream *h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *arg);
 void h2up_detach(struct upstream *up);
 /* Closes every session of the worker (its streams see their upstream end). */

@@ -80,11 +80,17 @@ relay_dial(struct conn *c)
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
 	unsigned alpn = 0;
 
-	/* the upstream is offered what the client offered of h2 and http/1.1; a WebSocket upgrade needs HTTP/1.1 */
+	/*
+	 * The upstream is offered what the client offered of h2 and http/1.1.  A
+	 * WebSocket upgrade is dialled as HTTP/1.1, unless the worker already has
+	 * an h2 session to the host that allows extended CONNECT (RFC 8441).
+	 */
 	if (c->tls) {
 		alpn = (c->alpn_h1 || !c->alpn_h2) ? UPSTREAM_ALPN_H1 : 0;
-		if (c->alpn_h2 && !c->req->websocket)
-			alpn |= UPSTREAM_ALPN_H2;
+		if (c->alpn_h2)
+			alpn |= c->req->websocket ? UPSTREAM_ALPN_WS : UPSTREAM_ALPN_H2;
+		if (c->req->websocket)
+			alpn |= UPSTREAM_ALPN_H1;
 		if (alpn == 0)
 			alpn = UPSTREAM_ALPN_H1;
 	}

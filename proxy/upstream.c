@@ -513,7 +513,8 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 	if (w->sessions == NULL)
 		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
 	/* a stream on a shared HTTP/2 connection to the host, if there is one with room */
-	if (h2 && (up = h2up_attach(w, host, port, allow_private, cb, arg)) != NULL)
+	if ((h2 || (tls && (alpn & UPSTREAM_ALPN_WS))) &&
+	    (up = h2up_attach(w, host, port, allow_private, !h2, cb, arg)) != NULL)
 		return up;
 	up = pool_take(w, host, port, tls, allow_private);
 	if (up != NULL) {

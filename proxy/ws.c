@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include <openssl/evp.h>
 #include "proxy/ws.h"
 
 #define WS_LEN16 126        /* 7-bit length value announcing a 16-bit length */
@@ -170,4 +171,27 @@ ws_reader_consume(struct ws_reader *rd, uint64_t n)
 		return 0;
 	rd->in_frame = 0;
 	return 1;
+}
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  /* RFC 6455 1.3 */
+#define WS_KEY_MAX 64  /* a key is 24 bytes of base64; anything much longer is not one */
+
+int
+ws_accept(const char *key, size_t key_len, char out[WS_ACCEPT_LEN + 1])
+{
+	unsigned char in[WS_KEY_MAX + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE], b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+	unsigned int mdlen = 0;
+	int n;
+
+	if (key_len == 0 || key_len > WS_KEY_MAX)
+		return -1;
+	memcpy(in, key, key_len);
+	memcpy(in + key_len, WS_GUID, sizeof(WS_GUID) - 1);
+	if (EVP_Digest(in, key_len + sizeof(WS_GUID) - 1, md, &mdlen, EVP_sha1(), NULL) != 1)
+		return -1;
+	n = EVP_EncodeBlock(b64, md, (int)mdlen);
+	if (n != WS_ACCEPT_LEN)
+		return -1;
+	memcpy(out, b64, WS_ACCEPT_LEN + 1);
+	return 0;
 }

@@ -64,6 +64,10 @@ size_t ws_frame_head_write(uint8_t *out, int fin, unsigned opcode, uint64_t len)
 /* XORs <n> bytes at <p> with <mask>, <off> being the offset of p[0] in the payload. */
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t off);
 
+#define WS_ACCEPT_LEN 28    /* base64 of a SHA-1 */
+/* The Sec-WebSocket-Accept that answers <key> (RFC 6455 4.2.2), NUL-terminated into <out>.  0, or -1. */
+int ws_accept(const char *key, size_t key_len, char out[WS_ACCEPT_LEN + 1]);
+
 /*
  * One direction's frames, read incrementally: ws_reader_head() on each header,
  * then ws_reader_consume() as payload bytes are taken, until it reports the end

@@ -14,6 +14,8 @@ test can count upstream handshakes.  Responses, by path:
   /bad/nul      a field value with a NUL
   /reset        RST_STREAM (INTERNAL_ERROR) instead of an answer
   anything else "hello h2"
+It allows extended CONNECT (RFC 8441): CONNECT :protocol websocket gets a 200 and then a WebSocket echo, every
+text message answered "echo:<text>", a close answered with a close and END_STREAM.
 Sends respect the peer's flow-control windows, stream by stream, so a stream whose reader is slow waits alone."""
 import argparse
 import hashlib
@@ -44,6 +46,7 @@ class Conn(threading.Thread):
         self.raw, self.ctx, self.log = sock, ctx, log
         self.streams = {}   # id -> {"headers", "body", "trailers"}
         self.pending = {}   # id -> [bytes left, trailers or None]
+        self.ws = {}        # id -> bytes of client frames not parsed yet
         with LOCK:
             COUNTER[0] += 1
             self.num = COUNTER[0]
@@ -61,7 +64,8 @@ class Conn(threading.Thread):
                                         normalize_outbound_headers=False, validate_inbound_headers=True)
         self.c = h2.connection.H2Connection(cfg)
         self.c.initiate_connection()
-        self.c.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 200})
+        self.c.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 200,
+                                h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 1})
         self.flush()
         self.sock.settimeout(0.05)
         try:
@@ -86,7 +90,16 @@ class Conn(threading.Thread):
             self.sock.sendall(out)
 
     def event(self, ev):
-        if isinstance(ev, h2.events.RequestReceived):
+        if isinstance(ev, h2.events.RequestReceived) and (b":method", b"CONNECT") in ev.headers:
+            h = {latin(k): latin(v) for k, v in ev.headers}
+            self.write_log({"ev": "ws", "conn": self.num, "stream": ev.stream_id, "path": h.get(":path"),
+                            "protocol": h.get(":protocol"), "headers": {k: mask(v) for k, v in h.items()}})
+            self.c.send_headers(ev.stream_id, [(":status", "200")])
+            self.ws[ev.stream_id] = b""
+        elif isinstance(ev, h2.events.DataReceived) and ev.stream_id in self.ws:
+            self.c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            self.ws_frames(ev.stream_id, self.ws[ev.stream_id] + ev.data)
+        elif isinstance(ev, h2.events.RequestReceived):
             self.streams[ev.stream_id] = {"headers": ev.headers, "body": bytearray(), "trailers": []}
             if ev.stream_ended:
                 self.answer(ev.stream_id)
@@ -104,6 +117,31 @@ class Conn(threading.Thread):
                 self.answer(ev.stream_id)
         elif isinstance(ev, h2.events.StreamReset):
             self.pending.pop(ev.stream_id, None)
+            self.ws.pop(ev.stream_id, None)
+
+    def ws_frames(self, sid, buf):
+        """Client frames (masked) in <buf>: text echoed back unmasked, close answered; the rest kept."""
+        while len(buf) >= 2:
+            op, n, off = buf[0] & 0x0F, buf[1] & 0x7F, 2
+            if n == 126:
+                n, off = int.from_bytes(buf[2:4], "big"), 4
+            elif n == 127:
+                n, off = int.from_bytes(buf[2:10], "big"), 10
+            if len(buf) < off + 4 + n:
+                break
+            key = buf[off:off + 4]
+            p = bytes(b ^ key[i % 4] for i, b in enumerate(buf[off + 4:off + 4 + n]))
+            buf = buf[off + 4 + n:]
+            if op == 1:
+                out = b"echo:" + p
+                self.c.send_data(sid, bytes([0x81, len(out)]) + out if len(out) < 126 else
+                                 bytes([0x81, 126]) + len(out).to_bytes(2, "big") + out)
+                self.write_log({"ev": "ws-text", "stream": sid, "text": mask(latin(p)), "seen": seen(p)})
+            elif op == 8:
+                self.c.send_data(sid, bytes([0x88, len(p)]) + p, end_stream=True)
+                self.ws.pop(sid, None)
+                return
+        self.ws[sid] = buf
 
     def answer(self, sid):
         st = self.streams.pop(sid)

@@ -151,4 +151,22 @@ check_match "HTTP/1.1 client: the h2 upstream's trailers arrive in the chunked b
 check_match "  a trailer echoing the secret is scrubbed" "x-echo-auth: Bearer $TOK_PH" "$out"
 r=$(pcurl -s -o /dev/null -w '%{http_code}' "$U/bad/crlf")
 check_eq "HTTP/1.1 client, hostile upstream (CR LF in a field): 502" 502 "$r"
+
+# ---------------------------------------------------------------- WebSocket over h2 on both sides (RFC 8441)
+# one worker, so the h2 session to the upstream that allows extended CONNECT is the one the WebSocket finds
+gw_stop
+sed -i 's/^  http2: false$//; s/^workers: .*/workers: 1/' "$GWCONF"
+gw_start
+pcurl --http2 -s -o /dev/null "$U/warm"
+H2W() { $CLEAN timeout 40 /usr/bin/python3 "$HERE/h2client.py" "$PP" "$CA/ca.pem" "$1" ws "${@:2}" 2>&1 | tail -n 1; }
+out=$(H2W "other.example.test:$HP" /ws-up hello again)
+check_match "WebSocket from an h2 client over the shared h2 upstream session: echoes" \
+  '^status 200~text echo:hello~text echo:again~(end|reset [0-9]+|closed)$' "$out"
+check_eq "  the upstream got an extended CONNECT (:protocol websocket)" '"websocket"' \
+  "$(jq -c 'select(.ev=="ws" and .path=="/ws-up") | .protocol' "$T/h2up.jsonl")"
+out=$(H2W "other.example.test:$HP" /ws-up-auth -H "authorization: Bearer $TOK_PH" "$TOK_PH")
+check_match "  a placeholder in a client frame closes it (1008), never reaching the upstream" '~close 1008' "$out"
+check_eq "  the upstream got the real value in the upgrade, the frame never" '"Bearer {{TOK}}" 0' \
+  "$(jq -c 'select(.ev=="ws" and .path=="/ws-up-auth") | .headers.authorization' "$T/h2up.jsonl") $(jq -s \
+    'map(select(.ev=="ws-text" and (.text | contains("sluice_ph")))) | length' "$T/h2up.jsonl")"
 finish test_h2_upstream
