@@ -364,6 +364,7 @@ sess_destroy(struct h2up_sess *s, const char *why)
 	upstream_free(s->phys);
 	event_free(s->kick);
 	event_free(s->idle);
+	evbuffer_free(s->sendbuf);
 	free(s);
 }
 
@@ -421,8 +422,12 @@ sess_pump(struct h2up_sess *s)
 			nghttp2_session_consume_connection(s->ng, s->consume_conn);
 			s->consume_conn = 0;
 		}
-		while (evbuffer_get_length(out) < PROXY_HIGH_WATER && (r = nghttp2_session_mem_send(s->ng, &data)) > 0)
-			evbuffer_add(out, data, (size_t)r);
+		/* gathered first: each addition to a TLS bufferevent's output may be its own record and write(2) */
+		while (evbuffer_get_length(out) + evbuffer_get_length(s->sendbuf) < PROXY_HIGH_WATER &&
+		       (r = nghttp2_session_mem_send(s->ng, &data)) > 0)
+			evbuffer_add(s->sendbuf, data, (size_t)r);
+		if (evbuffer_get_length(s->sendbuf) > 0)
+			evbuffer_add_buffer(out, s->sendbuf);
 		more = !TAILQ_EMPTY(&s->dirty);  /* the data sources asked for more of their bodies */
 	}
 	if (more)
@@ -494,7 +499,8 @@ h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *
 	LIST_INIT(&s->waiters);
 	s->kick = event_new(w->base, -1, 0, kick_cb, s);
 	s->idle = evtimer_new(w->base, idle_cb, s);
-	if (s->kick == NULL || s->idle == NULL)
+	s->sendbuf = evbuffer_new();
+	if (s->kick == NULL || s->idle == NULL || s->sendbuf == NULL)
 		fatalx("out of memory");
 	LIST_INSERT_HEAD(&w->h2up, s, link);
 	w->nh2up++;

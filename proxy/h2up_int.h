@@ -71,6 +71,7 @@ struct h2up_sess {
 	TAILQ_HEAD(, h2up_stream) dirty;  /* streams with something for sess_pump to do */
 	LIST_HEAD(, upstream) waiters;
 	struct event *kick;           /* runs sess_pump from the loop */
+	struct evbuffer *sendbuf;     /* frames gathered for one write to the connection */
 	struct event *idle;           /* closes a session without streams */
 	LIST_ENTRY(h2up_sess) link;
 };

@@ -127,8 +127,17 @@ struct audit_rec {
 
 /* Opens <path> for appending (O_APPEND|O_CREAT, 0640). NULL path: records are dropped. */
 struct audit *audit_open(const char *path, const char **err);
-/* Formats <rec> as one JSON line and appends it with one write(2). Thread-safe. */
+/*
+ * Formats <rec> as one JSON line and appends it: at once with one write(2),
+ * or, on a thread between audit_batch_begin and _end, with the thread's other
+ * lines of this loop round (an event added to <base> writes them).  Thread-safe.
+ */
 void audit_write(struct audit *a, const struct audit_rec *rec);
+void audit_batch_begin(struct audit *a, struct event_base *base);
+/* Writes the thread's pending lines now. */
+void audit_batch_flush(void);
+/* Writes them and stops batching on this thread. */
+void audit_batch_end(void);
 void audit_close(struct audit *a);
 
 /* ---- respond.c: answers the gateway writes itself ---- */

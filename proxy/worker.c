@@ -119,12 +119,14 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	struct conn *c;
 
+	audit_batch_begin(w->gw->audit, w->base);
 	event_base_dispatch(w->base);
 	while ((c = LIST_FIRST(&w->conns)) != NULL)
 		conn_close(c);
 	upstream_pool_clear(w);
 	/* run the deferred reaps of the connections closed above */
 	event_base_loop(w->base, EVLOOP_NONBLOCK);
+	audit_batch_end();
 	atomic_store(&w->finished, 1);
 	event_active(w->gw->done_ev, EV_READ, 0);
 	return NULL;
