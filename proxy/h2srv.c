@@ -261,7 +261,6 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size
 {
 	struct h2stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	struct h2srv *s = arg;
-	uint32_t l[2] = {(uint32_t)nlen, (uint32_t)vlen};
 
 	(void)flags;
 	if (st == NULL || f->hd.type != NGHTTP2_HEADERS)
@@ -271,45 +270,10 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size
 	if (f->headers.cat == NGHTTP2_HCAT_HEADERS && st->vc == NULL && !st->starting)
 		return 0;  /* trailers of a stream no pipeline reads (refused, or its answer done): ignored */
 	/* trailers are bounded like the head (the head's fields are gone by then) */
-	if (st->nfields == H2_FIELDS_MAX ||
-	    evbuffer_get_length(st->hdr) + nlen + vlen > (size_t)s->c->w->gw->cfg->limits.header_bytes)
+	if (h2_fields_add(st->hdr, &st->nfields, H2_FIELDS_MAX, (size_t)s->c->w->gw->cfg->limits.header_bytes, name, nlen,
+	                  value, vlen) != 0)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	evbuffer_add(st->hdr, l, sizeof(l));
-	evbuffer_add(st->hdr, name, nlen);
-	evbuffer_add(st->hdr, value, vlen);
-	st->nfields++;
 	return 0;
-}
-
-/* nghttp2 drops a field it finds invalid and delivers the rest: refuse the stream instead. */
-static int
-on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
-                  const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
-{
-	(void)ng;
-	(void)f;
-	(void)name;
-	(void)nlen;
-	(void)value;
-	(void)vlen;
-	(void)flags;
-	(void)arg;
-	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-}
-
-/* The collected header block as an nv list (views into <hdr>, valid until it is drained). */
-static void
-hdr_nva(struct h2stream *st, nghttp2_nv *nva)
-{
-	uint8_t *b = evbuffer_pullup(st->hdr, -1);
-	size_t i, off = 0;
-	uint32_t l[2];
-
-	for (i = 0; i < st->nfields; i++) {
-		memcpy(l, b + off, sizeof(l));
-		nva[i] = (nghttp2_nv){b + off + 8, b + off + 8 + l[0], l[0], l[1], 0};
-		off += 8 + l[0] + l[1];
-	}
 }
 
 static void
@@ -332,7 +296,7 @@ request_start(struct h2stream *st, int end_stream)
 	char *head = (char *)p->w->scratch;
 	size_t hlen = 0;
 
-	hdr_nva(st, nva);
+	h2_fields_nva(st->hdr, st->nfields, nva);
 	if (h2conv_request_to_h1(nva, st->nfields, &o, head, p->w->scratch_cap < lim->header_bytes ? p->w->scratch_cap
 	                                                                                            : lim->header_bytes,
 	                         &hlen, &info, &e) != 0) {
@@ -395,7 +359,7 @@ request_trailers(struct h2stream *st, int end_stream)
 		}
 		return;
 	}
-	hdr_nva(st, nva);
+	h2_fields_nva(st->hdr, st->nfields, nva);
 	if (h2conv_trailers_to_h1(nva, st->nfields, H2_FIELDS_MAX, out,
 	                          p->w->scratch_cap < lim->header_bytes ? p->w->scratch_cap : lim->header_bytes, &len,
 	                          &e) != 0) {
@@ -530,7 +494,7 @@ h2srv_start(struct conn *c)
 		fatalx("out of memory");
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-	nghttp2_session_callbacks_set_on_invalid_header_callback(cb, on_invalid_header);
+	nghttp2_session_callbacks_set_on_invalid_header_callback(cb, h2_fields_invalid);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);

@@ -210,35 +210,14 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size
 {
 	struct h2up_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 	struct h2up_sess *s = arg;
-	uint32_t l[2] = {(uint32_t)nlen, (uint32_t)vlen};
 
 	(void)flags;
 	if (st == NULL || f->hd.type != NGHTTP2_HEADERS)
 		return 0;
-	if (st->nfields == H1_MAX_HEADERS ||
-	    evbuffer_get_length(st->hdr) + nlen + vlen > (size_t)s->w->gw->cfg->limits.header_bytes)
+	if (h2_fields_add(st->hdr, &st->nfields, H1_MAX_HEADERS, (size_t)s->w->gw->cfg->limits.header_bytes, name, nlen,
+	                  value, vlen) != 0)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  /* resets the stream: the relay answers 502 */
-	evbuffer_add(st->hdr, l, sizeof(l));
-	evbuffer_add(st->hdr, name, nlen);
-	evbuffer_add(st->hdr, value, vlen);
-	st->nfields++;
 	return 0;
-}
-
-/* nghttp2 drops a field it finds invalid and delivers the rest: reset the stream instead. */
-static int
-on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
-                  const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
-{
-	(void)ng;
-	(void)f;
-	(void)name;
-	(void)nlen;
-	(void)value;
-	(void)vlen;
-	(void)flags;
-	(void)arg;
-	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
 /*
@@ -266,19 +245,13 @@ header_block(struct h2up_stream *st, int end_stream)
 	struct worker *w = st->s->w;
 	struct evbuffer *out = bufferevent_get_output(st->pb);
 	nghttp2_nv nva[H1_MAX_HEADERS];
-	uint8_t *b = evbuffer_pullup(st->hdr, -1);
 	struct h2conv_resp_opts o = {H1_MAX_HEADERS, end_stream, st->method, strlen(st->method)};
 	struct h2conv_response info;
 	struct h2conv_err e = {NULL, 0, 0};
-	size_t i, off = 0, len = 0, nf = st->nfields;
-	uint32_t l[2];
+	size_t len = 0, nf = st->nfields;
 	int r;
 
-	for (i = 0; i < nf; i++) {
-		memcpy(l, b + off, sizeof(l));
-		nva[i] = (nghttp2_nv){b + off + 8, b + off + 8 + l[0], l[0], l[1], 0};
-		off += 8 + l[0] + l[1];
-	}
+	h2_fields_nva(st->hdr, nf, nva);
 	st->nfields = 0;
 	if (!st->resp_head) {
 		r = h2conv_response_to_h1(nva, nf, &o, (char *)w->scratch, w->scratch_cap, &len, &info, &e);
@@ -381,7 +354,7 @@ void
 h2up_callbacks(nghttp2_session_callbacks *cb)
 {
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-	nghttp2_session_callbacks_set_on_invalid_header_callback(cb, on_invalid_header);
+	nghttp2_session_callbacks_set_on_invalid_header_callback(cb, h2_fields_invalid);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 }

@@ -22,6 +22,7 @@
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <openssl/ssl.h>
+#include <nghttp2/nghttp2.h>
 
 #include "common/host.h"
 #include "common/netaddr.h"
@@ -556,6 +557,19 @@ void cred_release(struct req *r);
  * the stream, anything else resets it).
  */
 int h2srv_start(struct conn *c);
+/*
+ * h2fields.c: a header block collected field by field (both HTTP/2 sides).
+ * h2_fields_add() appends one: 0, or -1 past <max_fields> or <max_bytes>
+ * (names and values); h2_fields_nva() gives <nfields> views into <hdr>
+ * (valid until it changes); h2_fields_invalid() is the
+ * on_invalid_header_callback of both: nghttp2 would drop such a field and
+ * deliver the rest, the gateway resets the stream instead.
+ */
+int h2_fields_add(struct evbuffer *hdr, size_t *nfields, size_t max_fields, size_t max_bytes, const uint8_t *name,
+                  size_t nlen, const uint8_t *value, size_t vlen);
+void h2_fields_nva(struct evbuffer *hdr, size_t nfields, nghttp2_nv *nva);
+int h2_fields_invalid(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                      const uint8_t *value, size_t vlen, uint8_t flags, void *arg);
 void h2srv_pump(struct conn *c);
 void h2srv_free(struct conn *c);
 void h2srv_stream_closed(struct conn *vc);
