@@ -30,42 +30,23 @@ status=401 answers 401, location=URL answers 302 Found with that Location.
 import base64
 import gzip
 import json
-import threading
 import time
 import urllib.parse
 import zlib
 
-from upstream_common import latin, mask, seen, serve
+from upstream_common import BufConn, latin, mask, seen, serve
 
 BODY_MAX = 4 << 20      # bytes of a request body kept; the rest is counted
 HEAD_MAX = 64 << 10     # bytes of a request head
 LOGGED_BODY = 4096      # bytes of the body in the log and the echo
 
 
-class Conn(threading.Thread):
-    lock = threading.Lock()
+class Conn(BufConn):
+    head_max = HEAD_MAX
 
     def __init__(self, sock, ctx, log):
-        super().__init__(daemon=True)
-        self.c, self.ctx, self.log, self.buf, self.kept = sock, ctx, log, b"", b""
-
-    def emit(self, rec):
-        with Conn.lock, open(self.log, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def fill(self):
-        d = self.c.recv(65536)
-        if not d:
-            raise EOFError("eof")
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > HEAD_MAX:
-                raise ValueError("line too long")
-            self.fill()
-        ln, self.buf = self.buf.split(b"\r\n", 1)
-        return ln
+        super().__init__(sock, ctx, log)
+        self.kept = b""
 
     def exact(self, n, keep=True):
         """Reads n bytes: body bytes (keep) are added to self.kept up to BODY_MAX; returns them when not kept."""

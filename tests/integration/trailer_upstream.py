@@ -17,45 +17,15 @@ trailer bytes chosen by the path:
     /t/none     no trailers
     /t/ws-bad   a 101 whose Sec-WebSocket-Accept answers no key, then close (for the RFC 8441 check)
 """
-import json
-import threading
 
-from upstream_common import latin, mask, serve
+from upstream_common import BufConn, latin, mask, serve
 
 HEAD_MAX = 64 << 10     # bytes of a request head or of one line
 BODY_MAX = 4 << 20      # bytes of a request body read
 
 
-class Conn(threading.Thread):
-    lock = threading.Lock()
-
-    def __init__(self, sock, ctx, log):
-        super().__init__(daemon=True)
-        self.c, self.ctx, self.log, self.buf = sock, ctx, log, b""
-
-    def emit(self, rec):
-        with Conn.lock, open(self.log, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def fill(self):
-        d = self.c.recv(65536)
-        if not d:
-            raise EOFError("eof")
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > HEAD_MAX:
-                raise ValueError("line too long")
-            self.fill()
-        ln, self.buf = self.buf.split(b"\r\n", 1)
-        return ln
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+class Conn(BufConn):
+    head_max = HEAD_MAX
 
     def body(self, hl):
         """Reads the body; returns (length, trailer lines)."""

@@ -4,6 +4,7 @@ what they log, and the listeners (plain or TLS, one thread per connection).
 Masks come from the environment: ECHO_MASK_<NAME>=<value> makes every occurrence of <value> read {{NAME}} in the
 logs, so a log can be printed and asserted on without ever holding a value."""
 import argparse
+import json
 import os
 import socket
 import ssl
@@ -26,6 +27,41 @@ def seen(data):
 
 def latin(b):
     return b.decode("latin-1")
+
+
+class BufConn(threading.Thread):
+    """One connection's thread with a read buffer (fill, a bounded line, exact bytes) and a JSON-lines log (emit).
+    Subclasses set <c>'s protocol; <head_max> bounds a line."""
+    lock = threading.Lock()
+    head_max = 64 << 10
+
+    def __init__(self, sock, ctx, log):
+        super().__init__(daemon=True)
+        self.c, self.ctx, self.log, self.buf = sock, ctx, log, b""
+
+    def emit(self, rec):
+        with BufConn.lock, open(self.log, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def fill(self):
+        d = self.c.recv(65536)
+        if not d:
+            raise EOFError("eof")
+        self.buf += d
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            if len(self.buf) > self.head_max:
+                raise ValueError("line too long")
+            self.fill()
+        ln, self.buf = self.buf.split(b"\r\n", 1)
+        return ln
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
 
 
 def listen(spec, ctx, log, conn_cls):
