@@ -5,6 +5,7 @@
 # does not stall the other streams), uploads with and without content-length, trailers, a secret injected over
 # HPACK and scrubbed, and a hostile upstream: CR/LF/NUL in a field, connection-specific fields, uppercase names,
 # a content-length that the DATA contradicts, a reset stream; each is a 502 or a truncation, never relayed.
+# Then WebSocket over h2 on both sides (RFC 8441) and request trailers carried to the h2 upstream.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
 NP=$(freeport)
@@ -169,4 +170,15 @@ check_match "  a placeholder in a client frame closes it (1008), never reaching 
 check_eq "  the upstream got the real value in the upgrade, the frame never" '"Bearer {{TOK}}" 0' \
   "$(jq -c 'select(.ev=="ws" and .path=="/ws-up-auth") | .headers.authorization' "$T/h2up.jsonl") $(jq -s \
     'map(select(.ev=="ws-text" and (.text | contains("sluice_ph")))) | length' "$T/h2up.jsonl")"
+# ---------------------------------------------------------------- request trailers toward an h2 upstream
+# (a policy without secrets: with secrets, request bodies are held and sent with a length, which has no trailers)
+gw_stop
+sed -i '/^secrets:/,/^sandboxes:/{/^sandboxes:/!d}' "$GWCONF"
+gw_start
+H2T() { $CLEAN timeout 40 /usr/bin/python3 "$HERE/h2client.py" "$PP" "$CA/ca.pem" "other.example.test:$HP" "$@" 2>&1 |
+  tail -n 1; }
+out=$(H2T post_trailers /trl-req '[["x-r", "one"], ["x-s", "two"]]')
+check_match "an h2 client's request with trailers, to the h2 upstream: answered" '^status 200 body 9 ' "$out"
+check_eq "  the upstream got the body and the trailers as a trailing HEADERS" '3 {"x-r":"one","x-s":"two"}' \
+  "$(jq -c 'select(.ev=="req" and .path=="/trl-req") | "\(.body_len) \(.trailers|tojson)"' "$T/h2up.jsonl" | jq -r .)"
 finish test_h2_upstream
