@@ -320,6 +320,7 @@ request_start(struct h2stream *st, int end_stream)
 	}
 	hdr_clear(st);
 	st->chunked = info.chunked;
+	st->req_left = info.content_length;
 	evbuffer_add(st->in, head, hlen);
 	/*
 	 * The pipeline starts after this read is handled (h2srv_pump), not here:
@@ -434,6 +435,8 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 	struct h2stream *st = nghttp2_session_get_stream_user_data(ng, id);
 
 	(void)flags;
+	if (st != NULL && st->req_left > 0)
+		st->req_left -= (int64_t)len < st->req_left ? (int64_t)len : st->req_left;
 	if (st == NULL || (st->vc == NULL && !st->starting)) {
 		/* nobody reads it: give the window back (h2srv_pump; not from inside this callback) */
 		if (st != NULL)

@@ -39,6 +39,7 @@ struct h2stream {
 	unsigned want_reset : 1;      /* a RST_STREAM is due (reset_code) */
 	unsigned starting : 1;        /* translated: its virtual connection starts at the next service */
 	unsigned req_ended : 1;       /* the client's END_STREAM arrived */
+	int64_t req_left;             /* request body bytes its content-length still announces, -1 if none given */
 	unsigned no_index : 1;        /* a secret was injected: its answer's fields are never indexed */
 	unsigned head_req : 1;        /* the request was HEAD (the answer's framing) */
 	unsigned head_sent : 1;       /* response HEADERS submitted */
