@@ -26,10 +26,8 @@ written as {{<NAME>}} wherever it occurs in a logged string (as echo_upstream.py
 import base64
 import hashlib
 import itertools
-import json
-import threading
 
-from upstream_common import latin, mask, seen, serve
+from upstream_common import BufConn, latin, mask, seen, serve
 
 HEAD_MAX = 64 << 10     # bytes of a request head
 PAYLOAD_MAX = 1 << 20   # bytes of one frame or message
@@ -56,12 +54,9 @@ class Bad(Exception):
     pass
 
 
-class Conn(threading.Thread):
-    lock = threading.Lock()
-
+class Conn(BufConn):
     def __init__(self, sock, ctx, log):
-        super().__init__(daemon=True)
-        self.c, self.ctx, self.log, self.buf = sock, ctx, log, b""
+        super().__init__(sock, ctx, log)
         self.id = next(IDS)
         self.frames = 0
         self.payloads = b""
@@ -69,20 +64,7 @@ class Conn(threading.Thread):
 
     def emit(self, rec):
         rec["conn"] = self.id
-        with Conn.lock, open(self.log, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def fill(self):
-        d = self.c.recv(65536)
-        if not d:
-            raise EOFError("eof")
-        self.buf += d
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
+        super().emit(rec)
 
     def head(self):
         while b"\r\n\r\n" not in self.buf:
