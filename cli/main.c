@@ -13,6 +13,7 @@
 #include "ca/ca.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
+#include "proxy/tlsbuf.h"
 #include "secrets/secrets.h"
 
 #define EXIT_USAGE 2
@@ -344,12 +345,15 @@ out:
 	gateway_destroy(gw);
 	ca_destroy(ca);
 	policy_config_free(cfg);
+	tlsbuf_thread_flush();
 	return ret;
 }
 
 int
 main(int argc, char **argv)
 {
+	/* before anything allocates through OpenSSL; failing only means no cache */
+	(void)tlsbuf_init();
 	if (argc < 2) {
 		fputs(usage_main, stderr);
 		return EXIT_USAGE;

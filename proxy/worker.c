@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "proxy/tlsbuf.h"
 
 static void
 accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
@@ -127,6 +128,7 @@ worker_main(void *arg)
 	/* run the deferred reaps of the connections closed above */
 	event_base_loop(w->base, EVLOOP_NONBLOCK);
 	audit_batch_end();
+	tlsbuf_thread_flush();
 	atomic_store(&w->finished, 1);
 	event_active(w->gw->done_ev, EV_READ, 0);
 	return NULL;
@@ -137,9 +139,20 @@ worker_start(struct worker *w)
 {
 	struct gateway *gw = w->gw;
 	const struct policy_limits *lim = &gw->cfg->limits;
+	struct event_config *ecfg;
 	int i;
 
-	w->base = event_base_new();
+	/*
+	 * epoll_ctl calls are batched per loop round: an upstream's write event
+	 * is added and dropped around every response otherwise.  (Unsafe only
+	 * with dup()ed descriptors, which the gateway never makes.)
+	 */
+	ecfg = event_config_new();
+	if (ecfg == NULL)
+		return SLUICE_EIO;
+	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	w->base = event_base_new_with_config(ecfg);
+	event_config_free(ecfg);
 	if (w->base == NULL || deadline_init(w) != 0)
 		return SLUICE_EIO;
 	w->dns = evdns_base_new(w->base, 0);
