@@ -25,6 +25,13 @@
 
 #define IO_CHUNK 16384   /* bytes per read or TLS write: one full TLS record */
 #define IO_ROUNDS 8      /* I/O-then-pump rounds per wake-up before yielding to other connections */
+/*
+ * A kick's wake-up, told apart from the socket's edges: after a read or a
+ * write would have blocked, only an edge of that direction makes the socket
+ * worth trying again (a read(2) that says EAGAIN is most of a small
+ * request's system calls otherwise).
+ */
+#define CIO_KICK EV_TIMEOUT
 
 /* The client's read bound: a whole request head must fit, or a large one would stall instead of failing. */
 static size_t
@@ -42,7 +49,7 @@ kick(struct conn *c)
 	if (c->io_kicked || !c->io_on || c->state == CONN_S_DEAD || c->h2_stream)
 		return;
 	c->io_kicked = 1;
-	event_active(c->ev, EV_READ | EV_WRITE, 0);
+	event_active(c->ev, CIO_KICK, 0);
 }
 
 static void
@@ -142,6 +149,22 @@ fail(struct conn *c)
 	ERR_clear_error();
 }
 
+/*
+ * The first <n> bytes of <out> in one piece, for one TLS record: where they
+ * are when the first chain holds them, else copied into the worker's scratch
+ * (evbuffer_pullup would allocate a chain of up to 16 KiB each time, an mmap).
+ */
+static const void *
+out_bytes(struct conn *c, size_t n)
+{
+	struct evbuffer_iovec v;
+
+	if (evbuffer_peek(c->out, -1, NULL, &v, 1) >= 1 && v.iov_len >= n)
+		return v.iov_base;
+	evbuffer_copyout(c->out, c->w->scratch, n);
+	return c->w->scratch;
+}
+
 /* Sends what is queued; 1 when something moved (bytes out, or the side failed). */
 static int
 flush(struct conn *c)
@@ -154,6 +177,8 @@ flush(struct conn *c)
 			evbuffer_drain(c->out, len);
 			return 1;
 		}
+		if (c->io_wblocked)
+			break;
 		if (c->ssl == NULL) {
 			r = evbuffer_write(c->out, c->fd);
 			if (r > 0) {
@@ -162,15 +187,17 @@ flush(struct conn *c)
 			}
 			if (r == -1 && errno == EINTR)
 				continue;
-			if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				c->io_wblocked = 1;
 				break;
+			}
 			fail(c);
 			return 1;
 		}
 		/* a retried SSL_write must offer the same bytes again: they stay first in <out> until sent */
 		n = c->io_wpending ? c->io_wpending : len < IO_CHUNK ? len : IO_CHUNK;
 		ERR_clear_error();
-		r = SSL_write(c->ssl, evbuffer_pullup(c->out, (ev_ssize_t)n), (int)n);
+		r = SSL_write(c->ssl, out_bytes(c, n), (int)n);
 		if (r > 0) {
 			c->io_wpending = 0;
 			evbuffer_drain(c->out, (size_t)r);
@@ -180,6 +207,7 @@ flush(struct conn *c)
 		r = SSL_get_error(c->ssl, r);
 		if (r == SSL_ERROR_WANT_WRITE || r == SSL_ERROR_WANT_READ) {
 			c->io_wpending = n;
+			c->io_wblocked = r == SSL_ERROR_WANT_WRITE;
 			break;
 		}
 		fail(c);
@@ -196,7 +224,7 @@ fill(struct conn *c)
 	int n, e, moved = 0;
 
 	c->io_full = 0;
-	while (c->io_reading && !c->client_eof && !c->io_dead) {
+	while (c->io_reading && !c->client_eof && !c->io_dead && !c->io_rblocked) {
 		have = cio_in_len(c);
 		if (have >= high) {
 			c->io_full = 1;  /* in_cb kicks when the consumer makes room */
@@ -207,14 +235,18 @@ fill(struct conn *c)
 			n = evbuffer_read(cio_in(c), c->fd, (int)want);
 			if (n > 0) {
 				moved = 1;
-				if ((size_t)n < want)
-					break;  /* the socket is empty: the next segment brings a new edge */
+				if ((size_t)n < want) {
+					c->io_rblocked = 1;  /* the socket is empty: the next segment brings a new edge */
+					break;
+				}
 				continue;
 			}
 			if (n == -1 && errno == EINTR)
 				continue;
-			if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				c->io_rblocked = 1;
 				break;
+			}
 			c->client_eof = 1;  /* EOF: our side may still answer (half-close) */
 			if (n == -1)
 				fail(c);
@@ -234,8 +266,11 @@ fill(struct conn *c)
 			continue;
 		}
 		e = SSL_get_error(c->ssl, n);
-		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			/* with read-ahead and auto-retry, WANT_READ means the socket said EAGAIN */
+			c->io_rblocked = e == SSL_ERROR_WANT_READ;
 			break;
+		}
 		if (e == SSL_ERROR_ZERO_RETURN) {  /* close_notify: the client is done sending */
 			c->client_eof = 1;
 			return 1;
@@ -289,7 +324,11 @@ cio_event(struct conn *c, short what)
 {
 	int round, moved = 1;
 
-	(void)what;  /* edge-triggered: do all the I/O there is, whichever edge woke us */
+	/* edge-triggered: do all the I/O there is, in each direction that has not said "would block" since its last edge */
+	if (what & EV_READ)
+		c->io_rblocked = 0;
+	if (what & EV_WRITE)
+		c->io_wblocked = 0;
 	c->io_kicked = 1;  /* the rounds below see every change the pump makes */
 	if (c->state == CONN_S_TLS_ACCEPT) {
 		if (handshake(c) <= 0) {

@@ -41,6 +41,7 @@
 #define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound */
 #define PROXY_CLIENT_SLOTS 1024        /* buckets of the per-client connection counter */
 #define PROXY_MMAP_THRESHOLD (16 * 1024) /* allocations this large bypass the heap (TLS record buffers) */
+#define UP_READ_CHUNK (8 * 1024 - 256)  /* an upstream's TLS plaintext per read: its buffer chain stays under 8 KiB */
 #define PROXY_TRIM_SECONDS 5           /* how often freed heap pages go back to the kernel */
 #define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
@@ -394,6 +395,8 @@ struct conn {
 	unsigned io_full : 1;           /* reading stopped at the input bound */
 	unsigned io_dead : 1;           /* the client side failed: no more I/O */
 	unsigned io_kicked : 1;         /* an I/O round is scheduled or running */
+	unsigned io_rblocked : 1;       /* a read found the socket empty: the next EV_READ edge says when to try again */
+	unsigned io_wblocked : 1;       /* a write found the socket full: ... the next EV_WRITE edge */
 	unsigned h2_conn : 1;           /* an HTTP/2 client connection: <h2> is its session */
 	unsigned h2_stream : 1;         /* a stream's virtual connection: <h2> is its stream, no socket */
 	unsigned alpn_h1 : 1;           /* the client's ALPN list offered http/1.1 */
