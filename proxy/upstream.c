@@ -199,6 +199,15 @@ up_readcb(struct bufferevent *bev, void *arg)
 		pooled_close(up);
 }
 
+/* The socket under the upstream's bufferevent (TLS is a filter over it). */
+static evutil_socket_t
+up_fd(const struct upstream *up)
+{
+	struct bufferevent *sock = bufferevent_get_underlying(up->bev);
+
+	return bufferevent_getfd(sock != NULL ? sock : up->bev);
+}
+
 static void
 up_eventcb(struct bufferevent *bev, short what, void *arg)
 {
@@ -226,7 +235,7 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	soerr = 0;
-	getsockopt(bufferevent_getfd(up->bev), SOL_SOCKET, SO_ERROR, &soerr, &(socklen_t){sizeof(soerr)});
+	getsockopt(up_fd(up), SOL_SOCKET, SO_ERROR, &soerr, &(socklen_t){sizeof(soerr)});
 	if (soerr != 0) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
 		         strerror(soerr));
@@ -337,6 +346,7 @@ start_connect(struct upstream *up)
 {
 	struct worker *w = up->w;
 	struct up_session *slot;
+	struct bufferevent *sock;
 	char key[HOST_BUF + 8];
 	struct in6_addr tmp;
 	int is_ip;
@@ -365,28 +375,50 @@ start_connect(struct upstream *up)
 		slot = &w->sessions[session_slot(key)];
 		if (slot->sess != NULL && strcmp(slot->key, key) == 0)
 			SSL_set_session(up->ssl, slot->sess);
-		up->bev = bufferevent_openssl_socket_new(w->base, -1, up->ssl, BUFFEREVENT_SSL_CONNECTING,
-		                                         BEV_OPT_CLOSE_ON_FREE);
-		if (up->bev == NULL) {
-			SSL_free(up->ssl);
-			up->ssl = NULL;
-		}
-	} else {
-		up->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	}
-	if (up->bev == NULL) {
-		snprintf(up->errbuf, sizeof(up->errbuf), "cannot create an upstream connection");
-		return -1;
+	/*
+	 * TLS as a filter over a socket bufferevent: the socket side takes what
+	 * the kernel holds in one read(2) (up to 16 KiB) and OpenSSL reads its
+	 * records from memory.  bufferevent_openssl on the socket itself reads a
+	 * record's header and then its body (two read(2) per small response),
+	 * and with read-ahead it left records inside the SSL object.  Writes go
+	 * out once per loop round, however many records were made.
+	 */
+	sock = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (sock == NULL)
+		fatalx("out of memory");
+	if (up->tls) {
+		/* on failure, who owns the SSL is unclear (libevent may have freed it): only lack of memory fails here */
+		up->bev = bufferevent_openssl_filter_new(w->base, sock, up->ssl, BUFFEREVENT_SSL_CONNECTING,
+		                                         BEV_OPT_CLOSE_ON_FREE);
+		if (up->bev == NULL)
+			fatalx("out of memory");
+		/* a filter finishes its handshake only while enabled (libevent 2.1) */
+		bufferevent_enable(up->bev, EV_READ | EV_WRITE);
+		/*
+		 * Each SSL_read goes into space reserved up to this much: kept below
+		 * PROXY_MMAP_THRESHOLD (with the buffer chain's header), or every
+		 * response takes and gives back a fresh mmap.
+		 */
+		bufferevent_set_max_single_read(up->bev, UP_READ_CHUNK);
+		/*
+		 * The filter encrypts into the socket side's buffer only up to this
+		 * bound; past it, bytes wait in the filter's own output, where the
+		 * relay's backpressure (a write watermark on up->bev) sees them.
+		 */
+		bufferevent_setwatermark(sock, EV_WRITE, 0, PROXY_HIGH_WATER);
+	} else {
+		up->bev = sock;
 	}
 	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
 	up->state = UP_S_CONNECTING;
-	if (bufferevent_socket_connect(up->bev, (struct sockaddr *)&up->addr, up->addrlen) == -1) {
+	if (bufferevent_socket_connect(sock, (struct sockaddr *)&up->addr, up->addrlen) == -1) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
 		         strerror(errno));
 		return -1;
 	}
 	/* request heads are small writes: never hold them back for an ACK */
-	setsockopt(bufferevent_getfd(up->bev), IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	setsockopt(bufferevent_getfd(sock), IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	return 0;
 }
 

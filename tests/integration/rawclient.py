@@ -25,7 +25,8 @@ runs a misbehaving test upstream (threaded, until killed).  Every request head i
 {"ev":"head",...}; its body is read strictly (Content-Length or chunked) and logged as
 {"ev":"body","target":..,"complete":true|false,"len":..}; then it answers "up LEN\n".
 Paths: /bighead answers with a 1 MiB header line; /close-mid sends Content-Length: 100000,
-10 bytes and closes; /hang reads the request and never answers.  --stall accepts TCP
+10 bytes and closes; /hang reads the request and never answers; /stall-body reads the head and
+then nothing for 8 s, and closes; /flood answers 256 MiB as fast as it is taken.  --stall accepts TCP
 connections and never reads from them (a TLS handshake there never completes).
 """
 import argparse
@@ -277,6 +278,16 @@ class UpConn(threading.Thread):
             return False
         if target.startswith("/close-mid"):
             self.c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
+            return False
+        if target.startswith("/stall-body"):
+            time.sleep(8)  # reads the head, then not a byte of the body for 8 s, and closes
+            return False
+        if target.startswith("/flood"):
+            n = 256 << 20  # far more than any bound of the gateway; sent as fast as the gateway takes it
+            self.c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+            chunk = b"\0" * 65536
+            for _ in range(n // len(chunk)):
+                self.c.sendall(chunk)
             return False
         if hl.get("expect", "").lower() == "100-continue":
             self.c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")

@@ -114,5 +114,24 @@ out=$($CLEAN timeout 30 "$PY" "$RAW" --proxy "127.0.0.1:$PP" --cafile "$CA/ca.pe
 check_eq "close-mid: the gateway closes the client connection after the 10 bytes (no keep-alive on a broken body)" \
   "$(printf '200\n0123456789\nend: eof')" "$out"
 
+# (e) slow peers, memory bounded: an upload toward an upstream that stopped reading, and a 256 MiB answer the client
+# reads at 1 KiB/s. The gateway stops reading the fast side at its buffer bounds, so its RSS barely moves.
+rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$GWPID/status"; }
+RSS_MAX=32; ldd "$SLUICE" 2>/dev/null | grep -q libasan && RSS_MAX=128
+rss0=$(rss)
+head -c $((256 << 20)) /dev/zero | pcurl -o /dev/null --max-time 6 -T - "https://www.example.test:$P_GOOD/stall-body" \
+  >/dev/null 2>&1 &
+up_pid=$!
+pcurl -o /dev/null --max-time 6 --limit-rate 1k "https://www.example.test:$P_GOOD/flood" >/dev/null 2>&1 &
+down_pid=$!
+sleep 4
+rss1=$(rss)
+wait "$up_pid" "$down_pid"
+check "slow upload and unread download at once: the gateway's RSS grew by less than $RSS_MAX MiB (${rss0} kB -> ${rss1} kB)" \
+  test "$((rss1 - rss0))" -lt $((RSS_MAX * 1024))
+check "  the upload stalled rather than being buffered whole: the upstream's log has its head, no body" \
+  sh -c "grep -q '\"target\": *\"/stall-body\"' '$T/up-good.jsonl' && ! grep -q '\"ev\": *\"body\".*stall-body' '$T/up-good.jsonl'"
+alive_check
+
 gw_final_checks
 finish
