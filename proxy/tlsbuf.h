@@ -15,7 +15,7 @@
 #ifndef SLUICE_PROXY_TLSBUF_H
 #define SLUICE_PROXY_TLSBUF_H
 
-#define TLSBUF_CACHE_MAX 16            /* buffers kept per thread (~20 KiB each) */
+#define TLSBUF_CACHE_MAX 4             /* buffers kept per thread (~20 KiB each): reads and writes take them one at a time */
 #define TLSBUF_MIN (16 * 1024)         /* the sizes cached: OpenSSL's record buffers */
 #define TLSBUF_MAX (24 * 1024)
 

@@ -341,6 +341,38 @@ set_alpn(struct upstream *up)
 	}
 }
 
+/*
+ * TLS as a filter over the socket bufferevent <sock>, for an upstream that
+ * may carry an h2 session: the socket side takes what the kernel holds in
+ * one read(2) and OpenSSL reads its records from memory, and the records of
+ * a loop round leave in one write(2).  (bufferevent_openssl on the socket
+ * reads each record's header and then its body, and with read-ahead it left
+ * records inside the SSL object.)  HTTP/1.1-only upstreams keep that one: the
+ * filter's socket side reads at most 4 KiB per read(2) (libevent 2.1), which
+ * doubled the CPU of a 1 MiB download, and its plaintext chains come from
+ * the heap, which cost an idle client connection ~0.7 KiB (docs/performance.md).
+ */
+static struct bufferevent *
+tls_filter(struct worker *w, struct bufferevent *sock, SSL *ssl)
+{
+	struct bufferevent *bev;
+
+	bev = bufferevent_openssl_filter_new(w->base, sock, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		fatalx("out of memory");  /* who owns the SSL after a failure is unclear: only memory fails here */
+	/* a filter finishes its handshake only while enabled (libevent 2.1) */
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	/* each SSL_read goes into space reserved up to this much: a heap chain, not an mmap per response */
+	bufferevent_set_max_single_read(bev, UP_READ_CHUNK);
+	/*
+	 * The filter encrypts into the socket side's buffer only up to this
+	 * bound; past it, bytes wait in the filter's own output, where the
+	 * relay's backpressure (a write watermark on the upstream) sees them.
+	 */
+	bufferevent_setwatermark(sock, EV_WRITE, 0, PROXY_HIGH_WATER);
+	return bev;
+}
+
 static int
 start_connect(struct upstream *up)
 {
@@ -376,39 +408,17 @@ start_connect(struct upstream *up)
 		if (slot->sess != NULL && strcmp(slot->key, key) == 0)
 			SSL_set_session(up->ssl, slot->sess);
 	}
-	/*
-	 * TLS as a filter over a socket bufferevent: the socket side takes what
-	 * the kernel holds in one read(2) (up to 16 KiB) and OpenSSL reads its
-	 * records from memory.  bufferevent_openssl on the socket itself reads a
-	 * record's header and then its body (two read(2) per small response),
-	 * and with read-ahead it left records inside the SSL object.  Writes go
-	 * out once per loop round, however many records were made.
-	 */
-	sock = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (sock == NULL)
-		fatalx("out of memory");
-	if (up->tls) {
-		/* on failure, who owns the SSL is unclear (libevent may have freed it): only lack of memory fails here */
-		up->bev = bufferevent_openssl_filter_new(w->base, sock, up->ssl, BUFFEREVENT_SSL_CONNECTING,
+	if (up->tls && !(up->alpn & (UPSTREAM_ALPN_H2 | UPSTREAM_ALPN_WS))) {
+		up->bev = bufferevent_openssl_socket_new(w->base, -1, up->ssl, BUFFEREVENT_SSL_CONNECTING,
 		                                         BEV_OPT_CLOSE_ON_FREE);
 		if (up->bev == NULL)
-			fatalx("out of memory");
-		/* a filter finishes its handshake only while enabled (libevent 2.1) */
-		bufferevent_enable(up->bev, EV_READ | EV_WRITE);
-		/*
-		 * Each SSL_read goes into space reserved up to this much: kept below
-		 * PROXY_MMAP_THRESHOLD (with the buffer chain's header), or every
-		 * response takes and gives back a fresh mmap.
-		 */
-		bufferevent_set_max_single_read(up->bev, UP_READ_CHUNK);
-		/*
-		 * The filter encrypts into the socket side's buffer only up to this
-		 * bound; past it, bytes wait in the filter's own output, where the
-		 * relay's backpressure (a write watermark on up->bev) sees them.
-		 */
-		bufferevent_setwatermark(sock, EV_WRITE, 0, PROXY_HIGH_WATER);
+			fatalx("out of memory");  /* who owns the SSL after a failure is unclear: only memory fails here */
+		sock = up->bev;
 	} else {
-		up->bev = sock;
+		sock = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (sock == NULL)
+			fatalx("out of memory");
+		up->bev = up->tls ? tls_filter(w, sock, up->ssl) : sock;
 	}
 	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
 	up->state = UP_S_CONNECTING;
