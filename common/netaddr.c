@@ -169,6 +169,16 @@ netaddr_special(const struct sockaddr *sa)
 }
 
 char *
+netaddr_cidr_format(const struct netaddr_cidr *c, char *out, size_t cap)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(c->family, c->addr, a, sizeof(a));
+	snprintf(out, cap, "%s/%u", a, c->prefix);
+	return out;
+}
+
+char *
 netaddr_format(const struct sockaddr *sa, int with_port, char *out, size_t cap)
 {
 	char a[INET6_ADDRSTRLEN];

@@ -30,6 +30,9 @@ int netaddr_cidr_match(const struct netaddr_cidr *list, size_t n, const struct s
  */
 const char *netaddr_special(const struct sockaddr *sa);
 
+/* Formats <c> as "10.0.0.0/8" / "fd00::/64" into <out> (>= 50 bytes); returns <out>. */
+char *netaddr_cidr_format(const struct netaddr_cidr *c, char *out, size_t cap);
+
 /* Formats <sa> as "1.2.3.4" / "::1" into <out> (>= 46 bytes); with port as "1.2.3.4:80" / "[::1]:80" when <with_port>. */
 char *netaddr_format(const struct sockaddr *sa, int with_port, char *out, size_t cap);
 

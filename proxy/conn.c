@@ -112,6 +112,8 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (c->ev != NULL)
 		event_free(c->ev);
+	if (!c->h2_stream)
+		sbxreg_release(c->sbx);
 	conn_set_host(c, "");
 	free(c->sni);
 	free(c);
@@ -597,7 +599,12 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	c->counted = 1;
 	{
 		const struct policy_sandbox *sb = policy_sandbox_by_addr(c->pol, sa);
-		c->sandbox = sb != NULL ? sb->name : NULL;
+
+		/* the policy's own sandboxes first; then those `sluice run` registered */
+		if (sb == NULL && (c->sbx = sbxreg_by_addr(gw->sbx, sa)) != NULL)
+			c->sandbox = c->sbx->name;
+		else
+			c->sandbox = sb != NULL ? sb->name : NULL;
 	}
 	if (mode == CONN_MODE_TRANSPARENT && original_dest(c) == -1) {
 		conn_refuse(c, 0, NULL, "listen.transparent",

@@ -75,7 +75,7 @@ injectable(struct conn *c, enum cred_body_type type)
 		return 0;
 	for (i = 0; i < policy_secret_count(c->pol); i++) {
 		s = policy_secret_get(c->pol, i);
-		if (!policy_secret_host_bound(s, c->host) || !policy_secret_sandbox_allowed(s, c->sandbox))
+		if (!policy_secret_host_bound(s, c->host) || !conn_may_use_secret(c, s))
 			continue;
 		for (k = 0; k < s->ninject; k++)
 			if ((s->inject[k].kind == POLICY_INJECT_JSON && type == CRED_BODY_JSON) ||

@@ -132,7 +132,7 @@ cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entr
 
 	if (c->sandbox == NULL)
 		return cred_refuse(c, s, place, "the client is not a known sandbox");
-	if (!policy_secret_sandbox_allowed(s, c->sandbox))
+	if (!conn_may_use_secret(c, s))
 		return cred_refuse(c, s, place, "this sandbox may not use the secret");
 	if (!policy_secret_host_bound(s, c->host))
 		return cred_refuse(c, s, place, "the host is not bound to the secret");

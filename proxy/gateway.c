@@ -248,6 +248,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->admin_fd = -1;
 	pthread_mutex_init(&gw->clients_mu, NULL);
 	pthread_mutex_init(&gw->memo_mu, NULL);
+	gw->sbx = sbxreg_new();
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
 		gw->fd_transparent[i] = gw->fd_proxy[i] = -1;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -419,25 +420,6 @@ trim_cb(evutil_socket_t fd, short what, void *arg)
 	malloc_trim(0);
 }
 
-static void
-admin_health(struct evhttp_request *req, void *arg)
-{
-	struct gateway *gw = arg;
-	struct evbuffer *b = evbuffer_new();
-	unsigned long minted = 0, hits = 0;
-
-	ca_stats(gw->ca, &minted, &hits);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-	evbuffer_add_printf(b,
-	                    "{\"status\":\"%s\",\"workers\":%u,\"connections\":%lu,\"requests\":%lu,\"denied\":%lu,"
-	                    "\"leaf_cache\":%zu,\"leaf_cache_capacity\":%zu,\"leaves_minted\":%lu}\n",
-	                    gw->stopping ? "draining" : "ok", gw->nworkers, atomic_load(&gw->nconns),
-	                    atomic_load(&gw->nrequests), atomic_load(&gw->ndenied), ca_cache_count(gw->ca),
-	                    ca_cache_capacity(gw->ca), minted);
-	evhttp_send_reply(req, 200, "OK", b);
-	evbuffer_free(b);
-}
-
 int
 gateway_run(struct gateway *gw)
 {
@@ -457,13 +439,8 @@ gateway_run(struct gateway *gw)
 		sigs[i] = evsignal_new(gw->base, signums[i], signal_cb, gw);
 		event_add(sigs[i], NULL);
 	}
-	if (gw->admin_fd != -1) {
-		gw->admin = evhttp_new(gw->base);
-		evhttp_set_cb(gw->admin, "/health", admin_health, gw);
-		evhttp_set_allowed_methods(gw->admin, EVHTTP_REQ_GET);
-		if (evhttp_accept_socket(gw->admin, gw->admin_fd) != 0)
-			log_warnx("cannot serve the admin socket");
-	}
+	if (gw->admin_fd != -1)
+		admin_start(gw);
 	for (i = 0; i < gw->nworkers; i++) {
 		gw->workers[i].idx = i;
 		gw->workers[i].gw = gw;
@@ -517,6 +494,7 @@ gateway_destroy(struct gateway *gw)
 	if (gw->base != NULL)
 		event_base_free(gw->base);
 	audit_close(gw->audit);
+	sbxreg_free(gw->sbx);
 	cred_store_destroy(gw->creds);
 	SSL_CTX_free(gw->srv_ctx);
 	SSL_CTX_free(gw->up_ctx);

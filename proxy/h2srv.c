@@ -101,6 +101,7 @@ vc_new(struct h2stream *st)
 	c->pol = policy_ref(p->pol);
 	c->entry = p->entry;
 	c->sandbox = p->sandbox;
+	c->sbx = p->sbx;  /* borrowed: the connection holds the reference */
 	conn_set_host(c, p->host);
 	c->sni = p->sni != NULL ? xstrdup(p->sni) : NULL;
 	c->port = p->port;

@@ -110,8 +110,13 @@ http_audit_request(struct conn *c, const char *verdict)
 	};
 	audit_write(c->w->gw->audit, &a);
 	atomic_fetch_add(&c->w->gw->nrequests, 1);
-	if (strcmp(verdict, "deny") == 0)
+	if (c->sbx != NULL)
+		atomic_fetch_add(&c->sbx->requests, 1);
+	if (strcmp(verdict, "deny") == 0) {
 		atomic_fetch_add(&c->w->gw->ndenied, 1);
+		if (c->sbx != NULL)
+			atomic_fetch_add(&c->sbx->denied, 1);
+	}
 }
 
 const char *

@@ -29,6 +29,7 @@
 #include "policy/policy.h"
 #include "ca/ca.h"
 #include "proxy/h1_parse.h"
+#include "proxy/sbxreg.h"
 #include "proxy/tls_hello.h"
 #include "secrets/secrets.h"
 
@@ -372,7 +373,8 @@ struct conn {
 	size_t io_wpending;             /* the length of an SSL_write to retry with the same bytes */
 	struct policy *pol;             /* the snapshot this connection was judged by */
 	const struct policy_host *entry;
-	const char *sandbox;            /* the known sandbox this client is (borrowed from pol), NULL if none */
+	const char *sandbox;            /* the known sandbox this client is (borrowed from pol or sbx), NULL if none */
+	struct sbx_entry *sbx;          /* a registered sandbox (sbxreg.c): a reference, given back at reap; streams borrow */
 	char *host;                     /* the judged host, heap ("" until known on plain HTTP); conn_set_host() */
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	struct upstream *up;
@@ -667,6 +669,7 @@ struct gateway {
 	struct ca *ca;
 	struct policy *pol;              /* main thread's current snapshot */
 	struct audit *audit;
+	struct sbxreg *sbx;              /* sandboxes registered over the admin socket */
 	unsigned nworkers;
 	struct worker workers[PROXY_MAX_WORKERS];
 	int fd_transparent[PROXY_MAX_WORKERS];
@@ -700,10 +703,26 @@ int worker_start(struct worker *w);
 /* Hands <pol> (taken) and/or a drain order to <w>'s thread. Thread-safe. */
 void worker_post(struct worker *w, struct policy *pol, int drain);
 /* Stops <w>'s loop at once (drain deadline). Thread-safe. */
+/* Serves the admin socket (admin.c) on the main thread's base. */
+void admin_start(struct gateway *gw);
+
 void worker_stop(struct worker *w);
 void worker_join(struct worker *w);
 
 /* Milliseconds since <t0> (CLOCK_MONOTONIC). */
 int64_t proxy_ms_since(const struct timespec *t0);
+
+/*
+ * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit
+ * the client's name, and a sandbox registered at run time named it (or
+ * named none) when that registration is who the client is.
+ */
+static inline int
+conn_may_use_secret(const struct conn *c, const struct policy_secret *s)
+{
+	if (!policy_secret_sandbox_allowed(s, c->sandbox))
+		return 0;
+	return c->sbx == NULL || c->sandbox != c->sbx->name || sbxreg_secret_allowed(c->sbx, s->name);
+}
 
 #endif
