@@ -15,6 +15,7 @@
 #include "proxy/proxy.h"
 #include "proxy/tlsbuf.h"
 #include "secrets/secrets.h"
+#include "cli/cli.h"
 
 #define EXIT_USAGE 2
 
@@ -27,6 +28,7 @@ static const char usage_main[] =
 	"  serve -c FILE [-v]            run the gateway\n"
 	"  policy check FILE             validate a configuration and its policy\n"
 	"  secrets list -c FILE          show each secret's placeholder, bindings and source status\n"
+	"  run [-c FILE] [OPTIONS] -- COMMAND...  run COMMAND in a sandbox whose only way out is the gateway\n"
 	"  version                       print the version\n"
 	"\n"
 	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
@@ -226,7 +228,7 @@ cmd_secrets(int argc, char **argv)
 	char errbuf[1024], ph[SECRET_PLACEHOLDER_MAX], ibuf[160];
 	const char *err = NULL, *places[16];
 	size_t i, k;
-	int r;
+	int r, derived;
 
 	if (wants_help(argc, argv)) {
 		fputs(usage_secrets_list, stdout);
@@ -249,12 +251,12 @@ cmd_secrets(int argc, char **argv)
 	for (i = 0; i < policy_secret_count(pol); i++) {
 		s = policy_secret_get(pol, i);
 		printf("%s\n", s->name);
-		if (s->placeholder != NULL)
-			printf("  placeholder: %s\n", s->placeholder);
-		else if (r == 0 && secret_placeholder(key, s->name, s->format, ph, sizeof(ph), &err) == 0)
-			printf("  placeholder: %s (derived%s%s)\n", ph, s->format ? ", format " : "", s->format ? s->format : "");
-		else
+		if (cli_placeholder(s, r == 0 ? key : NULL, ph, sizeof(ph), &derived) != 0)
 			printf("  placeholder: (cannot derive: no placeholder key)\n");
+		else if (!derived)
+			printf("  placeholder: %s\n", ph);
+		else
+			printf("  placeholder: %s (derived%s%s)\n", ph, s->format ? ", format " : "", s->format ? s->format : "");
 		print_list("hosts", s->hosts, s->nhosts, "(none)");
 		for (k = 0; k < s->ninject && k < 16; k++)
 			places[k] = xstrdup(inject_name(&s->inject[k], ibuf, sizeof(ibuf)));
@@ -382,6 +384,8 @@ main(int argc, char **argv)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(argv[1], "secrets") == 0)
 		return cmd_secrets(argc - 1, argv + 1);
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }

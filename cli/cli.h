@@ -1,0 +1,26 @@
+/*
+ * cli/cli.h - helpers shared by the subcommands of `sluice`.
+ */
+#ifndef SLUICE_CLI_CLI_H
+#define SLUICE_CLI_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "policy/policy.h"
+#include "secrets/secrets.h"
+
+/*
+ * The placeholder sandboxes hold for secret <s>: its `placeholder:` as
+ * written, else the one derived from <key> (the placeholder key of the CA
+ * directory, secret_key_load; NULL when it could not be loaded).  Writes it
+ * into <out> (<cap> >= SECRET_PLACEHOLDER_MAX) and sets *<derived> (1 when
+ * derived).  Returns 0, or a negative SLUICE_E* when it cannot be derived
+ * (no key, an unknown format).  `secrets list` and `run` share it, so what
+ * the list shows is what a sandbox gets.
+ */
+int cli_placeholder(const struct policy_secret *s, const uint8_t *key, char *out, size_t cap, int *derived);
+
+/* `sluice run` (cli/run.c). */
+int cmd_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * sandbox-glue/run.h - `sluice run` once the configuration is read: check
+ * the gateway, build the sandbox (netns.h), register it with the gateway,
+ * run the command, forward signals, tear everything down, and hand back the
+ * command's exit status.  cli/run.c parses the options and the config and
+ * fills struct run_opts; nothing here reads YAML or knows secret values.
+ */
+#ifndef SLUICE_SANDBOX_RUN_H
+#define SLUICE_SANDBOX_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RUN_ENV_MAX 128          /* entries of the workload's environment */
+#define RUN_ENV_ENTRY_MAX 8192   /* bytes of one NAME=VALUE */
+#define RUN_HTTP_MAX 65536       /* an admin socket reply, head and body */
+#define RUN_ADMIN_TIMEOUT_MS 5000
+#define RUN_BUNDLE_MAX (4u << 20) /* the system CA bundle */
+#define RUN_CA_MAX 65536          /* the Sluice CA certificate */
+#define RUN_GRACE_MS 10000       /* after forwarding SIGINT/SIGTERM, then SIGKILL */
+#define RUN_DEFAULT_UID 1000
+#define RUN_SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+struct run_opts {
+	const char *name;             /* --name, NULL: "sbx-<id>"; must pass sandbox_name_valid */
+	const char *workspace;        /* --workspace, canonical absolute path, or NULL */
+	uid_t uid;                    /* the workload's uid and gid; never 0 */
+	int timing;                   /* print where the start-up time went */
+	uint16_t transparent_port;    /* the gateway's transparent listener */
+	uint16_t dns_port;            /* its DNS responder; 0 when none: then sandbox UDP 53 is redirected to a
+	                                 UDP port this process binds (on ::, dual-stack) and connects to
+	                                 [::1]:9 for the run, so no one else can take that port and every
+	                                 query gets ICMP port unreachable (rejected) */
+	const char *admin_path;       /* the admin unix socket, NULL when none is configured */
+	const char *ca_pem;           /* the Sluice CA certificate (ca.pem) */
+	const char *const *env;       /* extra "NAME=VALUE" for the workload, in order, later wins */
+	size_t nenv;
+	const char *const *secrets;   /* the secret names registered for the sandbox */
+	size_t nsecrets;
+	const char *const *hide;      /* host paths under /etc or /usr to hide (netns_exec.hide) */
+	size_t nhide;
+	char *const *argv;            /* the command, NULL-terminated */
+	uint64_t t0_ns;               /* CLOCK_MONOTONIC when `sluice run` started */
+};
+
+/*
+ * Runs <o->argv> in a fresh netns sandbox and returns what `sluice run`
+ * exits with: the command's status (128+N when signal N killed it), or 1
+ * when the launcher failed (message on stderr).  Teardown (registration,
+ * nft table, veth, namespace, lock file) runs on every path.  SIGINT,
+ * SIGTERM and SIGHUP are forwarded to the command; a second one, or
+ * RUN_GRACE_MS without the command ending, kills the sandbox.  Needs root.
+ */
+int run_sandbox(const struct run_opts *o);
+
+/*
+ * The workload's environment: PATH, HOME (/workspace with a workspace, else
+ * /tmp), TERM and LANG (from ours when set and sane; LANG defaults to
+ * C.UTF-8), the CA variables (SSL_CERT_FILE, CURL_CA_BUNDLE,
+ * REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, GIT_SSL_CAINFO, PIP_CERT,
+ * npm_config_cafile) naming the bundle inside, then <extra> in order; a
+ * later entry replaces an earlier one of the same name.  Stores xmalloc'd
+ * strings and a NULL in <envp> (<max> slots): free with run_env_free.
+ * Returns the count, or SLUICE_EINVAL for an <extra> entry that is not
+ * NAME=VALUE with a valid name (run_env_name_valid) or is over
+ * RUN_ENV_ENTRY_MAX, or SLUICE_ETOOBIG.
+ */
+int run_env_make(const char *const *extra, size_t nextra, int workspace, char **envp, size_t max);
+void run_env_free(char **envp);
+
+/* 1 if <name> (<len> bytes) is [A-Za-z_][A-Za-z0-9_]*, 1..255 bytes. */
+int run_env_name_valid(const char *name, size_t len);
+
+/*
+ * One HTTP/1.1 request over the unix socket <sock>: <method> <path>, with
+ * <body> as application/json when not NULL, Connection: close, bounded by
+ * RUN_ADMIN_TIMEOUT_MS per step.  On a reply returns 0 with *<status> and the
+ * body (NUL-terminated, truncated to <cap>) in <resp> (may be NULL).
+ * Returns SLUICE_EIO (cannot connect or send: <err>), SLUICE_ETOOBIG (reply
+ * over RUN_HTTP_MAX) or SLUICE_EPARSE (no HTTP status line).
+ */
+int run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status,
+                   char *resp, size_t cap, char *err, size_t errcap);
+
+/*
+ * Parses the JSON documents bubblewrap writes on --json-status-fd, as read
+ * so far (<buf>, NUL-terminated): sets *<child_pid> and *<exit_code> when
+ * their keys appear (values 1..INT32_MAX and 0..255), leaves them else.
+ */
+void run_status_parse(const char *buf, pid_t *child_pid, int *exit_code);
+
+#endif
