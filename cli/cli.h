@@ -23,4 +23,7 @@ int cli_placeholder(const struct policy_secret *s, const uint8_t *key, char *out
 /* `sluice run` (cli/run.c). */
 int cmd_run(int argc, char **argv);
 
+/* `sluice sandboxes` (cli/sandboxes.c). */
+int cmd_sandboxes(int argc, char **argv);
+
 #endif

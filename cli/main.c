@@ -29,6 +29,7 @@ static const char usage_main[] =
 	"  policy check FILE             validate a configuration and its policy\n"
 	"  secrets list -c FILE          show each secret's placeholder, bindings and source status\n"
 	"  run [-c FILE] [OPTIONS] -- COMMAND...  run COMMAND in a sandbox whose only way out is the gateway\n"
+	"  sandboxes -c FILE             list the sandboxes registered with the running gateway\n"
 	"  version                       print the version\n"
 	"\n"
 	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
@@ -386,6 +387,8 @@ main(int argc, char **argv)
 		return cmd_secrets(argc - 1, argv + 1);
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sandboxes") == 0)
+		return cmd_sandboxes(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }

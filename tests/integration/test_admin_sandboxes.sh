@@ -62,6 +62,11 @@ check_eq "  lists both, with addresses, secrets, backend and request counts" \
 sb-two external 127.0.0.4/32  1 0' \
   "$(jq -r '.[] | "\(.name) \(.backend) \(.addresses|join(",")) \(.secrets|join(",")) \(.requests) \(.denied)"' "$T/adm.body")"
 
+out=$("$SLUICE" sandboxes -c "$GWCONF")
+check_match "sluice sandboxes lists sb-one with its backend, address and counts" \
+  '^sb-one +netns +127\.0\.0\.3/32 +20[0-9-]+T[0-9:]+Z +2 +1$' "$(printf '%s\n' "$out" | grep '^sb-one')"
+check_match "  and sb-two" '^sb-two +external +127\.0\.0\.4/32 ' "$(printf '%s\n' "$out" | grep '^sb-two')"
+check_eq "  --json gives the gateway's list" "sb-one sb-two" "$("$SLUICE" sandboxes -c "$GWCONF" --json | jq -r '[.[].name] | sort | join(" ")')"
 check_eq "a duplicate name: 409" 409 "$(adm -X POST -d '{"name":"sb-one","addresses":["127.0.0.9/32"]}' http://x/sandboxes)"
 check_eq "an overlapping address: 409" 409 \
   "$(adm -X POST -d '{"name":"sb-x","addresses":["127.0.0.0/24"]}' http://x/sandboxes)"
