@@ -84,6 +84,8 @@ format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
 	jb_str(&jb, "dest", r->dest);
 	jb_str(&jb, "sni", r->sni);
 	jb_str(&jb, "host", r->host);
+	jb_str(&jb, "qtype", r->dns_qtype);
+	jb_str(&jb, "answer", r->dns_answer);
 	jb_str(&jb, "method", r->method);
 	if (r->path != NULL)
 		jb_strn(&jb, "path", r->path, strnlen(r->path, path_max));

@@ -249,6 +249,8 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	pthread_mutex_init(&gw->clients_mu, NULL);
 	pthread_mutex_init(&gw->memo_mu, NULL);
 	gw->sbx = sbxreg_new();
+	gw->synth = synth_new();
+	gw->dns_fd = -1;
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
 		gw->fd_transparent[i] = gw->fd_proxy[i] = -1;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -285,6 +287,8 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 		if ((gw->admin_fd = bind_admin(la.path, err)) == -1)
 			goto fail;
 	}
+	if (cfg->listen_dns != NULL && gwdns_bind(gw, cfg->listen_dns, err) != 0)
+		goto fail;
 	gw->audit = audit_open(cfg->audit_file, err);
 	if (gw->audit == NULL)
 		goto fail;
@@ -441,6 +445,7 @@ gateway_run(struct gateway *gw)
 	}
 	if (gw->admin_fd != -1)
 		admin_start(gw);
+	gwdns_start(gw);
 	for (i = 0; i < gw->nworkers; i++) {
 		gw->workers[i].idx = i;
 		gw->workers[i].gw = gw;
@@ -483,6 +488,7 @@ gateway_destroy(struct gateway *gw)
 		if (gw->fd_proxy[i] != -1)
 			close(gw->fd_proxy[i]);
 	}
+	gwdns_stop(gw);
 	if (gw->admin != NULL)
 		evhttp_free(gw->admin);
 	else if (gw->admin_fd != -1)
@@ -495,6 +501,7 @@ gateway_destroy(struct gateway *gw)
 		event_base_free(gw->base);
 	audit_close(gw->audit);
 	sbxreg_free(gw->sbx);
+	synth_free(gw->synth);
 	cred_store_destroy(gw->creds);
 	SSL_CTX_free(gw->srv_ctx);
 	SSL_CTX_free(gw->up_ctx);

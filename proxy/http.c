@@ -313,8 +313,15 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		}
 		return 0;
 	}
-	if (c->mode == CONN_MODE_TRANSPARENT)
+	if (c->mode == CONN_MODE_TRANSPARENT) {
+		const char *why;
+
 		port = c->port;  /* plain HTTP redirected: the port the sandbox dialled */
+		if (gwdns_check(c, host, sizeof(host), 1, &why) != 0) {
+			http_answer(c, 421, "misdirected request", "listen.dns", why, 1);
+			return -1;
+		}
+	}
 	if (!c->judged || strcmp(host, c->host) != 0 || port != c->port) {
 		struct policy_conn_decision d;
 

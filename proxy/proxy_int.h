@@ -30,6 +30,7 @@
 #include "ca/ca.h"
 #include "proxy/h1_parse.h"
 #include "proxy/sbxreg.h"
+#include "proxy/synth.h"
 #include "proxy/tls_hello.h"
 #include "secrets/secrets.h"
 
@@ -126,6 +127,8 @@ struct audit_rec {
 	size_t nsecrets;
 	const char *const *scrubbed;      /* secrets whose values were scrubbed from the response */
 	size_t nscrubbed;
+	const char *dns_qtype;            /* type "dns": the question's type ("A", "AAAA", "TYPE15") */
+	const char *dns_answer;           /* ... and the answer ("A 198.18.0.7", "NXDOMAIN", ...) */
 };
 
 /* Opens <path> for appending (O_APPEND|O_CREAT, 0640). NULL path: records are dropped. */
@@ -670,6 +673,9 @@ struct gateway {
 	struct policy *pol;              /* main thread's current snapshot */
 	struct audit *audit;
 	struct sbxreg *sbx;              /* sandboxes registered over the admin socket */
+	struct synth *synth;             /* names <-> synthetic addresses the DNS responder gave out */
+	struct dns_responder *dns;       /* listen.dns (main thread), NULL if none */
+	int dns_fd;                      /* its socket until the responder takes it */
 	unsigned nworkers;
 	struct worker workers[PROXY_MAX_WORKERS];
 	int fd_transparent[PROXY_MAX_WORKERS];
@@ -705,6 +711,18 @@ void worker_post(struct worker *w, struct policy *pol, int drain);
 /* Stops <w>'s loop at once (drain deadline). Thread-safe. */
 /* Serves the admin socket (admin.c) on the main thread's base. */
 void admin_start(struct gateway *gw);
+
+/* The DNS responder's socket, bound before the privilege drop (gwdns.c): 0, or -1 with *<err>. */
+int gwdns_bind(struct gateway *gw, const char *spec, const char **err);
+/* Starts / stops answering on the main thread's base. */
+void gwdns_start(struct gateway *gw);
+void gwdns_stop(struct gateway *gw);
+/*
+ * A transparent connection to a synthetic address: the name it stands for
+ * must be <host> (have_name: from SNI or Host), or becomes <host> (no name
+ * given).  0, or -1 with *<reason> (the connection is refused).
+ */
+int gwdns_check(struct conn *c, char *host, size_t cap, int have_name, const char **reason);
 
 void worker_stop(struct worker *w);
 void worker_join(struct worker *w);

@@ -476,7 +476,7 @@ policy_base() {
   cat
 }
 GW_USER=${GW_USER:-root} GW_PROXY_CLIENTS=${GW_PROXY_CLIENTS:-} GW_WORKERS=${GW_WORKERS:-2}
-GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
+GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_DNS=${GW_DNS:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
 gw_conf() {
   local n
   {
@@ -486,6 +486,7 @@ gw_conf() {
     echo "  admin: \"unix:$ADMIN\""
     [ -n "$GW_PROXY_CLIENTS" ] && echo "  proxy_clients: $GW_PROXY_CLIENTS"
     [ -n "$GW_HTTP2" ] && echo "  http2: $GW_HTTP2"
+    [ -n "$GW_DNS" ] && echo "  dns: \"$GW_DNS\""
     echo "user: $GW_USER"
     echo "ca: $CA"
     echo "workers: $GW_WORKERS"
@@ -619,3 +620,26 @@ table inet $tb {
 NFT
 }
 ns_exec() { ip netns exec "$NS" env -i PATH=/usr/bin:/bin "$@"; }
+
+# ---------------------------------------------------------------- objects `sluice run` makes on the host
+# snap_objects: its netns, nft tables, veths and lock files (named from random ids), one per line, sorted.
+# track_sandbox_objects: from now on, new_objects lists those that appeared, and the exit trap deletes them.
+snap_objects() {
+  { ls /run/netns 2>/dev/null | grep -E '^sluice_[0-9a-f]{8}$' | sed 's/^/netns /'
+    nft list tables 2>/dev/null | grep -E '^table inet sluice_[0-9a-f]{8}$' | sed 's/^table inet /table /'
+    ls /sys/class/net 2>/dev/null | grep -E '^slh[0-9a-f]{8}$' | sed 's/^/link /'
+    ls /run/sluice/sandboxes 2>/dev/null | grep -E '^[0-9a-f]{8}\.lock$' | sed 's/^/lock /'
+  } | sort
+}
+new_objects() { comm -13 <(printf '%s\n' "$SBX_BEFORE") <(snap_objects) | grep . ; }
+sandbox_cleanup() {
+  local kind name
+  while read -r kind name; do
+    case $kind in
+      netns) NETNS+=("$name");; table) NFT+=("$name");; link) LINKS+=("$name");;
+      lock) rm -f "/run/sluice/sandboxes/$name";;
+    esac
+  done < <(new_objects)
+  cleanup
+}
+track_sandbox_objects() { SBX_BEFORE=$(snap_objects); trap sandbox_cleanup EXIT; }

@@ -18,27 +18,8 @@
 
 [ -x /usr/bin/bwrap ] || die "bubblewrap (/usr/bin/bwrap) is missing"
 
-# ---------------------------------------------------------------- cleanup of what sluice run may leave
-snap_objects() {
-  { ls /run/netns 2>/dev/null | grep -E '^sluice_[0-9a-f]{8}$' | sed 's/^/netns /'
-    nft list tables 2>/dev/null | grep -E '^table inet sluice_[0-9a-f]{8}$' | sed 's/^table inet /table /'
-    ls /sys/class/net 2>/dev/null | grep -E '^slh[0-9a-f]{8}$' | sed 's/^/link /'
-    ls /run/sluice/sandboxes 2>/dev/null | grep -E '^[0-9a-f]{8}\.lock$' | sed 's/^/lock /'
-  } | sort
-}
-BEFORE=$(snap_objects)
-new_objects() { comm -13 <(printf '%s\n' "$BEFORE") <(snap_objects) | grep . ; }
-run_cleanup() {
-  local kind name
-  while read -r kind name; do
-    case $kind in
-      netns) NETNS+=("$name");; table) NFT+=("$name");; link) LINKS+=("$name");;
-      lock) rm -f "/run/sluice/sandboxes/$name";;
-    esac
-  done < <(new_objects)
-  cleanup
-}
-trap run_cleanup EXIT
+# what sluice run leaves on the host is deleted at exit, also on failure (lib.sh)
+track_sandbox_objects
 
 # ---------------------------------------------------------------- gateway, upstream, policy
 SECRET_VALUE="ghs_real$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
