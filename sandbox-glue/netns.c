@@ -7,19 +7,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
 #include "sandbox-glue/nft.h"
+#include "sandbox-glue/proc.h"
 
 #define PLAN_LOCK NETNS_STATE_DIR "/.plan.lock"
 #define IP_BATCH_MAX 4096      /* one `ip -batch` script */
@@ -27,147 +24,15 @@
 
 static const char *const ip_paths[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"};
 
-static void err_set(char *err, size_t errcap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-err_set(char *err, size_t errcap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errcap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errcap, fmt, ap);
-	va_end(ap);
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* a memfd holding <len> bytes of <data>, offset 0; -1 on failure */
-static int
-memfd_with(const char *name, const char *data, size_t len)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-
-	if (fd == -1)
-		return -1;
-	if (write_all(fd, data, len) == -1 || lseek(fd, 0, SEEK_SET) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /*
- * Runs `ip <args>` (NULL-terminated) with <in> on stdin, no shell, an
- * empty-ish environment, inside the network namespace <nsfd> when it is not
- * -1 (setns in the child: cheaper than `ip -n`, which also makes a mount
- * namespace and remounts /sys); stdin and stderr are memfds (no pipe to
- * deadlock on).  0, or SLUICE_EIO with the first line of ip's stderr in <err>.
+ * Runs `ip <args>` (NULL-terminated) with <in> on stdin through proc_run,
+ * inside the network namespace <nsfd> when it is not -1.  0, or SLUICE_EIO
+ * with the first line of ip's stderr in <err>.
  */
 static int
 run_ip(const char *const args[], const char *in, int nsfd, char *err, size_t errcap)
 {
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-	const char *argv[12], *path = NULL;
-	int fin = -1, ferr = -1, status, ret = SLUICE_EIO;
-	size_t k, na;
-	pid_t pid;
-
-	for (k = 0; k < sizeof(ip_paths) / sizeof(ip_paths[0]); k++)
-		if (access(ip_paths[k], X_OK) == 0) {
-			path = ip_paths[k];
-			break;
-		}
-	if (path == NULL) {
-		err_set(err, errcap, "ip (iproute2) not found");
-		return SLUICE_EIO;
-	}
-	argv[0] = "ip";
-	for (na = 1; args[na - 1] != NULL && na < sizeof(argv) / sizeof(argv[0]) - 1; na++)
-		argv[na] = args[na - 1];
-	argv[na] = NULL;
-	fin = memfd_with("ip-stdin", in != NULL ? in : "", in != NULL ? strlen(in) : 0);
-	ferr = memfd_create("ip-stderr", MFD_CLOEXEC);
-	if (fin == -1 || ferr == -1) {
-		err_set(err, errcap, "memfd_create: %s", strerror(errno));
-		goto out;
-	}
-	pid = fork();
-	if (pid == -1) {
-		err_set(err, errcap, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-
-		if (dup2(fin, 0) == -1 || dup2(nul, 1) == -1 || dup2(ferr, 2) == -1)
-			_exit(126);
-		if (nsfd != -1 && setns(nsfd, CLONE_NEWNET) == -1)
-			_exit(125);
-		close_range(3, ~0U, 0);
-		execve(path, (char *const *)argv, envp);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) == -1) {
-		if (errno != EINTR) {
-			err_set(err, errcap, "waitpid: %s", strerror(errno));
-			goto out;
-		}
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		ret = 0;
-		goto out;
-	}
-	if (err != NULL && errcap > 0) {
-		ssize_t got = pread(ferr, err, errcap - 1, 0);
-
-		err[got > 0 ? got : 0] = '\0';
-		for (k = 0; err[k] != '\0'; k++) {
-			if (err[k] == '\n') {
-				err[k] = '\0';
-				break;
-			}
-			if ((unsigned char)err[k] < 0x20 || err[k] == 0x7f)
-				err[k] = '?';
-		}
-		if (err[0] == '\0')
-			err_set(err, errcap, "ip exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	}
-out:
-	if (fin != -1)
-		close(fin);
-	if (ferr != -1)
-		close(ferr);
-	return ret;
-}
-
-static int
-hex_id(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len != SANDBOX_ID_LEN)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
+	return proc_run(ip_paths, sizeof(ip_paths) / sizeof(ip_paths[0]), args, nsfd, in, NULL, 0, err, errcap);
 }
 
 /* "<prefix><8 hex><suffix>" -> the id into <id>; 1 if it matched */
@@ -178,7 +43,7 @@ name_id(const char *name, const char *prefix, const char *suffix, char id[SANDBO
 
 	if (n != pl + SANDBOX_ID_LEN + sl || strncmp(name, prefix, pl) != 0 || strcmp(name + pl + SANDBOX_ID_LEN, suffix) != 0)
 		return 0;
-	if (!hex_id(name + pl, SANDBOX_ID_LEN))
+	if (!proc_hex_lower(name + pl, SANDBOX_ID_LEN))
 		return 0;
 	memcpy(id, name + pl, SANDBOX_ID_LEN);
 	id[SANDBOX_ID_LEN] = '\0';
@@ -198,12 +63,12 @@ state_dir_make(char *err, size_t errcap)
 	if (lstat(NETNS_STATE_DIR, &st) == -1)
 		goto bad;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0) {
-		err_set(err, errcap, "%s is not a root-owned directory writable only by root", NETNS_STATE_DIR);
+		proc_err_set(err, errcap, "%s is not a root-owned directory writable only by root", NETNS_STATE_DIR);
 		return SLUICE_EIO;
 	}
 	return 0;
 bad:
-	err_set(err, errcap, "%s: %s", NETNS_STATE_DIR, strerror(errno));
+	proc_err_set(err, errcap, "%s: %s", NETNS_STATE_DIR, strerror(errno));
 	return SLUICE_EIO;
 }
 
@@ -217,12 +82,12 @@ plan_lock(char *err, size_t errcap)
 		return -1;
 	fd = open(PLAN_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd == -1) {
-		err_set(err, errcap, "%s: %s", PLAN_LOCK, strerror(errno));
+		proc_err_set(err, errcap, "%s: %s", PLAN_LOCK, strerror(errno));
 		return -1;
 	}
 	while (flock(fd, LOCK_EX) == -1) {
 		if (errno != EINTR) {
-			err_set(err, errcap, "flock %s: %s", PLAN_LOCK, strerror(errno));
+			proc_err_set(err, errcap, "flock %s: %s", PLAN_LOCK, strerror(errno));
 			close(fd);
 			return -1;
 		}
@@ -321,7 +186,7 @@ scan_locks(struct scan *s, char *err, size_t errcap)
 	DIR *d = opendir(NETNS_STATE_DIR);
 
 	if (d == NULL) {
-		err_set(err, errcap, "%s: %s", NETNS_STATE_DIR, strerror(errno));
+		proc_err_set(err, errcap, "%s: %s", NETNS_STATE_DIR, strerror(errno));
 		return SLUICE_EIO;
 	}
 	while ((de = readdir(d)) != NULL) {
@@ -494,7 +359,7 @@ claim_locked(struct netns_sandbox *sb, struct scan *s, const char *name, const c
 	int fd, n;
 
 	if (getifaddrs(&ifs) == -1) {
-		err_set(err, errcap, "getifaddrs: %s", strerror(errno));
+		proc_err_set(err, errcap, "getifaddrs: %s", strerror(errno));
 		return SLUICE_EIO;
 	}
 	for (idx = 1; idx <= SANDBOX_MAX_INDEX; idx++) {
@@ -506,15 +371,15 @@ claim_locked(struct netns_sandbox *sb, struct scan *s, const char *name, const c
 	}
 	freeifaddrs(ifs);
 	if (idx > SANDBOX_MAX_INDEX) {
-		err_set(err, errcap, "no free sandbox address block in 10.200.0.0/16");
+		proc_err_set(err, errcap, "no free sandbox address block in 10.200.0.0/16");
 		return SLUICE_ETOOBIG;
 	}
 	if (sandbox_id_new(id) != 0 || is_live(s, id)) {
-		err_set(err, errcap, "cannot make a fresh sandbox id");
+		proc_err_set(err, errcap, "cannot make a fresh sandbox id");
 		return SLUICE_EIO;
 	}
 	if (sandbox_net_plan(&sb->net, id, idx, tport, dport) != 0) {
-		err_set(err, errcap, "bad ports for the sandbox plan");
+		proc_err_set(err, errcap, "bad ports for the sandbox plan");
 		return SLUICE_EINVAL;
 	}
 	snprintf(sb->name, sizeof(sb->name), "%s", name != NULL ? name : "");
@@ -523,7 +388,7 @@ claim_locked(struct netns_sandbox *sb, struct scan *s, const char *name, const c
 	snprintf(sb->_lock_path, sizeof(sb->_lock_path), "%s/%s.lock", NETNS_STATE_DIR, id);
 	fd = open(sb->_lock_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == -1) {
-		err_set(err, errcap, "%s: %s", sb->_lock_path, strerror(errno));
+		proc_err_set(err, errcap, "%s: %s", sb->_lock_path, strerror(errno));
 		if (fd != -1) {
 			unlink(sb->_lock_path);
 			close(fd);
@@ -534,8 +399,8 @@ claim_locked(struct netns_sandbox *sb, struct scan *s, const char *name, const c
 	sb->_have |= NETNS_HAVE_LOCK;
 	n = snprintf(buf, sizeof(buf), "%ld\n%u\n%s\n%s\n", (long)getpid(), idx, sb->name,
 	             admin != NULL && strlen(admin) < sizeof(((struct netns_stale *)0)->admin) ? admin : "");
-	if (n < 0 || (size_t)n >= sizeof(buf) || write_all(fd, buf, (size_t)n) == -1) {
-		err_set(err, errcap, "%s: %s", sb->_lock_path, strerror(errno));
+	if (n < 0 || (size_t)n >= sizeof(buf) || proc_write_all(fd, buf, (size_t)n) != 0) {
+		proc_err_set(err, errcap, "%s: %s", sb->_lock_path, strerror(errno));
 		return SLUICE_EIO;
 	}
 	return 0;
@@ -556,7 +421,7 @@ netns_claim(struct netns_sandbox *sb, const char *name, const char *admin, uint1
 		*nstale = 0;
 	netns_init(sb);
 	if (name != NULL && !sandbox_name_valid(name)) {
-		err_set(err, errcap, "bad sandbox name");
+		proc_err_set(err, errcap, "bad sandbox name");
 		free(s);
 		return SLUICE_EINVAL;
 	}
@@ -595,14 +460,14 @@ netns_setup(struct netns_sandbox *sb, char *err, size_t errcap)
 	         "link set %s up\n",
 	         n->netns, n->host_if, n->sbx_if, n->netns, n->host_v4, n->host_if, n->host_v6, n->host_if, n->host_if);
 	if ((ret = run_ip(batch_args, buf, -1, e, sizeof(e))) != 0) {
-		err_set(err, errcap, "namespace %s and host side %s: %s", n->netns, n->host_if, e);
+		proc_err_set(err, errcap, "namespace %s and host side %s: %s", n->netns, n->host_if, e);
 		goto out;
 	}
 	snprintf(nspath, sizeof(nspath), "/run/netns/%s", n->netns);
 	nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
 	if (nsfd == -1) {
 		ret = SLUICE_EIO;
-		err_set(err, errcap, "%s: %s", nspath, strerror(errno));
+		proc_err_set(err, errcap, "%s: %s", nspath, strerror(errno));
 		goto out;
 	}
 	snprintf(buf, NFT_SCRIPT_MAX,
@@ -615,18 +480,18 @@ netns_setup(struct netns_sandbox *sb, char *err, size_t errcap)
 	         "route add default via %s\n",
 	         n->sbx_if, n->sbx_v4, n->sbx_v6, n->host_v4, n->host_v6);
 	if ((ret = run_ip(batch_args, buf, nsfd, e, sizeof(e))) != 0) {
-		err_set(err, errcap, "inside %s: %s", n->netns, e);
+		proc_err_set(err, errcap, "inside %s: %s", n->netns, e);
 		goto out;
 	}
 	len = nft_render(n, buf, NFT_SCRIPT_MAX);
 	if (len < 0) {
 		ret = len;
-		err_set(err, errcap, "nft rules for %s: %s", n->table, sluice_strerror(len));
+		proc_err_set(err, errcap, "nft rules for %s: %s", n->table, sluice_strerror(len));
 		goto out;
 	}
 	sb->_have |= NETNS_HAVE_TABLE;
 	if ((ret = nft_apply(buf, e, sizeof(e))) != 0) {
-		err_set(err, errcap, "nft table %s: %s", n->table, e);
+		proc_err_set(err, errcap, "nft table %s: %s", n->table, e);
 		goto out;
 	}
 	ret = 0;

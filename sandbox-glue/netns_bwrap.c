@@ -8,61 +8,19 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
+#include "sandbox-glue/proc.h"
 
 #define CHILDREN_MAX 256       /* bytes of /proc/PID/task/PID/children we read */
 #define BWRAP_FIXED_ARGS 96    /* bwrap options before the command, without the hidden paths */
-
-static void err_set(char *err, size_t errcap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-err_set(char *err, size_t errcap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errcap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errcap, fmt, ap);
-	va_end(ap);
-}
-
-/* a memfd holding <len> bytes of <data>, offset 0; -1 on failure */
-static int
-memfd_with(const char *name, const char *data, size_t len)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-	size_t off = 0;
-
-	if (fd == -1)
-		return -1;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			close(fd);
-			return -1;
-		}
-		off += (size_t)w;
-	}
-	if (lseek(fd, 0, SEEK_SET) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 #define FD_RESOLV 3
 #define FD_BUNDLE 4
@@ -151,7 +109,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	for (nargv = 0; x->argv[nargv] != NULL; nargv++)
 		;
 	if (nargv == 0 || nargv > NETNS_ARGV_MAX || x->uid == 0 || x->gid == 0 || x->nhide > NETNS_HIDE_MAX) {
-		err_set(err, errcap, "bad command or uid");
+		proc_err_set(err, errcap, "bad command or uid");
 		return SLUICE_EINVAL;
 	}
 	a.cap = BWRAP_FIXED_ARGS + 3 * x->nhide + nargv + 1;
@@ -223,18 +181,18 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	snprintf(nspath, sizeof(nspath), "/run/netns/%s", sb->net.netns);
 	nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
 	if (nsfd == -1) {
-		err_set(err, errcap, "%s: %s", nspath, strerror(errno));
+		proc_err_set(err, errcap, "%s: %s", nspath, strerror(errno));
 		goto out;
 	}
-	rfd = memfd_with("resolv.conf", x->resolv, x->resolv_len);
-	bfd = memfd_with("ca-certificates.crt", x->bundle, x->bundle_len);
+	rfd = proc_memfd_with("resolv.conf", x->resolv, x->resolv_len);
+	bfd = proc_memfd_with("ca-certificates.crt", x->bundle, x->bundle_len);
 	if (rfd == -1 || bfd == -1 || pipe2(sp, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
-		err_set(err, errcap, "memfd or pipe: %s", strerror(errno));
+		proc_err_set(err, errcap, "memfd or pipe: %s", strerror(errno));
 		goto out;
 	}
 	p = fork();
 	if (p == -1) {
-		err_set(err, errcap, "fork: %s", strerror(errno));
+		proc_err_set(err, errcap, "fork: %s", strerror(errno));
 		goto out;
 	}
 	if (p == 0) {
@@ -284,7 +242,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 		int status;
 
 		waitpid(p, &status, 0);
-		err_set(err, errcap, "starting bubblewrap: %s: %s", steps[e[0] >= 1 && e[0] <= 6 ? e[0] : 0],
+		proc_err_set(err, errcap, "starting bubblewrap: %s: %s", steps[e[0] >= 1 && e[0] <= 6 ? e[0] : 0],
 		        strerror(e[1]));
 		goto out;
 	}

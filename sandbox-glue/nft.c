@@ -8,17 +8,12 @@
  * copied into the script unchecked, so a hostile plan cannot add a rule.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "common/sluice.h"
 #include "sandbox-glue/nft.h"
+#include "sandbox-glue/proc.h"
 
 #define STALE_PREFIX "sluice_"
 #define STALE_PREFIX_LEN (sizeof(STALE_PREFIX) - 1)
@@ -198,14 +193,8 @@ word_is(const char *w, size_t wlen, const char *lit)
 static int
 stale_name(const char *w, size_t wlen)
 {
-	size_t k;
-
-	if (wlen != STALE_NAME_LEN || memcmp(w, STALE_PREFIX, STALE_PREFIX_LEN) != 0)
-		return 0;
-	for (k = STALE_PREFIX_LEN; k < wlen; k++)
-		if (!((w[k] >= '0' && w[k] <= '9') || (w[k] >= 'a' && w[k] <= 'f')))
-			return 0;
-	return 1;
+	return wlen == STALE_NAME_LEN && memcmp(w, STALE_PREFIX, STALE_PREFIX_LEN) == 0 &&
+	       proc_hex_lower(w + STALE_PREFIX_LEN, SANDBOX_ID_LEN);
 }
 
 int
@@ -291,171 +280,10 @@ nft_counter_parse(const char *list_output, uint64_t *packets, uint64_t *bytes)
 
 /* ------------------------------------------------------------------ running nft */
 
-static void
-err_set(char *err, size_t errcap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-err_set(char *err, size_t errcap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errcap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errcap, fmt, ap);
-	va_end(ap);
-}
-
-/* the first line of what nft wrote to <fd>, bounded, with control characters replaced */
-static void
-err_from_fd(int fd, char *err, size_t errcap)
-{
-	ssize_t got;
-	size_t k;
-
-	if (err == NULL || errcap == 0)
-		return;
-	got = pread(fd, err, errcap - 1, 0);
-	if (got <= 0) {
-		err[0] = '\0';
-		return;
-	}
-	err[got] = '\0';
-	for (k = 0; k < (size_t)got; k++) {
-		if (err[k] == '\n') {
-			err[k] = '\0';
-			break;
-		}
-		if ((unsigned char)err[k] < 0x20 || err[k] == 0x7f)
-			err[k] = '?';
-	}
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/*
- * Runs nft with <args> (argv[1..], NULL-terminated) and <in> as stdin.  Its
- * stdin, stdout and stderr are memfds, so nothing can deadlock on a pipe and
- * no SIGPIPE can reach the caller; what it printed is read back afterwards,
- * bounded.  When <out> is given, stdout is stored there (<outcap> bytes,
- * NUL-terminated; SLUICE_ETOOBIG when it did not fit).
- */
 static int
 run_nft(const char *const args[], const char *in, char *out, size_t outcap, char *err, size_t errcap)
 {
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-	const char *argv[8];
-	const char *path = NULL;
-	int fin = -1, fout = -1, ferr = -1, status, ret = SLUICE_EIO;
-	size_t k, na;
-	pid_t pid;
-	off_t outlen;
-
-	if (out != NULL && outcap > 0)
-		out[0] = '\0';
-	if (err != NULL && errcap > 0)
-		err[0] = '\0';
-	for (k = 0; k < sizeof(nft_paths) / sizeof(nft_paths[0]); k++)
-		if (access(nft_paths[k], X_OK) == 0) {
-			path = nft_paths[k];
-			break;
-		}
-	if (path == NULL) {
-		err_set(err, errcap, "nft not found (/usr/sbin/nft, /sbin/nft, /usr/bin/nft)");
-		return SLUICE_EIO;
-	}
-	argv[0] = "nft";
-	for (na = 1; args[na - 1] != NULL && na < sizeof(argv) / sizeof(argv[0]) - 1; na++)
-		argv[na] = args[na - 1];
-	argv[na] = NULL;
-
-	fin = memfd_create("nft-stdin", MFD_CLOEXEC);
-	fout = memfd_create("nft-stdout", MFD_CLOEXEC);
-	ferr = memfd_create("nft-stderr", MFD_CLOEXEC);
-	if (fin == -1 || fout == -1 || ferr == -1) {
-		err_set(err, errcap, "memfd_create: %s", strerror(errno));
-		goto out;
-	}
-	if (in != NULL && (write_all(fin, in, strlen(in)) == -1 || lseek(fin, 0, SEEK_SET) == -1)) {
-		err_set(err, errcap, "script to memfd: %s", strerror(errno));
-		goto out;
-	}
-	pid = fork();
-	if (pid == -1) {
-		err_set(err, errcap, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		/* only async-signal-safe calls here: the caller may have threads */
-		if (dup2(fin, 0) == -1 || dup2(fout, 1) == -1 || dup2(ferr, 2) == -1)
-			_exit(126);
-		if (close_range(3, ~0U, 0) == -1) {
-			int fd;
-
-			for (fd = 3; fd < 1024; fd++)
-				close(fd);
-		}
-		execve(path, (char *const *)argv, envp);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) == -1) {
-		if (errno != EINTR) {
-			err_set(err, errcap, "waitpid: %s", strerror(errno));
-			goto out;
-		}
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		err_from_fd(ferr, err, errcap);
-		if (err != NULL && errcap > 0 && err[0] == '\0') {
-			if (WIFEXITED(status))
-				err_set(err, errcap, "%s exited with status %d", path, WEXITSTATUS(status));
-			else
-				err_set(err, errcap, "%s killed by signal %d", path, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		}
-		goto out;
-	}
-	ret = 0;
-	if (out != NULL) {
-		ssize_t got;
-
-		outlen = lseek(fout, 0, SEEK_END);
-		if (outlen == -1 || outcap == 0 || (uint64_t)outlen >= outcap) {
-			err_set(err, errcap, "nft output larger than %zu bytes", outcap);
-			ret = outlen == -1 ? SLUICE_EIO : SLUICE_ETOOBIG;
-			goto out;
-		}
-		got = pread(fout, out, (size_t)outlen, 0);
-		if (got != (ssize_t)outlen) {
-			out[0] = '\0';
-			err_set(err, errcap, "reading nft output failed");
-			ret = SLUICE_EIO;
-			goto out;
-		}
-		out[got] = '\0';
-	}
-out:
-	if (fin != -1)
-		close(fin);
-	if (fout != -1)
-		close(fout);
-	if (ferr != -1)
-		close(ferr);
-	return ret;
+	return proc_run(nft_paths, sizeof(nft_paths) / sizeof(nft_paths[0]), args, -1, in, out, outcap, err, errcap);
 }
 
 int
@@ -490,7 +318,7 @@ nft_rejected_read(const char *table, uint64_t *packets, uint64_t *bytes, char *e
 	int ret;
 
 	if (!name_ok(table, NFT_TABLE_NAME_MAX)) {
-		err_set(err, errcap, "bad table name");
+		proc_err_set(err, errcap, "bad table name");
 		return SLUICE_EINVAL;
 	}
 	ret = run_nft(args, "", out, sizeof(out), err, errcap);
@@ -498,6 +326,6 @@ nft_rejected_read(const char *table, uint64_t *packets, uint64_t *bytes, char *e
 		return ret == SLUICE_ETOOBIG ? SLUICE_EPARSE : ret;
 	ret = nft_counter_parse(out, packets, bytes);
 	if (ret != 0)
-		err_set(err, errcap, "no packets/bytes line in nft's counter listing");
+		proc_err_set(err, errcap, "no packets/bytes line in nft's counter listing");
 	return ret;
 }

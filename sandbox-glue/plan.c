@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include "common/sluice.h"
+#include "sandbox-glue/proc.h"
 #include "sandbox-glue/sandbox.h"
 
 int
@@ -42,15 +43,11 @@ sandbox_name_valid(const char *name)
 	return 1;
 }
 
+/* SANDBOX_ID_LEN lower-case hex digits and the NUL (proc_hex_lower stops at the first non-hex: no overread) */
 static int
 id_valid(const char *id)
 {
-	size_t i;
-
-	for (i = 0; i < SANDBOX_ID_LEN; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-			return 0;
-	return id[SANDBOX_ID_LEN] == '\0';
+	return proc_hex_lower(id, SANDBOX_ID_LEN) && id[SANDBOX_ID_LEN] == '\0';
 }
 
 /* fd00:5c::/64 with <v> as its last 32 bits */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/sluice.h"
+#include "sandbox-glue/proc.h"
 #include "sandbox-glue/qemu.h"
 
 #define CPIO_HEADER_LEN 110       /* "070701" and 13 fields of 8 hex digits */
@@ -348,30 +349,11 @@ out:
 /* --- the CA archive ------------------------------------------------------------------------------------------ */
 
 static int
-write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return SLUICE_EIO;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int
 write_zeros(int fd, size_t n)
 {
 	static const char z[4];
 
-	return n == 0 ? 0 : write_all(fd, z, n);
+	return n == 0 ? 0 : proc_write_all(fd, z, n);
 }
 
 /* one newc entry: header, name and NUL padded to 4, data padded to 4 */
@@ -384,10 +366,10 @@ cpio_entry(int fd, unsigned ino, unsigned mode, unsigned nlink, const char *name
 
 	snprintf(h, sizeof(h), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ino, mode, 0u, 0u, nlink,
 	         0u, (unsigned)len, 0u, 0u, 0u, 0u, (unsigned)namesize, 0u);
-	if ((ret = write_all(fd, h, CPIO_HEADER_LEN)) != 0 || (ret = write_all(fd, name, namesize)) != 0 ||
+	if ((ret = proc_write_all(fd, h, CPIO_HEADER_LEN)) != 0 || (ret = proc_write_all(fd, name, namesize)) != 0 ||
 	    (ret = write_zeros(fd, (4 - (CPIO_HEADER_LEN + namesize) % 4) % 4)) != 0)
 		return ret;
-	if (len > 0 && ((ret = write_all(fd, data, len)) != 0 || (ret = write_zeros(fd, (4 - len % 4) % 4)) != 0))
+	if (len > 0 && ((ret = proc_write_all(fd, data, len)) != 0 || (ret = write_zeros(fd, (4 - len % 4) % 4)) != 0))
 		return ret;
 	return 0;
 }
@@ -412,16 +394,10 @@ ca_read(const char *path, char **out, size_t *outlen)
 		goto out;
 	}
 	buf = xmalloc((size_t)st.st_size + 1);
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			ret = SLUICE_EIO;
-			goto out;
-		}
-		got += (size_t)r;
+	got = proc_read_upto(fd, buf, (size_t)st.st_size);
+	if (got != (size_t)st.st_size) {
+		ret = SLUICE_EIO;
+		goto out;
 	}
 	buf[got] = '\0';
 	/* the sandbox gets certificates: never a key, even if the caller mixed up two paths */
@@ -507,7 +483,7 @@ qemu_initrd_compose(const char *image_initrd, const char *ca_pem_path, const cha
 		}
 		if (r == 0)
 			break;
-		if ((ret = write_all(fd, buf, (size_t)r)) != 0)
+		if ((ret = proc_write_all(fd, buf, (size_t)r)) != 0)
 			goto out;
 		total += (unsigned long long)r;
 	}
@@ -604,15 +580,7 @@ qemu_host_khz(const char *cpuinfo_path, unsigned *khz)
 	if ((fd = open(cpuinfo_path != NULL ? cpuinfo_path : "/proc/cpuinfo", O_RDONLY | O_CLOEXEC)) == -1)
 		return SLUICE_ENOENT;
 	buf = xmalloc(CPUINFO_MAX + 1);
-	while (got < CPUINFO_MAX) {
-		ssize_t r = read(fd, buf + got, CPUINFO_MAX - got);
-
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	got = proc_read_upto(fd, buf, CPUINFO_MAX);
 	close(fd);
 	buf[got] = '\0';
 	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p != NULL ? p + 1 : NULL) {

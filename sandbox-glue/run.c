@@ -20,6 +20,7 @@
 #include "common/json.h"
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
+#include "sandbox-glue/proc.h"
 #include "sandbox-glue/run.h"
 #include "sandbox-glue/sandbox.h"
 
@@ -319,8 +320,7 @@ static int
 file_append(const char *path, size_t max, char **buf, size_t *len)
 {
 	struct stat st;
-	ssize_t r;
-	size_t got = 0;
+	size_t got;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd == -1)
@@ -332,14 +332,7 @@ file_append(const char *path, size_t max, char **buf, size_t *len)
 		return -1;
 	}
 	*buf = xrealloc(*buf, *len + (size_t)st.st_size + 2);
-	while (got < (size_t)st.st_size) {
-		r = read(fd, *buf + *len + got, (size_t)st.st_size - got);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	got = proc_read_upto(fd, *buf + *len, (size_t)st.st_size);
 	close(fd);
 	*len += got;
 	if (*len > 0 && (*buf)[*len - 1] != '\n')
