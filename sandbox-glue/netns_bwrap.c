@@ -95,7 +95,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
             size_t errcap)
 {
 	static const char *const steps[] = {"?", "setns", "setpgid", "drop privileges", "parent death signal",
-	                                    "file descriptors", "exec " NETNS_BWRAP};
+	                                    "file descriptors", ("exec " NETNS_BWRAP)};
 	static const char *const sysdirs[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
 	char links[6][256], uidbuf[16], gidbuf[16], nspath[64], fdr[8], fdb[8], fds[8];
 	struct args a;
