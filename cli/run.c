@@ -34,8 +34,8 @@ static const char usage_run[] =
 	"  -c, --config FILE     the gateway's configuration (sluice.yaml)\n"
 	"  --name N              the sandbox's name at the gateway (default sbx-<id>)\n"
 	"  --workspace DIR       bind DIR read-write on /workspace and start there\n"
-	"  --uid U               run as uid and gid U (default 1000; never 0)\n"
-	"  --backend netns       the only backend `run` drives so far\n"
+	"  --uid U               run as uid and gid U (default sandbox.uid, else 1000; never 0)\n"
+	"  --backend B           netns (default: sandbox.backend, else netns); the only one `run` drives so far\n"
 	"  --env NAME[=VALUE]    pass NAME (from this environment, or with VALUE); repeatable\n"
 	"  --timing              print the time from start to the command's exec (or SLUICE_RUN_TIMING=1)\n";
 
@@ -201,7 +201,8 @@ cmd_run(int argc, char **argv)
 	const char *path = NULL, *userenv[RUN_USER_ENV_MAX], *secrets[RUN_ENV_MAX], *tv;
 	char *env[RUN_ENV_MAX], *workspace = NULL, *ca_pem = NULL, errbuf[1024], *end;
 	size_t nuser = 0, nenv = 0, nsecrets = 0, i;
-	unsigned long uid = RUN_DEFAULT_UID;
+	unsigned long uid = 0;  /* 0: not given, the configuration's sandbox.uid */
+	const char *backend = NULL;
 	struct stat st;
 	int ch, ret = 1;
 
@@ -244,11 +245,12 @@ cmd_run(int argc, char **argv)
 			}
 			break;
 		case 'b':
-			if (strcmp(optarg, "netns") != 0) {
-				fprintf(stderr, "sluice run: --backend %s: only netns is wired into `sluice run` so far\n", optarg);
+			if (strcmp(optarg, "netns") != 0 && strcmp(optarg, "qemu") != 0 && strcmp(optarg, "firecracker") != 0) {
+				fprintf(stderr, "sluice run: --backend: netns, qemu or firecracker\n");
 				free(workspace);
-				return strcmp(optarg, "qemu") == 0 || strcmp(optarg, "firecracker") == 0 ? 1 : EXIT_USAGE;
+				return EXIT_USAGE;
 			}
+			backend = optarg;
 			break;
 		case 'e':
 			if (nuser >= RUN_USER_ENV_MAX) {
@@ -284,6 +286,12 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice run: %s\n", errbuf);
 		goto out;
 	}
+	if (backend == NULL)
+		backend = cfg->sandbox_backend;
+	if (strcmp(backend, "netns") != 0) {
+		fprintf(stderr, "sluice run: backend %s: only netns is wired into `sluice run` so far\n", backend);
+		goto out;
+	}
 	o.transparent_port = listen_port(cfg->listen_transparent);
 	if (o.transparent_port == 0 || o.transparent_port == 53) {
 		fprintf(stderr, "sluice run: %s has no usable listen.transparent: the sandbox's TCP must go there\n", path);
@@ -316,7 +324,7 @@ cmd_run(int argc, char **argv)
 	for (i = 0; i < policy_sandbox_count(pol); i++)
 		hide_secret_files(&h, policy_sandbox_get(pol, i)->proxy_password);
 	o.workspace = workspace;
-	o.uid = (uid_t)uid;
+	o.uid = (uid_t)(uid != 0 ? uid : cfg->sandbox_uid);
 	o.ca_pem = ca_pem;
 	o.env = (const char *const *)env;
 	o.nenv = nenv;

@@ -21,6 +21,8 @@
 #define HEADER_BYTES_MIN 1024ul
 #define HEADER_BYTES_MAX 1048576ul
 #define REQUEST_LINE_MIN 256ul
+#define SANDBOX_MEMORY_MIN_MIB 64      /* sandbox.qemu.memory bounds */
+#define SANDBOX_MEMORY_MAX_MIB 65536
 
 void
 policy_config_defaults(struct policy_config *cfg)
@@ -40,6 +42,9 @@ policy_config_defaults(struct policy_config *cfg)
 	cfg->limits.header_count = 100;
 	cfg->limits.header_bytes = 32768;
 	cfg->limits.request_line_bytes = 8192;
+	cfg->sandbox_backend = xstrdup("netns");
+	cfg->sandbox_uid = 1000;
+	cfg->qemu_memory_mib = 256;
 	cfg->proxy_clients = xcalloc(2, sizeof(*cfg->proxy_clients));
 	cfg->nproxy_clients = 2;
 	cfg->proxy_clients[0].family = AF_INET;
@@ -71,6 +76,9 @@ policy_config_free(struct policy_config *cfg)
 	}
 	free(cfg->resolve);
 	free(cfg->audit_file);
+	free(cfg->sandbox_backend);
+	free(cfg->qemu_kernel);
+	free(cfg->qemu_initrd);
 	free(cfg);
 }
 
@@ -313,6 +321,94 @@ get(struct policy_ld *l, yaml_node_t *map, const char *key)
 	return NULL;
 }
 
+/* An absolute path without control characters, for sandbox.qemu.<key>. */
+static int
+abs_path(struct policy_ld *l, yaml_node_t *n, const char *key, char **out)
+{
+	char what[64];
+	size_t i;
+	int ret;
+
+	snprintf(what, sizeof(what), "an absolute path for sandbox.qemu.%s", key);
+	if ((ret = policy_ld_string(l, n, what, out)) != 0)
+		return ret;
+	for (i = 0; (*out)[i] != '\0'; i++)
+		if ((unsigned char)(*out)[i] < 0x20 || (*out)[i] == 0x7f)
+			break;
+	if ((*out)[0] != '/' || (*out)[i] != '\0')
+		return policy_ld_error(l, n, "expected %s", what);
+	return 0;
+}
+
+static int
+parse_qemu(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"kernel", "initrd", "accel", "memory"};
+	static const struct policy_unit mib[] = {{"M", 1}, {"MiB", 1}, {"G", 1024}, {"GiB", 1024}, {NULL, 0}};
+	yaml_node_t *v[4];
+	unsigned long x;
+	int ret;
+
+	ret = policy_ld_fields(l, map, "sandbox.qemu", "a map of QEMU settings", keys, 4, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = abs_path(l, v[0], "kernel", &cfg->qemu_kernel)) != 0)
+		return ret;
+	if (v[1] != NULL && (ret = abs_path(l, v[1], "initrd", &cfg->qemu_initrd)) != 0)
+		return ret;
+	if (v[2] != NULL) {
+		if (v[2]->type == YAML_SCALAR_NODE && v[2]->data.scalar.length == 3 &&
+		    memcmp(v[2]->data.scalar.value, "kvm", 3) == 0)
+			cfg->qemu_kvm = 1;
+		else if (v[2]->type == YAML_SCALAR_NODE && v[2]->data.scalar.length == 3 &&
+		         memcmp(v[2]->data.scalar.value, "tcg", 3) == 0)
+			cfg->qemu_kvm = 0;
+		else
+			return policy_ld_error(l, v[2], "expected 'tcg' or 'kvm' for sandbox.qemu.accel");
+	}
+	if (v[3] != NULL) {
+		if (policy_ld_scaled(v[3], mib, SANDBOX_MEMORY_MAX_MIB, &x) != 0 || x < SANDBOX_MEMORY_MIN_MIB)
+			return policy_ld_error(l, v[3], "expected a size for sandbox.qemu.memory (\"256M\", \"1G\"; %dM to %dG)",
+			                       SANDBOX_MEMORY_MIN_MIB, SANDBOX_MEMORY_MAX_MIB / 1024);
+		cfg->qemu_memory_mib = (unsigned)x;
+	}
+	return 0;
+}
+
+static int
+parse_sandbox(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"backend", "uid", "qemu"};
+	static const char *const backends[] = {"netns", "qemu", "firecracker"};
+	yaml_node_t *v[3];
+	unsigned long x;
+	size_t i;
+	int ret;
+
+	ret = policy_ld_fields(l, map, "sandbox", "a map of sandbox settings", keys, 3, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL) {
+		for (i = 0; i < 3; i++)
+			if (v[0]->type == YAML_SCALAR_NODE && v[0]->data.scalar.length == strlen(backends[i]) &&
+			    memcmp(v[0]->data.scalar.value, backends[i], strlen(backends[i])) == 0)
+				break;
+		if (i == 3)
+			return policy_ld_error(l, v[0], "expected 'netns', 'qemu' or 'firecracker' for sandbox.backend");
+		free(cfg->sandbox_backend);
+		cfg->sandbox_backend = xstrdup(backends[i]);
+	}
+	if (v[1] != NULL) {
+		/* 0 is root: a sandbox never runs as root */
+		if ((ret = policy_ld_uint(l, v[1], "sandbox.uid (never 0)", 1, 4294967294ul, &x)) != 0)
+			return ret;
+		cfg->sandbox_uid = (unsigned)x;
+	}
+	if (v[2] != NULL)
+		return parse_qemu(l, v[2], cfg);
+	return 0;
+}
+
 int
 policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg)
 {
@@ -349,6 +445,8 @@ policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config
 		cfg->workers = (unsigned)x;
 	}
 	if ((n = get(l, root, "limits")) != NULL && (ret = parse_limits(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "sandbox")) != NULL && (ret = parse_sandbox(l, n, cfg)) != 0)
 		return ret;
 	return 0;
 }

@@ -289,9 +289,9 @@ prescan(struct policy_ld *l, const char *buf, size_t len)
 
 static const char *const top_keys[] = {
 	"listen", "user", "ca", "leaf_cache", "upstream", "audit", "workers", "limits", "default", "hosts",
-	"secrets", "sandboxes", "sandbox_env",
+	"secrets", "sandboxes", "sandbox_env", "sandbox",
 };
-enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 13 };
+enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 14 };
 
 static int
 load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **polp)

@@ -53,6 +53,12 @@ struct policy_config {
 	int audit_log_query;           /* audit.log_query (false): keep query strings in path */
 	unsigned workers;              /* workers (0 = number of cores) */
 	struct policy_limits limits;
+	char *sandbox_backend;         /* sandbox.backend: "netns" (default), "qemu" or "firecracker" */
+	unsigned sandbox_uid;          /* sandbox.uid (1000; never 0): what `sluice run` runs commands as */
+	char *qemu_kernel;             /* sandbox.qemu.kernel: an absolute path, NULL if absent */
+	char *qemu_initrd;             /* sandbox.qemu.initrd: an absolute path, NULL if absent */
+	int qemu_kvm;                  /* sandbox.qemu.accel: 1 kvm, 0 tcg (default) */
+	unsigned qemu_memory_mib;      /* sandbox.qemu.memory (256M) */
 };
 
 struct policy;        /* the compiled snapshot, opaque */

@@ -19,7 +19,6 @@
 #define RUN_BUNDLE_MAX (4u << 20) /* the system CA bundle */
 #define RUN_CA_MAX 65536          /* the Sluice CA certificate */
 #define RUN_GRACE_MS 10000       /* after forwarding SIGINT/SIGTERM, then SIGKILL */
-#define RUN_DEFAULT_UID 1000
 #define RUN_SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 struct run_opts {

@@ -13,6 +13,7 @@ track_sandbox_objects
 
 DNSP=$(freeport)
 GW_DNS="[::]:$DNSP"
+GW_EXTRA='sandbox: { backend: netns, uid: 1234 }'   # the uid sluice run uses when --uid is not given
 nginx_start
 policy_base 'allow: { method: GET, path: "/ok/**" }' <<'YAML' | gw_conf
 YAML
@@ -46,6 +47,7 @@ print(rcode, *out)
 PY
 cat >"$WS/probe.sh" <<'SH'
 cd /workspace
+echo "UID $(id -u)"
 echo "A $(python3 q.py api.example.test A)"
 echo "AAAA $(python3 q.py api.example.test AAAA)"
 echo "MX $(python3 q.py api.example.test MX)"
@@ -60,6 +62,7 @@ chmod -R a+rX "$WS"
 out=$("$SLUICE" run -c "$GWCONF" --name dns-probe --workspace "$WS" -- sh /workspace/probe.sh 2>"$T/run.err")
 rc=$?
 check_eq "sluice run exits 0" 0 "$rc"
+check_eq "the command runs as the configuration's sandbox.uid" "UID 1234" "$(printf '%s\n' "$out" | grep '^UID')"
 a=$(printf '%s\n' "$out" | sed -n 's/^A 0 //p')
 check_match "A of an allowed name: NOERROR and a synthetic address (198.18.0.0/15)" '^198\.1[89]\.[0-9]+\.[0-9]+$' "$a"
 check_match "AAAA: NOERROR and a synthetic IPv6 address (fd00:5c:5e::/96)" '^AAAA 0 fd00:5c:5e::[0-9a-f:]+$' \
@@ -94,6 +97,10 @@ r = s.recv(1500)
 print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
 PY
 check_eq "after 12 datagrams shorter than a DNS header, the responder still answers" "rcode 0 answers 1" "$(cat "$T/short.out")"
+sed -i 's/backend: netns/backend: qemu/' "$GWCONF"
+"$SLUICE" run -c "$GWCONF" -- true 2>"$T/qemu.err"
+check_eq "sandbox.backend: qemu is refused by sluice run for now (exit 1), with a reason" \
+  "1 only netns is wired" "$? $(grep -o 'only netns is wired' "$T/qemu.err")"
 check_eq "no sluice_* netns, table, veth or lock left" "" "$(new_objects)"
 gw_final_checks
 finish

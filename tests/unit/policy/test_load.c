@@ -209,6 +209,12 @@ test_defaults(void **state)
 	assert_null(cfg->audit_file);
 	assert_int_equal(cfg->audit_log_query, 0);
 	assert_int_equal(cfg->workers, 0);
+	assert_string_equal(cfg->sandbox_backend, "netns");
+	assert_int_equal(cfg->sandbox_uid, 1000);
+	assert_null(cfg->qemu_kernel);
+	assert_null(cfg->qemu_initrd);
+	assert_int_equal(cfg->qemu_kvm, 0);
+	assert_int_equal(cfg->qemu_memory_mib, 256);
 	assert_int_equal(cfg->limits.tls_handshake_ms, 10000);
 	assert_int_equal(cfg->limits.request_head_ms, 10000);
 	assert_int_equal(cfg->limits.idle_ms, 60000);
@@ -247,6 +253,10 @@ test_values(void **state)
 		"  conns_per_client: 1\n"
 		"  header_count: 256\n"
 		"  header_bytes: 1024\n"
+		"sandbox:\n"
+		"  backend: qemu\n"
+		"  uid: 2000\n"
+		"  qemu: { kernel: /v/vmlinux, initrd: /v/initrd.gz, accel: kvm, memory: 1G }\n"
 		"default: allow\n";
 	struct policy_config *cfg = NULL;
 	struct policy *pol = NULL;
@@ -259,6 +269,12 @@ test_values(void **state)
 	assert_string_equal(cfg->user, "sluice");
 	assert_int_equal(cfg->leaf_cache, 5);
 	assert_int_equal(cfg->workers, 64);
+	assert_string_equal(cfg->sandbox_backend, "qemu");
+	assert_int_equal(cfg->sandbox_uid, 2000);
+	assert_string_equal(cfg->qemu_kernel, "/v/vmlinux");
+	assert_string_equal(cfg->qemu_initrd, "/v/initrd.gz");
+	assert_int_equal(cfg->qemu_kvm, 1);
+	assert_int_equal(cfg->qemu_memory_mib, 1024);
 	assert_int_equal(cfg->audit_log_query, 1);
 	assert_int_equal(cfg->nproxy_clients, 0);
 	assert_int_equal(cfg->nresolve, 2);
@@ -456,6 +472,14 @@ static const struct err_case err_cases[] = {
 	/* limits */
 	{"ca: /x\nlimits: { idle: 10h }\n", "t.yaml:2:17: ", "expected a duration for limits.idle"},
 	{"ca: /x\nlimits: { idle: 0s }\n", "t.yaml:2:17: ", "expected a duration for limits.idle"},
+	/* sandbox: */
+	{"ca: /x\nsandbox: { backend: docker }\n", "t.yaml:2:21: ", "expected 'netns', 'qemu' or 'firecracker' for sandbox.backend"},
+	{"ca: /x\nsandbox: { uid: 0 }\n", "t.yaml:2:17: ", "sandbox.uid (never 0)"},
+	{"ca: /x\nsandbox: { user: 5 }\n", "t.yaml:2:12: ", "unknown key 'user' in sandbox"},
+	{"ca: /x\nsandbox: { qemu: { accel: hvf } }\n", "t.yaml:2:27: ", "expected 'tcg' or 'kvm' for sandbox.qemu.accel"},
+	{"ca: /x\nsandbox: { qemu: { memory: 32M } }\n", "t.yaml:2:28: ", "expected a size for sandbox.qemu.memory"},
+	{"ca: /x\nsandbox: { qemu: { memory: 256 } }\n", "t.yaml:2:28: ", "expected a size for sandbox.qemu.memory"},
+	{"ca: /x\nsandbox: { qemu: { kernel: vmlinux } }\n", "t.yaml:2:28: ", "an absolute path for sandbox.qemu.kernel"},
 	{"ca: /x\nlimits: { body: 1441m }\n", "t.yaml:2:17: ", "expected a duration for limits.body"},
 	{"ca: /x\nlimits: { body: s }\n", "t.yaml:2:17: ", "expected a duration for limits.body"},
 	{"ca: /x\nlimits: { header_count: 257 }\n", "t.yaml:2:25: ", "expected limits.header_count (an integer from 1 to 256)"},
