@@ -31,13 +31,14 @@ connections and never reads from them (a TLS handshake there never completes).
 """
 import argparse
 import codecs
-import json
 import select
 import socket
 import ssl
 import sys
 import threading
 import time
+
+from upstream_common import BufConn
 
 
 class Timeout(Exception):
@@ -201,36 +202,14 @@ def tunnel(args, source, deadline):
     return s, None
 
 
-class UpConn(threading.Thread):
-    lock = threading.Lock()
+class UpConn(BufConn):
+    head_max = 1 << 20  # /bighead's line and the like
 
     def __init__(self, sock, log, ctx):
-        super().__init__(daemon=True)
-        self.c, self.log, self.buf, self.ctx = sock, log, b"", ctx
+        super().__init__(sock, ctx, log)
 
     def emit(self, **rec):
-        with UpConn.lock, open(self.log, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def fill(self):
-        d = self.c.recv(65536)
-        if not d:
-            raise EOFError("eof")
-        self.buf += d
-
-    def line(self, limit=1 << 20):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > limit:
-                raise ValueError("line too long")
-            self.fill()
-        ln, self.buf = self.buf.split(b"\r\n", 1)
-        return ln
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
+        super().emit(rec)
 
     def body(self, hl):
         te = hl.get("transfer-encoding", "")
