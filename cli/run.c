@@ -15,6 +15,7 @@
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "cli/cli.h"
+#include "cli/embed.h"
 #include "policy/policy.h"
 #include "sandbox-glue/netns.h"
 #include "sandbox-glue/run.h"
@@ -26,16 +27,19 @@
 #define RUN_HIDE_MAX NETNS_HIDE_MAX
 
 static const char usage_run[] =
-	"usage: sluice run -c FILE [--name N] [--workspace DIR] [--uid U] [--backend netns]\n"
+	"usage: sluice run [-c FILE] [--name N] [--workspace DIR] [--uid U] [--backend netns|qemu|firecracker]\n"
 	"                  [--env NAME[=VALUE]]... [--timing] -- COMMAND...\n"
-	"Runs COMMAND in a new sandbox (a network namespace and bubblewrap) whose only way out is the gateway\n"
-	"already running for FILE, and exits with COMMAND's status (128+N when signal N killed it; 1 when the\n"
-	"sandbox could not be made). Needs root.\n"
-	"  -c, --config FILE     the gateway's configuration (sluice.yaml)\n"
+	"Runs COMMAND in a new sandbox (a network namespace and bubblewrap, or a microVM on a tap) whose only way\n"
+	"out is the gateway for FILE, and exits with COMMAND's status (128+N when signal N killed it; 1 when the\n"
+	"sandbox could not be made). When no gateway answers on FILE's listen.admin, starts one for the run (the\n"
+	"last run out stops it). Needs root.\n"
+	"  -c, --config FILE     the gateway's configuration (sluice.yaml); without it, the built-in default in\n"
+	"                        $SLUICE_STATE_DIR or ~/.local/state/sluice: its own CA and a deny-all policy\n"
 	"  --name N              the sandbox's name at the gateway (default sbx-<id>)\n"
-	"  --workspace DIR       bind DIR read-write on /workspace and start there\n"
+	"  --workspace DIR       bind DIR read-write on /workspace and start there (netns only)\n"
 	"  --uid U               run as uid and gid U (default sandbox.uid, else 1000; never 0)\n"
-	"  --backend B           netns (default: sandbox.backend, else netns); the only one `run` drives so far\n"
+	"  --backend B           netns, qemu or firecracker (default: sandbox.backend, else netns); the VMs boot\n"
+	"                        sandbox.qemu.kernel and .initrd (build them with scripts/vm-image.sh DIR)\n"
 	"  --env NAME[=VALUE]    pass NAME (from this environment, or with VALUE); repeatable\n"
 	"  --timing              print the time from start to the command's exec (or SLUICE_RUN_TIMING=1)\n";
 
@@ -179,6 +183,57 @@ placeholders(const struct policy_config *cfg, const struct policy *pol, char **e
 	return ret;
 }
 
+/* a file the VM backends need: absolute, a regular file; else a message naming <key> and the image script */
+static int
+vm_file(const char *path, const char *key, const char *cfgpath)
+{
+	struct stat st;
+
+	if (path == NULL) {
+		fprintf(stderr, "sluice run: %s sets no %s: build a kernel and initrd with `scripts/vm-image.sh DIR` "
+		        "and set sandbox.qemu.kernel: DIR/vmlinux and sandbox.qemu.initrd: DIR/initrd.gz\n", cfgpath, key);
+		return -1;
+	}
+	if (stat(path, &st) == -1) {
+		fprintf(stderr, "sluice run: %s %s: %s (build it with `scripts/vm-image.sh DIR`)\n", key, path,
+		        strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "sluice run: %s %s: not a regular file\n", key, path);
+		return -1;
+	}
+	if ((st.st_mode & 0004) == 0)
+		fprintf(stderr, "sluice run: warning: %s %s is not world-readable: the VM runs as the sandbox's uid and "
+		        "must be able to read it\n", key, path);
+	return 0;
+}
+
+/* the backend and, for the VMs, the sandbox.qemu settings; 0 or -1 (message printed) */
+static int
+vm_opts(const struct policy_config *cfg, const char *cfgpath, const char *backend, const char *workspace,
+        struct run_opts *o)
+{
+	if (strcmp(backend, "netns") == 0) {
+		o->backend = RUN_BACKEND_NETNS;
+		return 0;
+	}
+	o->backend = strcmp(backend, "qemu") == 0 ? RUN_BACKEND_QEMU : RUN_BACKEND_FIRECRACKER;
+	if (workspace != NULL) {
+		fprintf(stderr, "sluice run: --workspace is for the netns backend: a VM shares no host directory\n");
+		return -1;
+	}
+	if (vm_file(cfg->qemu_kernel, "sandbox.qemu.kernel", cfgpath) != 0 ||
+	    vm_file(cfg->qemu_initrd, "sandbox.qemu.initrd", cfgpath) != 0)
+		return -1;
+	o->vm_kernel = cfg->qemu_kernel;
+	o->vm_initrd = cfg->qemu_initrd;
+	o->vm_kvm = cfg->qemu_kvm;
+	o->vm_memory_mib = cfg->qemu_memory_mib;
+	o->vm_binary = NULL;  /* PATH: the configuration has no sandbox.*.binary key yet */
+	return 0;
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -198,6 +253,8 @@ cmd_run(int argc, char **argv)
 	struct policy *pol = NULL;
 	struct netaddr_listen la;
 	struct hides h;
+	struct embed_gateway eg = {-1, ""};
+	char defpath[EMBED_PATH_MAX];
 	const char *path = NULL, *userenv[RUN_USER_ENV_MAX], *secrets[RUN_ENV_MAX], *tv;
 	char *env[RUN_ENV_MAX], *workspace = NULL, *ca_pem = NULL, errbuf[1024], *end;
 	size_t nuser = 0, nenv = 0, nsecrets = 0, i;
@@ -273,7 +330,7 @@ cmd_run(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (path == NULL || optind >= argc || argc - optind > NETNS_ARGV_MAX) {
+	if (optind >= argc || argc - optind > NETNS_ARGV_MAX) {
 		fputs(usage_run, stderr);
 		free(workspace);
 		return EXIT_USAGE;
@@ -282,16 +339,19 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice run: needs root (network namespaces and nftables)\n");
 		goto out;
 	}
+	if (path == NULL) {
+		if (embed_default_config(defpath, sizeof(defpath)) != 0)
+			goto out;
+		path = defpath;
+	}
 	if (policy_load_file(path, &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
 		fprintf(stderr, "sluice run: %s\n", errbuf);
 		goto out;
 	}
 	if (backend == NULL)
 		backend = cfg->sandbox_backend;
-	if (strcmp(backend, "netns") != 0) {
-		fprintf(stderr, "sluice run: backend %s: only netns is wired into `sluice run` so far\n", backend);
+	if (vm_opts(cfg, path, backend, workspace, &o) != 0)
 		goto out;
-	}
 	o.transparent_port = listen_port(cfg->listen_transparent);
 	if (o.transparent_port == 0 || o.transparent_port == 53) {
 		fprintf(stderr, "sluice run: %s has no usable listen.transparent: the sandbox's TCP must go there\n", path);
@@ -333,7 +393,10 @@ cmd_run(int argc, char **argv)
 	o.hide = (const char *const *)h.v;
 	o.nhide = h.n;
 	o.argv = argv + optind;
+	if (o.admin_path != NULL && embed_gateway_ensure(&eg, path, o.admin_path) != 0)
+		goto out;
 	ret = run_sandbox(&o);
+	embed_gateway_release(&eg);
 out:
 	for (i = 0; i < nenv; i++)
 		sluice_free_secret(env[i]);

@@ -1,6 +1,7 @@
 /*
  * sandbox-glue/netns.c - the netns backend (see netns.h): state and stale
- * cleanup, the namespace and its veth, the nft table (bubblewrap: netns_bwrap.c).
+ * cleanup, the namespace and its veth (or the VM backends' tap and private
+ * directory), the nft table (bubblewrap: netns_bwrap.c).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -252,13 +253,38 @@ scan_tables(struct scan *s)
 	free(out);
 }
 
+/*
+ * Empties and removes the VM directory <path>: root's, and nobody else can write into it, so its entries are
+ * the files we wrote; unlinkat never follows a link, and a subdirectory (there is none) would stay.
+ */
+static void
+vm_dir_remove(const char *path)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd == -1)
+		return;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			(void)unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	(void)rmdir(path);
+}
+
 /* One nft script and one `ip -force -batch` for every id of <ids>. */
 static void
 remove_ids(char ids[][SANDBOX_ID_LEN + 1], size_t n)
 {
 	static const char *const ip_args[] = {"-force", "-batch", "-", NULL};
-	char *script = xmalloc(NFT_SCRIPT_MAX), *ipb = xmalloc(IP_BATCH_MAX), e[NFT_ERR_MAX];
-	size_t i, start = 0;
+	char *script = xmalloc(NFT_SCRIPT_MAX), *ipb = xmalloc(IP_BATCH_MAX), e[NFT_ERR_MAX], vm[64];
+	size_t i, k, start = 0;
 
 	while (start < n) {
 		size_t sl = 0, il = 0;
@@ -276,6 +302,10 @@ remove_ids(char ids[][SANDBOX_ID_LEN + 1], size_t n)
 			sl += (size_t)w;
 			il += (size_t)snprintf(ipb + il, IP_BATCH_MAX - il, "link del %s\nnetns del %s\n", net.host_if,
 			                       net.netns);
+		}
+		for (k = start; k < i; k++) {
+			snprintf(vm, sizeof(vm), "%s/%s", NETNS_VM_DIR, ids[k]);
+			vm_dir_remove(vm);
 		}
 		if (i == start)
 			i++;  /* one that does not render: skip it */
@@ -298,7 +328,8 @@ stale_locked(struct scan *s, char *err, size_t errcap)
 	if ((ret = scan_locks(s, err, errcap)) != 0)
 		return ret;
 	scan_dir(s, "/run/netns", "sluice_");
-	scan_dir(s, "/sys/class/net", "slh");
+	scan_dir(s, "/sys/class/net", "slh");  /* veths and taps alike */
+	scan_dir(s, NETNS_VM_DIR, "");
 	scan_tables(s);
 	s->removed = (unsigned)s->nstale;
 	if (s->nstale > 0)
@@ -442,13 +473,31 @@ netns_claim(struct netns_sandbox *sb, const char *name, const char *admin, uint1
 	return ret;
 }
 
+/* applies sandbox <n>'s nft table; records it first, so teardown removes a half-applied one */
+static int
+table_apply(struct netns_sandbox *sb, char *buf, char *err, size_t errcap)
+{
+	const struct sandbox_net *n = &sb->net;
+	char e[NFT_ERR_MAX];
+	int ret, len = nft_render(n, buf, NFT_SCRIPT_MAX);
+
+	if (len < 0) {
+		proc_err_set(err, errcap, "nft rules for %s: %s", n->table, sluice_strerror(len));
+		return len;
+	}
+	sb->_have |= NETNS_HAVE_TABLE;
+	if ((ret = nft_apply(buf, e, sizeof(e))) != 0)
+		proc_err_set(err, errcap, "nft table %s: %s", n->table, e);
+	return ret;
+}
+
 int
 netns_setup(struct netns_sandbox *sb, char *err, size_t errcap)
 {
 	static const char *const batch_args[] = {"-batch", "-", NULL};
 	const struct sandbox_net *n = &sb->net;
 	char *buf = xmalloc(NFT_SCRIPT_MAX), e[NFT_ERR_MAX], nspath[64];
-	int ret, len, nsfd = -1;
+	int ret, nsfd = -1;
 
 	/* from here teardown tries to delete both: harmless when they do not exist */
 	sb->_have |= NETNS_HAVE_NETNS | NETNS_HAVE_VETH;
@@ -483,23 +532,70 @@ netns_setup(struct netns_sandbox *sb, char *err, size_t errcap)
 		proc_err_set(err, errcap, "inside %s: %s", n->netns, e);
 		goto out;
 	}
-	len = nft_render(n, buf, NFT_SCRIPT_MAX);
-	if (len < 0) {
-		ret = len;
-		proc_err_set(err, errcap, "nft rules for %s: %s", n->table, sluice_strerror(len));
-		goto out;
-	}
-	sb->_have |= NETNS_HAVE_TABLE;
-	if ((ret = nft_apply(buf, e, sizeof(e))) != 0) {
-		proc_err_set(err, errcap, "nft table %s: %s", n->table, e);
-		goto out;
-	}
-	ret = 0;
+	ret = table_apply(sb, buf, err, errcap);
 out:
 	if (nsfd != -1)
 		close(nsfd);
 	free(buf);
 	return ret;
+}
+
+int
+netns_tap_setup(struct netns_sandbox *sb, uid_t uid, gid_t gid, char *err, size_t errcap)
+{
+	static const char *const batch_args[] = {"-batch", "-", NULL};
+	const struct sandbox_net *n = &sb->net;
+	char *buf = xmalloc(NFT_SCRIPT_MAX), e[NFT_ERR_MAX];
+	int ret;
+
+	/* from here teardown deletes the link: harmless when it does not exist */
+	sb->_have |= NETNS_HAVE_TAP;
+	snprintf(buf, NFT_SCRIPT_MAX,
+	         "tuntap add dev %s mode tap user %lu group %lu\n"
+	         "addr add %s/30 dev %s\n"
+	         "addr add %s/126 dev %s nodad\n"
+	         "link set %s up\n",
+	         n->host_if, (unsigned long)uid, (unsigned long)gid, n->host_v4, n->host_if, n->host_v6, n->host_if,
+	         n->host_if);
+	if ((ret = run_ip(batch_args, buf, -1, e, sizeof(e))) != 0) {
+		proc_err_set(err, errcap, "tap %s: %s", n->host_if, e);
+		goto out;
+	}
+	ret = table_apply(sb, buf, err, errcap);
+out:
+	free(buf);
+	return ret;
+}
+
+int
+netns_vm_dir(struct netns_sandbox *sb, gid_t gid, char *path, size_t cap, char *err, size_t errcap)
+{
+	struct stat st;
+
+	if (mkdir(NETNS_VM_DIR, 0711) == -1 && errno != EEXIST)
+		goto bad;
+	/* another user's directory here could swap the files a VM monitor reads */
+	if (lstat(NETNS_VM_DIR, &st) == -1)
+		goto bad;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+		proc_err_set(err, errcap, "%s is not a root-owned directory writable only by root", NETNS_VM_DIR);
+		return SLUICE_EIO;
+	}
+	snprintf(sb->_vm_dir, sizeof(sb->_vm_dir), "%s/%s", NETNS_VM_DIR, sb->net.id);
+	if (mkdir(sb->_vm_dir, 0750) == -1)
+		goto bad;
+	sb->_have |= NETNS_HAVE_VMDIR;
+	/* mkdir's mode went through the umask; chown then chmod, so the group never gets more than r-x */
+	if (chown(sb->_vm_dir, 0, gid) == -1 || chmod(sb->_vm_dir, 0750) == -1)
+		goto bad;
+	if (snprintf(path, cap, "%s", sb->_vm_dir) >= (int)cap) {
+		proc_err_set(err, errcap, "%s: path buffer too small", sb->_vm_dir);
+		return SLUICE_EINVAL;
+	}
+	return 0;
+bad:
+	proc_err_set(err, errcap, "%s: %s", sb->_vm_dir[0] != '\0' ? sb->_vm_dir : NETNS_VM_DIR, strerror(errno));
+	return SLUICE_EIO;
 }
 
 void
@@ -514,12 +610,14 @@ netns_teardown(struct netns_sandbox *sb)
 			(void)nft_apply(buf, e, sizeof(e));
 	}
 	buf[0] = '\0';
-	if (sb->_have & NETNS_HAVE_VETH)
+	if (sb->_have & (NETNS_HAVE_VETH | NETNS_HAVE_TAP))
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "link del %s\n", sb->net.host_if);
 	if (sb->_have & NETNS_HAVE_NETNS)
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "netns del %s\n", sb->net.netns);
 	if (len > 0)
 		(void)run_ip(ip_args, buf, -1, e, sizeof(e));
+	if (sb->_have & NETNS_HAVE_VMDIR)
+		vm_dir_remove(sb->_vm_dir);
 	if (sb->_have & NETNS_HAVE_LOCK) {
 		unlink(sb->_lock_path);  /* before letting go of it: no one can find it stale meanwhile */
 		close(sb->_lock_fd);

@@ -12,9 +12,11 @@
  * holds an flock(2) on <NETNS_STATE_DIR>/<id>.lock for its whole life.  The
  * file holds four lines: pid, index, the name the sandbox is registered
  * under at the gateway, and that gateway's admin socket (empty when none),
- * so a later run can also remove a dead sandbox's registration.  A lock file nobody holds, and any table `sluice_<id>`, veth
- * `slh<id>` or namespace `sluice_<id>` whose id has no held lock file, is
- * stale: what a SIGKILLed run left behind.  netns_claim removes it.  Claims
+ * so a later run can also remove a dead sandbox's registration.  A lock
+ * file nobody holds, and any table `sluice_<id>`, veth or tap `slh<id>`,
+ * namespace `sluice_<id>` or VM directory NETNS_VM_DIR/<id> whose id has no
+ * held lock file, is stale: what a SIGKILLed run left behind.  netns_claim
+ * removes it.  Claims
  * are serialised by an flock on <NETNS_STATE_DIR>/.plan.lock, so two starts
  * never pick the same index.  The kernel drops an flock when its holder dies,
  * so a recycled pid can never make a dead sandbox look alive.
@@ -33,6 +35,7 @@
 #define NETNS_ARGV_MAX 256                       /* command words (after the bwrap options) */
 #define NETNS_STALE_MAX 256                      /* leftovers removed per start */
 #define NETNS_HIDE_MAX 16                        /* netns_exec.hide entries */
+#define NETNS_VM_DIR "/run/sluice/vm"            /* per-run files of the VM backends: <id>/ (see netns_vm_dir) */
 
 /* What exists of a sandbox: teardown removes exactly these. */
 enum netns_have {
@@ -40,6 +43,8 @@ enum netns_have {
 	NETNS_HAVE_NETNS = 2,
 	NETNS_HAVE_VETH = 4,
 	NETNS_HAVE_TABLE = 8,
+	NETNS_HAVE_TAP = 16,
+	NETNS_HAVE_VMDIR = 32,
 };
 
 struct netns_sandbox {
@@ -48,6 +53,7 @@ struct netns_sandbox {
 	int _lock_fd;      /* the held lock file, -1 when none */
 	unsigned _have;    /* enum netns_have bits */
 	char _lock_path[96];
+	char _vm_dir[64];  /* NETNS_VM_DIR/<id> */
 };
 
 /* A dead sandbox's registration, found by the stale cleanup. */
@@ -93,8 +99,31 @@ int netns_stale_cleanup(unsigned *removed, char *err, size_t errcap);
 int netns_setup(struct netns_sandbox *sb, char *err, size_t errcap);
 
 /*
- * Removes what netns_setup and netns_claim made (table, veth, namespace,
- * lock file), in that order, ignoring what is already gone.  Idempotent.
+ * The VM backends' network: in the root namespace, the tap <sb->net.host_if>
+ * (`ip tuntap add ... mode tap user <uid> group <gid>`, so a VM monitor
+ * running as <uid> may attach to it), with host_v4/30 and host_v6/126
+ * (nodad), up; then the same nft table as netns_setup (it matches the
+ * host-side interface by name).  No namespace, no route, no sysctl.
+ * Returns 0 or SLUICE_EIO with <err>; what was made before a failure is
+ * recorded for netns_teardown.
+ */
+int netns_tap_setup(struct netns_sandbox *sb, uid_t uid, gid_t gid, char *err, size_t errcap);
+
+/*
+ * Makes the sandbox's private directory NETNS_VM_DIR/<id> for the files a
+ * VM monitor reads (the per-run initrd, a Firecracker config): owned by
+ * root, group <gid>, mode 0750 (NETNS_VM_DIR itself root's, 0711), so the
+ * monitor running as <gid> reads and nobody but root writes.  Its path goes
+ * to <path> (<cap> bytes).  netns_teardown empties and removes it, and the
+ * stale cleanup removes those of dead sandboxes.  Returns 0, or SLUICE_EIO
+ * (SLUICE_EINVAL: <cap> too small) with <err>.
+ */
+int netns_vm_dir(struct netns_sandbox *sb, gid_t gid, char *path, size_t cap, char *err, size_t errcap);
+
+/*
+ * Removes what netns_setup, netns_tap_setup, netns_vm_dir and netns_claim
+ * made (table, veth or tap, namespace, VM directory, lock file), in that
+ * order, ignoring what is already gone.  Idempotent.
  */
 void netns_teardown(struct netns_sandbox *sb);
 

@@ -168,8 +168,8 @@ env_name_reserved(const char *name, size_t n)
 }
 
 /* "NAME=VALUE": NAME in [A-Z_][A-Z0-9_]*, not reserved; VALUE printable ASCII without blanks, quotes or '\' */
-static int
-env_valid(const char *kv)
+int
+qemu_env_valid(const char *kv)
 {
 	const char *eq = kv != NULL ? strchr(kv, '=') : NULL;
 	size_t i, n;
@@ -193,30 +193,26 @@ env_valid(const char *kv)
 	return 1;
 }
 
-/* the kernel command line: console and clock first, then what vm-init.sh reads */
+/* what vm-init.sh reads, each word after a blank */
 static int
-append_build(const struct qemu_vm *vm, struct line *l)
+guest_words(const struct sandbox_net *net, const char *const *env, const char *const *cmd, struct line *l)
 {
-	const struct sandbox_net *net = vm->net;
 	unsigned char raw[QEMU_APPEND_MAX];
 	size_t i, rawlen = 0;
 
-	line_add(l, "console=ttyS0 reboot=k panic=-1 quiet");
-	if (vm->tsc_khz != 0)
-		line_add(l, " tsc_early_khz=%u", vm->tsc_khz);
 	line_add(l, " sluice.ip4=%s/30 sluice.gw4=%s", net->sbx_v4, net->host_v4);
 	if (net->sbx_v6[0] != '\0')
 		line_add(l, " sluice.ip6=%s/126 sluice.gw6=%s", net->sbx_v6, net->host_v6);
-	for (i = 0; vm->env != NULL && vm->env[i] != NULL; i++)
-		line_add(l, " sluice.env.%s", vm->env[i]);
-	for (i = 0; vm->cmd[i] != NULL; i++) {
-		size_t n = strlen(vm->cmd[i]) + (i > 0);
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		line_add(l, " sluice.env.%s", env[i]);
+	for (i = 0; cmd[i] != NULL; i++) {
+		size_t n = strlen(cmd[i]) + (i > 0);
 
 		if (n > sizeof(raw) - rawlen)
 			return SLUICE_ETOOBIG;
 		if (i > 0)
 			raw[rawlen++] = '\0';
-		memcpy(raw + rawlen, vm->cmd[i], n - (i > 0));
+		memcpy(raw + rawlen, cmd[i], n - (i > 0));
 		rawlen += n - (i > 0);
 	}
 	line_add(l, " sluice.cmd=");
@@ -224,12 +220,36 @@ append_build(const struct qemu_vm *vm, struct line *l)
 	return l->err;
 }
 
+/* the kernel command line: console and clock first, then what vm-init.sh reads */
+static int
+append_build(const struct qemu_vm *vm, struct line *l)
+{
+	line_add(l, "console=ttyS0 reboot=k panic=-1 quiet");
+	if (vm->tsc_khz != 0)
+		line_add(l, " tsc_early_khz=%u", vm->tsc_khz);
+	return guest_words(vm->net, vm->env, vm->cmd, l);
+}
+
+/* the guest's addresses, placeholders and command */
+static int
+guest_valid(const struct sandbox_net *net, const char *const *env, const char *const *cmd)
+{
+	size_t i;
+
+	if (net == NULL || !addr_valid(AF_INET, net->sbx_v4) || !addr_valid(AF_INET, net->host_v4))
+		return 0;
+	if ((net->sbx_v6[0] != '\0' || net->host_v6[0] != '\0') &&
+	    (!addr_valid(AF_INET6, net->sbx_v6) || !addr_valid(AF_INET6, net->host_v6)))
+		return 0;
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		if (!qemu_env_valid(env[i]))
+			return 0;
+	return cmd != NULL && cmd[0] != NULL && cmd[0][0] != '\0';
+}
+
 static int
 vm_valid(const struct qemu_vm *vm)
 {
-	const struct sandbox_net *net = vm->net;
-	size_t i;
-
 	if (vm->kernel == NULL || vm->kernel[0] == '\0' || vm->initrd == NULL || vm->initrd[0] == '\0')
 		return 0;
 	if (vm->binary != NULL && vm->binary[0] == '\0')
@@ -240,17 +260,32 @@ vm_valid(const struct qemu_vm *vm)
 		return 0;
 	if (vm->memory_mib < QEMU_MEMORY_MIN || vm->memory_mib > QEMU_MEMORY_MAX || !tap_valid(vm->tap))
 		return 0;
-	if (net == NULL || !addr_valid(AF_INET, net->sbx_v4) || !addr_valid(AF_INET, net->host_v4))
-		return 0;
-	if ((net->sbx_v6[0] != '\0' || net->host_v6[0] != '\0') &&
-	    (!addr_valid(AF_INET6, net->sbx_v6) || !addr_valid(AF_INET6, net->host_v6)))
-		return 0;
 	if (vm->mac[0] & 1)  /* multicast */
 		return 0;
-	for (i = 0; vm->env != NULL && vm->env[i] != NULL; i++)
-		if (!env_valid(vm->env[i]))
-			return 0;
-	return vm->cmd != NULL && vm->cmd[0] != NULL && vm->cmd[0][0] != '\0';
+	return guest_valid(vm->net, vm->env, vm->cmd);
+}
+
+int
+qemu_guest_args(const struct sandbox_net *net, const char *const *env, const char *const *cmd, char *buf,
+                size_t cap)
+{
+	struct line *l;
+	int ret;
+
+	if (cap > 0)
+		buf[0] = '\0';
+	if (!guest_valid(net, env, cmd))
+		return SLUICE_EINVAL;
+	l = xcalloc(1, sizeof(*l));
+	ret = guest_words(net, env, cmd, l);
+	if (ret == 0 && l->len > cap)  /* the leading blank is not copied: l->len - 1 bytes and the NUL */
+		ret = SLUICE_ETOOBIG;
+	if (ret == 0) {
+		memcpy(buf, l->buf + 1, l->len);
+		ret = (int)(l->len - 1);
+	}
+	free(l);
+	return ret;
 }
 
 /* QEMU's option parser splits on ','; a literal comma in a value is written twice */
@@ -312,7 +347,10 @@ qemu_argv_build(const struct qemu_vm *vm, char **argv, size_t max, char *store, 
 	arg_add(&b, "-append");
 	arg_add(&b, "%s", l->buf);
 	arg_add(&b, "-netdev");
-	arg_add(&b, "tap,id=n0,ifname=%s,script=no,downscript=no", vm->tap);
+	if (vm->tap_fd > 2)
+		arg_add(&b, "tap,id=n0,fd=%d", vm->tap_fd);
+	else
+		arg_add(&b, "tap,id=n0,ifname=%s,script=no,downscript=no", vm->tap);
 	arg_add(&b, "-device");
 	arg_add(&b, "virtio-net-device,netdev=n0,mac=%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
 	        m[5]);

@@ -45,6 +45,8 @@ struct qemu_vm {
 	unsigned memory_mib;                 /* QEMU_MEMORY_MIN..QEMU_MEMORY_MAX */
 	unsigned tsc_khz;                    /* tsc_early_khz= (see qemu_host_khz); 0 leaves it out */
 	const char *tap;                     /* the tap's ifname, 1..SANDBOX_IFNAME_MAX-1 of [A-Za-z0-9_.-] */
+	int tap_fd;                          /* > 2: QEMU inherits the tap open on this fd (-netdev tap,fd=N), so it
+	                                        needs no access to /dev/net/tun; else it opens <tap> by name */
 	uint8_t mac[6];                      /* the guest's MAC (qemu_mac_derive) */
 	const struct sandbox_net *net;       /* guest side sbx_v4/sbx_v6, gateways host_v4/host_v6 ("" = no v6) */
 	const char *serial_log;              /* NULL: -serial stdio; else the console goes to this file */
@@ -61,6 +63,25 @@ struct qemu_vm {
  * line would exceed QEMU_APPEND_MAX or argv/store are too small.  Nothing is allocated.
  */
 int qemu_argv_build(const struct qemu_vm *vm, char **argv, size_t max, char *store, size_t storecap);
+
+/*
+ * Writes what vm-init.sh reads from the kernel command line, without a leading blank:
+ * "sluice.ip4=A/30 sluice.gw4=G [sluice.ip6=A6/126 sluice.gw6=G6] [sluice.env.NAME=VALUE ...]
+ * sluice.cmd=BASE64" into <buf> (<cap> bytes, NUL-terminated), from <net> (guest side sbx_v4/sbx_v6, gateways
+ * host_v4/host_v6; "" sbx_v6 = no IPv6), <env> (NULL-terminated "NAME=VALUE", or NULL) and <cmd>
+ * (NULL-terminated, at least one non-empty word).  The same words qemu_argv_build puts into -append: the
+ * firecracker backend uses this for its boot_args.  Returns the length, SLUICE_EINVAL (as qemu_argv_build) or
+ * SLUICE_ETOOBIG (over QEMU_APPEND_MAX or <cap>).
+ */
+int qemu_guest_args(const struct sandbox_net *net, const char *const *env, const char *const *cmd, char *buf,
+                    size_t cap);
+
+/*
+ * 1 when "NAME=VALUE" <kv> can be a placeholder on the kernel command line: NAME in [A-Z_][A-Z0-9_]* and not
+ * one the guest's /init owns (PATH, HOME, the CA variables, LD_*, proxies, ...), VALUE at most
+ * QEMU_ENV_VALUE_MAX printable ASCII bytes without blanks, quotes or backslashes.  0 otherwise.
+ */
+int qemu_env_valid(const char *kv);
 
 /*
  * Writes a cpio archive (newc, uncompressed) holding the directory "sluice" and the file

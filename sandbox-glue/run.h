@@ -4,6 +4,12 @@
  * run the command, forward signals, tear everything down, and hand back the
  * command's exit status.  cli/run.c parses the options and the config and
  * fills struct run_opts; nothing here reads YAML or knows secret values.
+ *
+ * Backends: netns (bubblewrap in a network namespace on a veth), and the
+ * two "tap backends", qemu (a -M microvm guest, qemu.h) and firecracker
+ * (firecracker.h): the VM monitor runs on the host as the sandbox's uid, on
+ * a tap slh<id> in the root namespace that the sandbox's nft table locks to
+ * the gateway, exactly as the netns backend's veth.
  */
 #ifndef SLUICE_SANDBOX_RUN_H
 #define SLUICE_SANDBOX_RUN_H
@@ -20,6 +26,13 @@
 #define RUN_CA_MAX 65536          /* the Sluice CA certificate */
 #define RUN_GRACE_MS 10000       /* after forwarding SIGINT/SIGTERM, then SIGKILL */
 #define RUN_SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define RUN_VM_READ_MAX 65536     /* bytes read from a VM's console per wake-up */
+
+enum run_backend {
+	RUN_BACKEND_NETNS = 0,
+	RUN_BACKEND_QEMU = 1,
+	RUN_BACKEND_FIRECRACKER = 2,
+};
 
 struct run_opts {
 	const char *name;             /* --name, NULL: "sbx-<id>"; must pass sandbox_name_valid */
@@ -41,15 +54,27 @@ struct run_opts {
 	size_t nhide;
 	char *const *argv;            /* the command, NULL-terminated */
 	uint64_t t0_ns;               /* CLOCK_MONOTONIC when `sluice run` started */
+	/* the tap backends (ignored by netns) */
+	enum run_backend backend;     /* zero: netns */
+	const char *vm_kernel;        /* uncompressed ELF vmlinux (sandbox.qemu.kernel) */
+	const char *vm_initrd;        /* the image's initramfs (sandbox.qemu.initrd), to which the CA is appended */
+	int vm_kvm;                   /* sandbox.qemu.accel is kvm: used only when qemu_kvm_usable() (qemu) */
+	unsigned vm_memory_mib;       /* guest memory; 0: 256 */
+	const char *vm_binary;        /* the monitor, absolute; NULL: qemu-system-x86_64 / firecracker from PATH */
 };
 
 /*
- * Runs <o->argv> in a fresh netns sandbox and returns what `sluice run`
- * exits with: the command's status (128+N when signal N killed it), or 1
- * when the launcher failed (message on stderr).  Teardown (registration,
- * nft table, veth, namespace, lock file) runs on every path.  SIGINT,
- * SIGTERM and SIGHUP are forwarded to the command; a second one, or
- * RUN_GRACE_MS without the command ending, kills the sandbox.  Needs root.
+ * Runs <o->argv> in a fresh sandbox of <o->backend> and returns what `sluice
+ * run` exits with: the command's status (128+N when signal N killed it), or
+ * 1 when the launcher failed (message on stderr).  Teardown (registration,
+ * nft table, veth or tap, namespace, VM directory, lock file) runs on every
+ * path.  netns: SIGINT, SIGTERM and SIGHUP are forwarded to the command; a
+ * second one, or RUN_GRACE_MS without the command ending, kills the sandbox.
+ * qemu and firecracker: the status is the last "SLUICE_EXIT n" the guest
+ * printed on its console (1 with a message when there is none); the console
+ * is passed on to stdout without it; a signal stops the VM (SIGTERM to the
+ * monitor, SIGKILL after RUN_GRACE_MS or at a second signal) and, without a
+ * status from the guest, 128+N is returned.  Needs root.
  */
 int run_sandbox(const struct run_opts *o);
 

@@ -6,14 +6,13 @@
 # 3. makes a throw-away test root CA and a certificate for api.github.com, and
 #    starts nginx on a random 127.x.y.z:443 posing as api.github.com
 #    (examples/demo-upstream/);
-# 4. creates a Sluice CA, writes a sluice.yaml from examples/sluice.yaml and
-#    starts `sluice serve`;
-# 5. creates a network namespace (the "sandbox") joined by a veth pair, whose
-#    TCP 443/80 nftables redirects to the gateway's transparent listener;
-# 6. runs curl inside the sandbox (clean environment, trusting only the Sluice
-#    CA): an allowed request, two denied ones; then the same allowed request
-#    through the explicit proxy (HTTPS_PROXY); prints the answers, the audit
-#    lines and the health endpoint;
+# 4. creates a Sluice CA and writes a sluice.yaml from examples/sluice.yaml;
+# 5. `sluice run -c sluice.yaml -- sh -c '...'`: a sandbox (network namespace,
+#    bubblewrap, nftables) whose only way out is the gateway, which sluice run
+#    starts for it; inside, curl with no flags (DNS and the CA come from the
+#    gateway): an allowed request, two denied ones, a name outside the policy;
+# 6. the same policy for a host client: `sluice serve` and HTTPS_PROXY;
+#    prints the answers, the audit lines and the health endpoint;
 # 7. removes everything it made (also on failure or Ctrl-C).
 #
 # Traffic stays on loopback and on the veth pair it creates; no real GitHub
@@ -60,11 +59,7 @@ note "$("$SLUICE" version)"
 
 # ---------------------------------------------------------------- clean-up, whatever happens next
 D=''
-SUF=$(printf '%04x' $((RANDOM % 65536)))
-NS=sluice-demo-$SUF              # network namespace
-VH=sd${SUF}h VS=sd${SUF}s        # veth pair: host side, sandbox side
-TABLE=sluice_demo_$SUF           # nftables table (inet family)
-GW_PID='' NGINX_PID='' MADE_NS=0 MADE_VETH=0 MADE_NFT=0
+GW_PID='' NGINX_PID=''
 
 stop_pid() { # PID: SIGTERM, up to 15 s, then SIGKILL
 	local pid=$1 i
@@ -79,9 +74,9 @@ cleanup() {
 	set +e
 	stop_pid "$GW_PID"
 	stop_pid "$NGINX_PID"
-	[ "$MADE_NFT" = 1 ] && nft delete table inet "$TABLE" 2>/dev/null
-	[ "$MADE_NS" = 1 ] && ip netns del "$NS" 2>/dev/null
-	[ "$MADE_VETH" = 1 ] && ip link show "$VH" >/dev/null 2>&1 && ip link del "$VH" 2>/dev/null
+	# sluice run removes its sandbox itself; the gateway it started is gone with the last run,
+	# unless the demo was killed in between
+	[ -n "$D" ] && [ -s "$D/admin.sock.embedded" ] && stop_pid "$(cat "$D/admin.sock.embedded")"
 	if [ -n "$D" ] && [ "${DEMO_KEEP:-0}" = 1 ]; then
 		echo "demo directory kept: $D"
 	elif [ -n "$D" ]; then
@@ -127,55 +122,9 @@ NGINX_PID=$!
 waitlisten "$UPADDR:443" 10 || die "nginx did not start on $UPADDR:443: $(tail -n 3 "$D/nginx-error.log" 2>/dev/null)"
 note "nginx on $UPADDR:443, certificate for api.github.com from a throw-away root ($D/pki/root.pem)"
 
-# ---------------------------------------------------------------- 4. the sandbox: netns + veth + nftables
-step "4/7 a sandbox: network namespace $NS, veth $VH, nftables table inet $TABLE"
-SUB=''
-for _ in $(seq 100); do
-	x=$((RANDOM % 254 + 1))
-	ip -4 addr show | grep -q "inet 10\.200\.$x\." && continue
-	ip -4 route show match "10.200.$x.0/30" | grep -vq '^default' && continue
-	SUB=$x
-	break
-done
-[ -n "$SUB" ] || die "no free 10.200.X.0/30 subnet found"
-HOSTIP=10.200.$SUB.1 SBIP=10.200.$SUB.2
-TP=$(freeport) PP=$(freeport)
-ip netns add "$NS"
-MADE_NS=1
-ip link add "$VH" type veth peer name "$VS"
-MADE_VETH=1
-ip link set "$VS" netns "$NS"
-ip addr add "$HOSTIP/30" dev "$VH"
-ip link set "$VH" up
-ip -n "$NS" link set lo up
-ip -n "$NS" addr add "$SBIP/30" dev "$VS"
-ip -n "$NS" link set "$VS" up
-# Only packets that arrive on this veth are touched: TCP 443/80 is redirected to the
-# transparent listener, everything else the sandbox sends to the host is dropped, and
-# nothing from it is forwarded anywhere.
-nft -f - <<NFT
-table inet $TABLE {
-	chain prerouting {
-		type nat hook prerouting priority dstnat; policy accept;
-		iifname "$VH" tcp dport { 80, 443 } redirect to :$TP
-	}
-	chain input {
-		type filter hook input priority filter; policy accept;
-		iifname "$VH" ct status dnat tcp dport $TP accept
-		iifname "$VH" drop
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		iifname "$VH" drop
-	}
-}
-NFT
-MADE_NFT=1
-note "sandbox $SBIP/30, host side $HOSTIP; its TCP 443/80 -> $HOSTIP:$TP (the transparent listener)"
-note "nft: iifname \"$VH\" tcp dport { 80, 443 } redirect to :$TP"
-
-# ---------------------------------------------------------------- 5. the gateway
-step "5/7 the gateway: sluice ca init, sluice.yaml from examples/, sluice serve"
+# ---------------------------------------------------------------- 4. the configuration
+step "4/7 the gateway's configuration: sluice ca init, sluice.yaml from examples/"
+TP=$(freeport) PP=$(freeport) DP=$(freeport)
 "$SLUICE" ca init --dir "$D/ca" | sed 's/^/   /'
 "$SLUICE" ca show --dir "$D/ca" | sed 's/^/   /'
 {
@@ -183,9 +132,8 @@ step "5/7 the gateway: sluice ca init, sluice.yaml from examples/, sluice serve"
 # Written by scripts/demo.sh: the listeners, paths and upstream trust are the demo's;
 # default: and hosts: are examples/sluice.yaml's, with one line added (allow_private).
 listen:
-  # The sandbox reaches the host only at $HOSTIP, so the transparent listener binds
-  # that address alone (a production gateway binds "[::]:15001" and filters with nft).
-  transparent: "$HOSTIP:$TP"
+  transparent: "[::]:$TP"         # sluice run's nftables rules redirect all sandbox TCP here
+  dns: "[::]:$DP"                 # and sandbox UDP 53 here
   proxy: "127.0.0.1:$PP"
   admin: "unix:$D/admin.sock"
   proxy_clients: [127.0.0.0/8, "::1/128"]
@@ -207,66 +155,87 @@ YAML
 "$SLUICE" policy check "$D/sluice.yaml" | sed 's/^/   /'
 note "policy for api.github.com (examples/sluice.yaml):"
 sed -n '/^  api.github.com:$/,/^  "/p' "$D/sluice.yaml" | sed '$d' | sed 's/^/     /'
-"$SLUICE" serve -c "$D/sluice.yaml" 2>"$D/sluice.log" &
-GW_PID=$!
-waitlisten "$HOSTIP:$TP" 10 && waitlisten "127.0.0.1:$PP" 5 ||
-	die "sluice serve did not start: $(tail -n 5 "$D/sluice.log")"
-note "sluice serve -c $D/sluice.yaml   (pid $GW_PID; log: sluice.log)"
 
-# ---------------------------------------------------------------- 6. requests from the sandbox
-step "6/7 requests"
+# ---------------------------------------------------------------- 5. the sandboxed command
+step "5/7 sluice run: a sandboxed command whose only way out is the gateway"
+note "sluice run -c sluice.yaml -- sh -c '<three curls, no flags>'"
+note "(no gateway is running for sluice.yaml yet, so sluice run starts one and stops it at the end)"
 FAILS=0
-# sandbox CMD: curl inside the namespace, with an empty environment, trusting only the Sluice CA.
-# --resolve sends api.github.com to the host side of the veth, as a sandbox's DNS would send it
-# anywhere: nftables redirects the connection and the gateway decides where it really goes.
-sandbox_curl() {
-	ip netns exec "$NS" env -i PATH=/usr/bin:/bin \
-		curl -sS --max-time 10 --cacert "$D/ca/ca.pem" --resolve "api.github.com:443:$HOSTIP" "$@"
-}
-# show LABEL WANT-STATUS CURL-ARGS...: runs a request, prints its answer, checks the status
-show() {
-	local label=$1 want=$2 out code body
-	shift 2
-	printf '\n   %s%s%s\n' "$B" "$label" "$N"
-	out=$("$@" -w '\n%{http_code}' 2>&1) || true
-	code=${out##*$'\n'}
-	body=${out%$'\n'*}
-	if [ -n "$body" ] && jq -e . >/dev/null 2>&1 <<<"$body"; then
-		jq -c . <<<"$body" | sed 's/^/     /'
+# Inside: a network namespace, bubblewrap, uid 1000, an empty environment plus the CA variables.
+# curl needs no flags: DNS answers come from the gateway, the CA bundle holds the Sluice CA.
+# Each request prints its body, then "=> <status>" on a line of its own.
+cat >"$D/sandboxed.sh" <<'SH'
+req() { curl -sS --max-time 10 -w '\n=> %{http_code}\n' "$@" 2>&1; }
+echo "--- id: $(id -un 2>/dev/null || id -u), resolv.conf: $(grep nameserver /etc/resolv.conf)"
+echo "--- curl https://api.github.com/repos/octo/demo"
+req https://api.github.com/repos/octo/demo
+echo "--- curl -X DELETE https://api.github.com/repos/octo/demo/git/refs/heads/main"
+req -X DELETE https://api.github.com/repos/octo/demo/git/refs/heads/main
+echo "--- curl --path-as-is https://api.github.com/repos/x/../../admin"
+req --path-as-is https://api.github.com/repos/x/../../admin
+echo "--- curl --max-time 3 http://example.com:8080/ (a name outside the policy)"
+req --max-time 3 http://example.com:8080/
+SH
+rc=0
+"$SLUICE" run -c "$D/sluice.yaml" --timing -- sh -c "$(cat "$D/sandboxed.sh")" >"$D/run.out" 2>"$D/run.err" || rc=$?
+sed 's/^/   | /' "$D/run.out"
+sed 's/^/   /' "$D/run.err"
+note "sluice run exited with $rc (the command's status)"
+[ "$rc" -eq 0 ] || FAILS=$((FAILS + 1))
+# expect WHAT-LINE WANT: the status printed after the request named by WHAT-LINE
+expect() {
+	local got
+	got=$(awk -v h="--- $1" 'index($0, h) == 1 {f = 1; next} f && /^=> / {print $2; exit}' "$D/run.out")
+	if [ "$got" = "$2" ]; then
+		printf '   %s%s -> %s, as expected%s\n' "$G" "$1" "$got" "$N"
 	else
-		printf '%s\n' "$body" | sed 's/^/     /'
-	fi
-	if [ "$code" = "$want" ]; then
-		printf '     %s-> HTTP %s, as expected%s\n' "$G" "$code" "$N"
-	else
-		printf '     %s-> HTTP %s, expected %s%s\n' "$R" "$code" "$want" "$N"
+		printf '   %s%s -> %s, expected %s%s\n' "$R" "$1" "${got:-nothing}" "$2" "$N"
 		FAILS=$((FAILS + 1))
 	fi
 }
-show "sandbox\$ curl https://api.github.com/repos/octo/demo          (transparent; rule: allow GET /repos/**)" 200 \
-	sandbox_curl https://api.github.com/repos/octo/demo
-show "sandbox\$ curl -X DELETE https://api.github.com/repos/octo/demo/git/refs/heads/main   (a deny rule)" 403 \
-	sandbox_curl -X DELETE https://api.github.com/repos/octo/demo/git/refs/heads/main
-show "sandbox\$ curl --path-as-is https://api.github.com/repos/x/../../admin   (normalised to /admin: no rule, default deny)" 403 \
-	sandbox_curl --path-as-is https://api.github.com/repos/x/../../admin
-show "host\$ HTTPS_PROXY=http://127.0.0.1:$PP curl https://api.github.com/repos/octo/demo   (explicit proxy, CONNECT)" 200 \
-	env -i PATH=/usr/bin:/bin HTTPS_PROXY="http://127.0.0.1:$PP" \
-	curl -sS --max-time 10 --cacert "$D/ca/ca.pem" https://api.github.com/repos/octo/demo
+expect "curl https://api.github.com/repos/octo/demo" 200
+expect "curl -X DELETE https://api.github.com/repos/octo/demo/git/refs/heads/main" 403
+expect "curl --path-as-is https://api.github.com/repos/x/../../admin" 403
+expect "curl --max-time 3 http://example.com:8080/ (a name outside the policy)" 000
 if grep -q '/admin' "$D/nginx-access.log" 2>/dev/null; then
-	printf '     %sthe upstream saw a request for /admin%s\n' "$R" "$N"
+	printf '   %sthe upstream saw a request for /admin%s\n' "$R" "$N"
 	FAILS=$((FAILS + 1))
 else
 	note "the upstream's access log has no /admin request: the gateway refused it before dialling"
 fi
+if [ -e "$D/admin.sock.embedded" ]; then
+	printf '   %sthe gateway sluice run started is still running%s\n' "$R" "$N"
+	FAILS=$((FAILS + 1))
+else
+	note "after the command: sluice run removed its sandbox and stopped the gateway it started"
+fi
+
+# ---------------------------------------------------------------- 6. explicit proxy
+step "6/7 the same policy for a client on the host: sluice serve, HTTPS_PROXY"
+"$SLUICE" serve -c "$D/sluice.yaml" 2>"$D/sluice.log" &
+GW_PID=$!
+waitlisten "127.0.0.1:$PP" 10 || die "sluice serve did not start: $(tail -n 5 "$D/sluice.log")"
+note "sluice serve -c $D/sluice.yaml   (pid $GW_PID; log: sluice.log)"
+note "host\$ HTTPS_PROXY=http://127.0.0.1:$PP curl https://api.github.com/repos/octo/demo"
+code=$(env -i PATH=/usr/bin:/bin HTTPS_PROXY="http://127.0.0.1:$PP" \
+	curl -sS --max-time 10 --cacert "$D/ca/ca.pem" -o "$D/proxy.body" -w '%{http_code}' \
+	https://api.github.com/repos/octo/demo 2>&1) || true
+sed 's/^/     /' "$D/proxy.body" 2>/dev/null || true
+if [ "$code" = 200 ]; then
+	printf '     %s-> HTTP %s, as expected%s\n' "$G" "$code" "$N"
+else
+	printf '     %s-> HTTP %s, expected 200%s\n' "$R" "$code" "$N"
+	FAILS=$((FAILS + 1))
+fi
 
 # ---------------------------------------------------------------- 7. audit, health, stop
-step "7/7 the audit log ($D/audit.jsonl: one JSON line per request), health, shutdown"
+step "7/7 the audit log ($D/audit.jsonl: one JSON line per DNS answer and request), health, shutdown"
 for _ in $(seq 50); do
-	[ "$(wc -l <"$D/audit.jsonl" 2>/dev/null || echo 0)" -ge 4 ] && break
+	[ "$(grep -c '"type":"request"' "$D/audit.jsonl" 2>/dev/null || echo 0)" -ge 4 ] && break
 	sleep 0.1
 done
-if jq -e . "$D/audit.jsonl" >/dev/null 2>&1 && [ "$(wc -l <"$D/audit.jsonl")" -ge 4 ]; then
-	jq -c '{type, sandbox, dest, sni, host, method, path, verdict, rule, reason, status, bytes_down}
+if jq -e . "$D/audit.jsonl" >/dev/null 2>&1 && [ "$(grep -c '"type":"request"' "$D/audit.jsonl")" -ge 4 ]; then
+	jq -c '{type, sandbox, sni, host, qtype, answer, method, path, verdict, rule, status}
 	       | with_entries(select(.value != null))' "$D/audit.jsonl" | sed 's/^/   /'
 else
 	printf '   %sthe audit file does not hold the four request lines%s\n' "$R" "$N"
@@ -282,12 +251,10 @@ wait "$GW_PID" || rc=$?
 GW_PID=''
 note "SIGTERM: sluice drained and exited with status $rc"
 [ "$rc" -eq 0 ] || FAILS=$((FAILS + 1))
-note "gateway log:"
-sed 's/^/     /' "$D/sluice.log"
 
 echo
 if [ "$FAILS" -eq 0 ]; then
-	printf '%sdemo ok%s (%ds); removing the namespace, the nftables table, nginx and %s\n' "$G" "$N" \
+	printf '%sdemo ok%s (%ds); removing nginx and %s\n' "$G" "$N" \
 		$((SECONDS - T0)) "$D"
 	exit 0
 fi

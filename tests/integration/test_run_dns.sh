@@ -99,8 +99,8 @@ PY
 check_eq "after 12 datagrams shorter than a DNS header, the responder still answers" "rcode 0 answers 1" "$(cat "$T/short.out")"
 sed -i 's/backend: netns/backend: qemu/' "$GWCONF"
 "$SLUICE" run -c "$GWCONF" -- true 2>"$T/qemu.err"
-check_eq "sandbox.backend: qemu is refused by sluice run for now (exit 1), with a reason" \
-  "1 only netns is wired" "$? $(grep -o 'only netns is wired' "$T/qemu.err")"
+check_eq "sandbox.backend: qemu is read by sluice run: without sandbox.qemu.kernel it refuses (exit 1), saying so" \
+  "1 sets no sandbox.qemu.kernel" "$? $(grep -o 'sets no sandbox.qemu.kernel' "$T/qemu.err")"
 check_eq "no sluice_* netns, table, veth or lock left" "" "$(new_objects)"
 gw_final_checks
 finish

@@ -10,7 +10,7 @@
 # and a raw socket fail; exit statuses pass through (7, 128+15); the placeholder (as `secrets list` shows it) is
 # in the environment and the real value nowhere; --env; two sandboxes at once cannot reach each other; a
 # SIGKILLed run's leftovers (table, veth, netns, lock) are removed by the next run; SIGTERM is forwarded to the
-# command and the teardown runs; a gateway that is not running is refused; no sluice_* object is left after any
+# command and the teardown runs; a config whose gateway cannot be started is refused; no sluice_* object is left after any
 # run. Prints the start-to-exec time (--timing) of a few runs.
 # Objects `sluice run` makes on the host are named from random ids (sluice_<id>, slh<id>); the trap below deletes
 # every one that appeared during this test, also on failure.
@@ -311,10 +311,11 @@ no_leftovers "after the cleanup run"
 rm -f "$WS/up"
 
 # ---------------------------------------------------------------- refusals
-sed "s|admin: \"unix:$ADMIN\"|admin: \"unix:$T/none.sock\"|" "$GWCONF" >"$T/other.yaml"
+# (a config whose gateway is not running gets one started: test_run_embedded.sh; here it cannot be)
+sed "s|admin: \"unix:$ADMIN\"|admin: \"unix:$T/nodir/none.sock\"|" "$GWCONF" >"$T/other.yaml"
 srun -c "$T/other.yaml" -- true 2>"$T/nogw.err"
-check_eq "no gateway for the config: exit 1" 1 "$?"
-check_match "... with a clear message" 'gateway is not running' "$(cat "$T/nogw.err")"
+check_eq "no gateway for the config, and none can be started there: exit 1" 1 "$?"
+check_match "... with a clear message" "$T/nodir/none.sock" "$(cat "$T/nogw.err")"
 srun -c "$GWCONF" --uid 0 -- true 2>/dev/null
 check_eq "--uid 0 is refused (usage)" 2 "$?"
 srun -c "$GWCONF" --name 'bad name' -- true 2>/dev/null
