@@ -102,7 +102,9 @@ t0=$(date +%s%N)
 out=$(for i in 1 2 3 4 5; do pcurl --http2 -s "$U/fast/$i"; done | sort | uniq -c | tr -s ' ')
 t1=$(date +%s%N)
 check_eq "slow readers do not stall other streams on the shared connections" " 5 hello h2" "$out"
-check "  (they took $(((t1 - t0) / 1000000)) ms, bounded)" test $(((t1 - t0) / 1000000)) -lt 5000
+# a stalled stream would make pcurl give up (--max-time) and the check above fail; the time is a report, not a
+# check: under sanitizers on a loaded machine it varies by seconds (bench/ has the timing goals)
+echo "# the 5 requests beside the slow readers took $(((t1 - t0) / 1000000)) ms"
 kill "${SLOWPIDS[@]}" 2>/dev/null; wait "${SLOWPIDS[@]}" 2>/dev/null
 check "the gateway survives a reader that goes away mid-stream" test "$(pcurl --http2 -s "$U/after-slow")" = "hello h2"
 
