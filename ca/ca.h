@@ -69,4 +69,11 @@ size_t ca_cache_capacity(const struct ca *ca);
 /* Counters since load: leaves minted, cache hits. Thread-safe. */
 void ca_stats(struct ca *ca, unsigned long *minted, unsigned long *hits);
 
+/*
+ * Leaf cache lookups since load (for metrics): <hits> served from the cache,
+ * <misses> not (each one minted a leaf, or failed to).  Thread-safe (takes
+ * each shard's lock in turn).
+ */
+void ca_cache_lookups(struct ca *ca, unsigned long *hits, unsigned long *misses);
+
 #endif

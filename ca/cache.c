@@ -30,6 +30,7 @@ struct lru_shard {
 	struct lru_entry **buckets;
 	size_t nbuckets;                /* a power of two */
 	size_t count, cap;
+	unsigned long hits, misses;     /* lookups served from the shard, and those that minted (or failed to) */
 	struct lru_entry head;          /* sentinel: head.next is the most recent */
 };
 
@@ -212,8 +213,10 @@ ca_lru_get(struct ca_lru *lru, const char *name, ca_mint_fn *mint, void *arg,
 		}
 		cert = e->cert;
 		*hit = 1;
+		s->hits++;
 		goto out;
 	}
+	s->misses++;
 
 	/*
 	 * Minting under the shard lock (tens of microseconds) is what makes
@@ -256,6 +259,27 @@ ca_lru_count(struct ca_lru *lru)
 		pthread_mutex_unlock(&lru->shards[i].lock);
 	}
 	return total;
+}
+
+/* Lookups since create: served from the cache (<hits>) and not (<misses>: minted, or the mint failed). */
+static void
+lru_lookups(struct ca_lru *lru, unsigned long *hits, unsigned long *misses)
+{
+	size_t i;
+
+	*hits = *misses = 0;
+	for (i = 0; i < lru->nshards; i++) {
+		pthread_mutex_lock(&lru->shards[i].lock);
+		*hits += lru->shards[i].hits;
+		*misses += lru->shards[i].misses;
+		pthread_mutex_unlock(&lru->shards[i].lock);
+	}
+}
+
+void
+ca_cache_lookups(struct ca *ca, unsigned long *hits, unsigned long *misses)
+{
+	lru_lookups(ca->lru, hits, misses);
 }
 
 size_t

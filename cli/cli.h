@@ -26,4 +26,10 @@ int cmd_run(int argc, char **argv);
 /* `sluice sandboxes` (cli/sandboxes.c). */
 int cmd_sandboxes(int argc, char **argv);
 
+/* `sluice approvals list|approve|reject` (cli/approvals.c). */
+int cmd_approvals(int argc, char **argv);
+
+/* `sluice audit verify|query|tail|summary|keygen` (cli/audit.c). */
+int cmd_audit(int argc, char **argv);
+
 #endif

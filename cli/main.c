@@ -26,10 +26,14 @@ static const char usage_main[] =
 	"  ca init --dir DIR [--force]   create the gateway's CA (ca.pem, ca.key)\n"
 	"  ca show --dir DIR             print the CA's fingerprint, validity and PEM path\n"
 	"  serve -c FILE [-v]            run the gateway\n"
-	"  policy check FILE             validate a configuration and its policy\n"
+	"  policy check [--strict] FILE  validate a configuration and its policy\n"
+	"  policy test FILE CASES.yaml   run request cases against a policy\n"
+	"  policy explain FILE --url URL ...  show which rules a request meets, and why\n"
 	"  secrets list -c FILE          show each secret's placeholder, bindings and source status\n"
 	"  run [-c FILE] [OPTIONS] -- COMMAND...  run COMMAND in a sandbox whose only way out is the gateway\n"
 	"  sandboxes -c FILE             list the sandboxes registered with the running gateway\n"
+	"  approvals list|approve|reject -c FILE [ID]  requests held for an operator's approval, and deciding them\n"
+	"  audit verify|query|tail|summary|keygen ...  check and read the audit log (sluice audit --help)\n"
 	"  version                       print the version\n"
 	"\n"
 	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
@@ -49,10 +53,6 @@ static const char usage_serve[] =
 	"SIGHUP reloads the policy; SIGTERM drains open requests, then stops.\n"
 	"  -c, --config FILE   configuration (sluice.yaml)\n"
 	"  -v, --verbose       debug logging\n";
-
-static const char usage_policy_check[] =
-	"usage: sluice policy check FILE\n"
-	"Loads and validates FILE as `sluice serve` would; prints the first error with file:line:column.\n";
 
 static const char usage_secrets_list[] =
 	"usage: sluice secrets list -c FILE\n"
@@ -169,29 +169,13 @@ cmd_ca(int argc, char **argv)
 	return EXIT_USAGE;
 }
 
+/* `sluice policy check|test|explain` (cli/policy.c). */
+int cli_policy_main(int argc, char **argv);
+
 static int
 cmd_policy(int argc, char **argv)
 {
-	struct policy_config *cfg = NULL;
-	struct policy *pol = NULL;
-	char errbuf[1024];
-
-	if (wants_help(argc, argv)) {
-		fputs(usage_policy_check, stdout);
-		return 0;
-	}
-	if (argc != 3 || strcmp(argv[1], "check") != 0) {
-		fputs(usage_policy_check, stderr);
-		return EXIT_USAGE;
-	}
-	if (policy_load_file(argv[2], &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
-		fprintf(stderr, "%s\n", errbuf);
-		return 1;
-	}
-	printf("%s: ok\n", argv[2]);
-	policy_unref(pol);
-	policy_config_free(cfg);
-	return 0;
+	return cli_policy_main(argc, argv);
 }
 
 static void
@@ -389,6 +373,10 @@ main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "sandboxes") == 0)
 		return cmd_sandboxes(argc - 1, argv + 1);
+	if (strcmp(argv[1], "approvals") == 0)
+		return cmd_approvals(argc - 1, argv + 1);
+	if (strcmp(argv[1], "audit") == 0)
+		return cmd_audit(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }

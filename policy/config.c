@@ -23,6 +23,12 @@
 #define REQUEST_LINE_MIN 256ul
 #define SANDBOX_MEMORY_MIN_MIB 64      /* sandbox.qemu.memory bounds */
 #define SANDBOX_MEMORY_MAX_MIB 65536
+#define AUDIT_DURATION_MAX_MS (7ul * 86400000ul)  /* audit.rotate.every, checkpoint_interval: a week */
+#define AUDIT_ROTATE_SIZE_MIN (64ul * 1024)
+#define AUDIT_ROTATE_SIZE_MAX (1024ul * 1073741824ul)
+#define AUDIT_QUEUE_MIN 16ul
+#define AUDIT_QUEUE_MAX 16777216ul
+#define STATE_DIR_MAX 1024            /* bytes of state_dir (the counters file name is built from it) */
 
 void
 policy_config_defaults(struct policy_config *cfg)
@@ -45,6 +51,12 @@ policy_config_defaults(struct policy_config *cfg)
 	cfg->sandbox_backend = xstrdup("netns");
 	cfg->sandbox_uid = 1000;
 	cfg->qemu_memory_mib = 256;
+	cfg->audit_fsync_ms = 1000;
+	cfg->audit_checkpoint_ms = 10000;
+	cfg->audit_queue = 65536;
+	cfg->audit_syslog_address = xstrdup("local");
+	cfg->state_dir = xstrdup(POLICY_STATE_DIR_DEFAULT);
+	cfg->reload_watch = 1;
 	cfg->proxy_clients = xcalloc(2, sizeof(*cfg->proxy_clients));
 	cfg->nproxy_clients = 2;
 	cfg->proxy_clients[0].family = AF_INET;
@@ -76,9 +88,13 @@ policy_config_free(struct policy_config *cfg)
 	}
 	free(cfg->resolve);
 	free(cfg->audit_file);
+	free(cfg->audit_key_file);
+	free(cfg->audit_checkpoint_file);
+	free(cfg->audit_syslog_address);
 	free(cfg->sandbox_backend);
 	free(cfg->qemu_kernel);
 	free(cfg->qemu_initrd);
+	free(cfg->state_dir);
 	free(cfg);
 }
 
@@ -222,20 +238,121 @@ parse_upstream(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 	return 0;
 }
 
+/* An audit duration: "<n>ms", "<n>s", "<n>m", "<n>h", "<n>d" or integer seconds, <min>..<max> ms. */
+static int
+audit_duration(struct policy_ld *l, yaml_node_t *n, const char *key, unsigned long min, unsigned long max,
+               unsigned *out)
+{
+	static const struct policy_unit units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000},
+	                                          {"h", 3600000}, {"d", 86400000}, {NULL, 0}};
+	unsigned long x;
+
+	if (policy_ld_scaled(n, units, max, &x) != 0 || x < min)
+		return policy_ld_error(l, n, "expected a duration for audit.%s (\"500ms\", \"10s\", \"5m\", \"24h\"; %lums to %lus)",
+		                       key, min, max / 1000);
+	*out = (unsigned)x;
+	return 0;
+}
+
+static int
+scalar_is(const yaml_node_t *n, const char *lit)
+{
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == strlen(lit) &&
+	       memcmp(n->data.scalar.value, lit, strlen(lit)) == 0;
+}
+
+static int
+parse_audit_rotate(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"size", "every"};
+	static const struct policy_unit sizes[] = {{"", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1048576},
+	                                          {"MiB", 1048576}, {"G", 1073741824}, {"GiB", 1073741824},
+	                                          {NULL, 0}};
+	yaml_node_t *v[2];
+	unsigned long x;
+	int ret;
+
+	ret = policy_ld_fields(l, map, "audit.rotate", "a map with size and/or every", keys, 2, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL) {
+		if (policy_ld_scaled(v[0], sizes, AUDIT_ROTATE_SIZE_MAX, &x) != 0 || x < AUDIT_ROTATE_SIZE_MIN)
+			return policy_ld_error(l, v[0], "expected a size for audit.rotate.size (\"100M\", \"1G\"; 64K to 1024G)");
+		cfg->audit_rotate_size = x;
+	}
+	if (v[1] != NULL)
+		return audit_duration(l, v[1], "rotate.every", 1000, AUDIT_DURATION_MAX_MS, &cfg->audit_rotate_ms);
+	return 0;
+}
+
+static int
+parse_audit_syslog(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"enabled", "address", "format"};
+	yaml_node_t *v[3];
+	int ret;
+
+	ret = policy_ld_fields(l, map, "audit.syslog", "a map of syslog export settings", keys, 3, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = policy_ld_bool(l, v[0], "audit.syslog.enabled", &cfg->audit_syslog)) != 0)
+		return ret;
+	if (v[1] != NULL) {
+		free(cfg->audit_syslog_address);
+		cfg->audit_syslog_address = NULL;
+		ret = policy_ld_string(l, v[1], "\"local\", \"udp://host:port\" or \"tcp://host:port\" for audit.syslog.address",
+		                       &cfg->audit_syslog_address);
+		if (ret != 0)
+			return ret;
+		if (strcmp(cfg->audit_syslog_address, "local") != 0 && strncmp(cfg->audit_syslog_address, "udp://", 6) != 0 &&
+		    strncmp(cfg->audit_syslog_address, "tcp://", 6) != 0)
+			return policy_ld_error(l, v[1], "expected \"local\", \"udp://host:port\" or \"tcp://host:port\" for audit.syslog.address");
+	}
+	if (v[2] != NULL && !scalar_is(v[2], "rfc5424"))
+		return policy_ld_error(l, v[2], "expected rfc5424 for audit.syslog.format (the only format)");
+	return 0;
+}
+
 static int
 parse_audit(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
-	static const char *const keys[] = {"file", "log_query"};
-	yaml_node_t *v[2];
+	static const char *const keys[] = {"file", "log_query", "key_file", "fsync", "checkpoint_interval",
+	                                   "checkpoint_file", "rotate", "syslog", "queue"};
+	yaml_node_t *v[9];
+	unsigned long x;
 	int ret;
 
-	ret = policy_ld_fields(l, map, "audit", "a map of audit settings", keys, 2, v, NULL);
+	ret = policy_ld_fields(l, map, "audit", "a map of audit settings", keys, 9, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL && (ret = policy_ld_string(l, v[0], "a file name for audit.file", &cfg->audit_file)) != 0)
 		return ret;
-	if (v[1] != NULL)
-		return policy_ld_bool(l, v[1], "audit.log_query", &cfg->audit_log_query);
+	if (v[1] != NULL && (ret = policy_ld_bool(l, v[1], "audit.log_query", &cfg->audit_log_query)) != 0)
+		return ret;
+	if (v[2] != NULL && (ret = policy_ld_string(l, v[2], "a file name for audit.key_file", &cfg->audit_key_file)) != 0)
+		return ret;
+	if (v[3] != NULL) {
+		if (scalar_is(v[3], "record"))
+			cfg->audit_fsync_ms = 0;
+		else if ((ret = audit_duration(l, v[3], "fsync (or record: after every write)", 1, 3600000,
+		                               &cfg->audit_fsync_ms)) != 0)
+			return ret;
+	}
+	if (v[4] != NULL &&
+	    (ret = audit_duration(l, v[4], "checkpoint_interval", 100, AUDIT_DURATION_MAX_MS, &cfg->audit_checkpoint_ms)) != 0)
+		return ret;
+	if (v[5] != NULL &&
+	    (ret = policy_ld_string(l, v[5], "a file name for audit.checkpoint_file", &cfg->audit_checkpoint_file)) != 0)
+		return ret;
+	if (v[6] != NULL && (ret = parse_audit_rotate(l, v[6], cfg)) != 0)
+		return ret;
+	if (v[7] != NULL && (ret = parse_audit_syslog(l, v[7], cfg)) != 0)
+		return ret;
+	if (v[8] != NULL) {
+		if ((ret = policy_ld_uint(l, v[8], "audit.queue", AUDIT_QUEUE_MIN, AUDIT_QUEUE_MAX, &x)) != 0)
+			return ret;
+		cfg->audit_queue = (unsigned)x;
+	}
 	return 0;
 }
 
@@ -409,6 +526,41 @@ parse_sandbox(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 	return 0;
 }
 
+/* state_dir: an absolute directory path without control characters (its counters file is named in errors). */
+static int
+parse_state_dir(struct policy_ld *l, yaml_node_t *n, struct policy_config *cfg)
+{
+	size_t i;
+	int ret;
+
+	free(cfg->state_dir);
+	cfg->state_dir = NULL;
+	if ((ret = policy_ld_string(l, n, "an absolute directory path for state_dir", &cfg->state_dir)) != 0)
+		return ret;
+	for (i = 0; cfg->state_dir[i] != '\0'; i++)
+		if ((unsigned char)cfg->state_dir[i] < 0x20 || cfg->state_dir[i] == 0x7f)
+			break;
+	if (cfg->state_dir[0] != '/' || cfg->state_dir[i] != '\0' || i > STATE_DIR_MAX)
+		return policy_ld_error(l, n, "expected an absolute directory path for state_dir (at most %d bytes)",
+		                       STATE_DIR_MAX);
+	return 0;
+}
+
+static int
+parse_reload(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"watch"};
+	yaml_node_t *v[1];
+	int ret;
+
+	ret = policy_ld_fields(l, map, "reload", "a map of reload settings", keys, 1, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[0] != NULL && (ret = policy_ld_bool(l, v[0], "reload.watch", &cfg->reload_watch)) != 0)
+		return ret;
+	return 0;
+}
+
 int
 policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg)
 {
@@ -447,6 +599,10 @@ policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config
 	if ((n = get(l, root, "limits")) != NULL && (ret = parse_limits(l, n, cfg)) != 0)
 		return ret;
 	if ((n = get(l, root, "sandbox")) != NULL && (ret = parse_sandbox(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "state_dir")) != NULL && (ret = parse_state_dir(l, n, cfg)) != 0)
+		return ret;
+	if ((n = get(l, root, "reload")) != NULL && (ret = parse_reload(l, n, cfg)) != 0)
 		return ret;
 	return 0;
 }

@@ -10,9 +10,10 @@
  * ['...'] for any other key, so every key has exactly one spelling.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "common/sluice.h"
-#include "policy/policy.h"
+#include "policy/policy_int.h"
 
 enum step_kind { STEP_KEY = 1, STEP_INDEX, STEP_ANY_INDEX, STEP_ANY_KEY };
 
@@ -176,6 +177,65 @@ policy_json_path_match(const char *pattern, const char *path)
 			break;
 		}
 	}
+}
+
+int
+policy_jpath_compile(const char *src, size_t len, struct policy_jpath *out)
+{
+	const char *p = src, *end = src + len;
+	struct step st;
+	size_t n = 0, i;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (!policy_json_path_ok(src, len))
+		return -1;
+	p++;
+	while (step_next(&p, end, &st) == 1)
+		n++;
+	out->steps = xcalloc(n, sizeof(*out->steps));
+	p = src + 1;
+	while ((r = step_next(&p, end, &st)) == 1) {
+		struct policy_jstep *js = &out->steps[out->n++];
+
+		switch (st.kind) {
+		case STEP_KEY:
+			js->kind = POLICY_JSTEP_KEY;
+			js->key = xmalloc(st.len + 1);
+			i = 0;
+			for (;;) {
+				int c = key_byte(&st, &i);
+
+				if (c < 0)
+					break;
+				js->key[js->klen++] = (char)c;
+			}
+			js->key[js->klen] = '\0';
+			break;
+		case STEP_INDEX:
+			js->kind = POLICY_JSTEP_INDEX;
+			js->idx = st.idx;
+			break;
+		case STEP_ANY_INDEX:
+			js->kind = POLICY_JSTEP_ANY_INDEX;
+			break;
+		case STEP_ANY_KEY:
+			js->kind = POLICY_JSTEP_ANY_KEY;
+			break;
+		}
+	}
+	return 0;
+}
+
+void
+policy_jpath_dispose(struct policy_jpath *jp)
+{
+	size_t i;
+
+	for (i = 0; i < jp->n; i++)
+		free(jp->steps[i].key);
+	free(jp->steps);
+	memset(jp, 0, sizeof(*jp));
 }
 
 static int

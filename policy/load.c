@@ -289,9 +289,71 @@ prescan(struct policy_ld *l, const char *buf, size_t len)
 
 static const char *const top_keys[] = {
 	"listen", "user", "ca", "leaf_cache", "upstream", "audit", "workers", "limits", "default", "hosts",
-	"secrets", "sandboxes", "sandbox_env", "sandbox",
+	"secrets", "sandboxes", "sandbox_env", "sandbox", "state_dir", "reload",
 };
-enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 14 };
+enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 16 };
+
+/*
+ * secrets.<name>.limit is the policy's (a rate limit per secret): taken out
+ * of each secret's map before secrets.c validates the rest, compiled into
+ * *<out> (<nout>).  A secrets node that is not a map of maps is left for
+ * secrets.c to report.
+ */
+static int
+secret_limits(struct policy_ld *l, yaml_node_t *secrets, struct policy_slimit **out, size_t *nout)
+{
+	yaml_node_pair_t *pair, *q;
+	char where[POLICY_WHERE_MAX], esc[POLICY_NAME_MAX * 4 + 8];
+	int ret;
+
+	*out = NULL;
+	*nout = 0;
+	if (secrets == NULL || secrets->type != YAML_MAPPING_NODE)
+		return 0;
+	for (pair = secrets->data.mapping.pairs.start; pair < secrets->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = policy_ld_node(l, pair->key), *v = policy_ld_node(l, pair->value);
+
+		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE || v->type != YAML_MAPPING_NODE)
+			continue;
+		for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+			yaml_node_t *qk = policy_ld_node(l, q->key), *qv = policy_ld_node(l, q->value);
+			struct policy_slimit *sl;
+			size_t n;
+
+			if (qk == NULL || qv == NULL || qk->type != YAML_SCALAR_NODE || qk->data.scalar.length != 5 ||
+			    memcmp(qk->data.scalar.value, "limit", 5) != 0)
+				continue;
+			snprintf(where, sizeof(where), "secrets.%s",
+			         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
+			*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+			sl = &(*out)[(*nout)++];
+			memset(sl, 0, sizeof(*sl));
+			sl->name = xstrndup((const char *)k->data.scalar.value, k->data.scalar.length);
+			n = strlen(sl->name) + 8;
+			sl->lim.key = xmalloc(n);
+			snprintf((char *)sl->lim.key, n, "secret:%s", sl->name);
+			if ((ret = policy_limit_parse(l, qv, where, &sl->lim)) != 0)
+				return ret;
+			/* remove the pair: secrets.c sees the secret without it (a second one is still a duplicate) */
+			memmove(q, q + 1, (size_t)(v->data.mapping.pairs.top - q - 1) * sizeof(*q));
+			v->data.mapping.pairs.top--;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void
+slimits_free(struct policy_slimit *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free((char *)v[i].lim.key);
+	}
+	free(v);
+}
 
 static int
 load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **polp)
@@ -299,6 +361,8 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 	yaml_node_t *root = yaml_document_get_root_node(l->doc), *vals[NTOP];
 	struct policy_config *cfg = NULL;
 	struct policy *pol = NULL;
+	struct policy_slimit *sl = NULL;
+	size_t nsl = 0;
 	int ret;
 
 	if (root == NULL) {
@@ -339,10 +403,18 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 	ret = policy_index_build(l, pol);
 	if (ret != 0)
 		goto out;
+	ret = secret_limits(l, vals[TOP_SECRETS], &sl, &nsl);
+	if (ret != 0)
+		goto out;
 	/* may move pol: it is still private here */
 	ret = policy_secrets_parse(l, vals[TOP_SECRETS], vals[TOP_SANDBOXES], vals[TOP_SANDBOX_ENV], &pol);
 	if (ret != 0)
 		goto out;
+	pol->slimits = sl;
+	pol->nslimits = nsl;
+	sl = NULL;
+	nsl = 0;
+	policy_lint(l, vals[TOP_SECRETS], pol);
 	pol->mctx = pcre2_match_context_create(NULL);
 	if (pol->mctx == NULL)
 		fatalx("out of memory");
@@ -359,6 +431,7 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 		pol = NULL;
 	}
 out:
+	slimits_free(sl, nsl);
 	policy_config_free(cfg);
 	policy_unref(pol);
 	return ret;

@@ -54,6 +54,14 @@ htab_find(const struct policy *p, const struct policy_htab *t, const char *s, si
 	}
 }
 
+const struct policy_host *
+policy_wild_find(const struct policy *p, const char *suffix, size_t n)
+{
+	uint32_t v = htab_find(p, &p->wild, suffix, n);
+
+	return v != 0 ? &p->hosts[v - 1] : NULL;
+}
+
 static void
 htab_init(struct policy_htab *t, size_t n)
 {
@@ -119,6 +127,8 @@ policy_rule_dispose(struct policy_rule *r)
 	policy_glob_dispose(&r->glob);
 	pcre2_code_free(r->re);
 	free(r->id);
+	free(r->where);
+	policy_cond_dispose(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -137,6 +147,14 @@ policy_free(struct policy *p)
 		free(h->key);
 	}
 	free(p->hosts);
+	for (i = 0; i < p->nwarnings; i++)
+		free(p->warnings[i]);
+	free(p->warnings);
+	for (i = 0; i < p->nslimits; i++) {
+		free(p->slimits[i].name);
+		free((char *)p->slimits[i].lim.key);
+	}
+	free(p->slimits);
 	free(p->exact.slots);
 	free(p->wild.slots);
 	pcre2_match_context_free(p->mctx);
@@ -294,84 +312,6 @@ policy_decide_conn(const struct policy *p, const char *host, unsigned port,
 		out->reason = "host denied by policy";
 }
 
-static int
-method_matches(const struct policy_rule *r, const char *m, size_t n)
-{
-	size_t i;
-
-	if (r->nmethods == 0)
-		return 1;
-	for (i = 0; i < r->nmethods; i++)
-		if (strlen(r->methods[i]) == n && memcmp(r->methods[i], m, n) == 0)
-			return 1;
-	return 0;
-}
-
-/* 1 match, 0 no match; a regex that fails to run counts as a match for deny rules only. */
-static int
-path_matches(const struct policy *p, const struct policy_rule *r, const char *s, size_t n)
-{
-	int rc;
-
-	switch (r->path_kind) {
-	case POLICY_PATH_ANY:
-		return 1;
-	case POLICY_PATH_GLOB:
-		return policy_glob_match(&r->glob, s, n);
-	case POLICY_PATH_REGEX:
-		rc = policy_regex_match(p, r->re, s, n);
-		/* Fail closed: a regex that hit its limits neither allows nor escapes a deny. */
-		if (rc < 0)
-			return !r->allow;
-		return rc;
-	}
-	return 0;
-}
-
-void
-policy_decide_request(const struct policy *p, const struct policy_host *host,
-                      const char *method, size_t method_len, const char *path, size_t path_len,
-                      struct policy_req_decision *out)
-{
-	size_t i;
-
-	out->allow = 0;
-	out->rule = "default";
-	out->reason = NULL;
-	if (p == NULL) {
-		out->reason = "no policy";
-		return;
-	}
-	if (host == NULL) {
-		if (p->default_allow)
-			out->allow = 1;
-		else
-			out->reason = "host not in policy";
-		return;
-	}
-	if (!host->has_rules) {
-		out->allow = 1;
-		out->rule = host->key;
-		return;
-	}
-	for (i = 0; i < host->nrules; i++) {
-		const struct policy_rule *r = &host->rules[i];
-
-		if (!method_matches(r, method, method_len) || !path_matches(p, r, path, path_len))
-			continue;
-		out->rule = r->id;
-		if (r->allow)
-			out->allow = 1;
-		else
-			out->reason = "denied by rule";
-		return;
-	}
-	if (p->default_allow)
-		out->allow = 1;
-	else
-		out->reason = "no rule matched";
-}
-
 const char *
 policy_host_key(const struct policy_host *h)
 {
@@ -388,4 +328,39 @@ int
 policy_host_keep_encoded_slashes(const struct policy_host *h)
 {
 	return h->keep_slashes;
+}
+
+enum policy_mode
+policy_host_mode(const struct policy_host *h)
+{
+	return h->mode;
+}
+
+size_t
+policy_warning_count(const struct policy *p)
+{
+	return p->nwarnings;
+}
+
+const char *
+policy_warning_get(const struct policy *p, size_t i)
+{
+	return i < p->nwarnings ? p->warnings[i] : NULL;
+}
+
+size_t
+policy_lint_errors(const struct policy *p)
+{
+	return p->nlint_errors;
+}
+
+const struct policy_limit *
+policy_secret_limit(const struct policy *p, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < p->nslimits; i++)
+		if (strcmp(p->slimits[i].name, name) == 0)
+			return &p->slimits[i].lim;
+	return NULL;
 }

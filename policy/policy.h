@@ -34,6 +34,8 @@ struct policy_resolve {
 	char *addr;   /* IP literal text */
 };
 
+#define POLICY_STATE_DIR_DEFAULT "/var/lib/sluice/state"  /* state_dir: when absent */
+
 /* The non-policy part of sluice.yaml: plain data, read once at start. */
 struct policy_config {
 	char *listen_transparent;      /* listen.transparent, NULL if absent */
@@ -51,6 +53,15 @@ struct policy_config {
 	size_t nresolve;
 	char *audit_file;              /* audit.file (NULL: no audit log; the operator is warned) */
 	int audit_log_query;           /* audit.log_query (false): keep query strings in path */
+	char *audit_key_file;          /* audit.key_file (NULL: records carry no mac) */
+	unsigned audit_fsync_ms;       /* audit.fsync (1s); 0 is `fsync: record`, after every write */
+	unsigned audit_checkpoint_ms;  /* audit.checkpoint_interval (10s) */
+	char *audit_checkpoint_file;   /* audit.checkpoint_file (NULL: checkpoints go to syslog only) */
+	uint64_t audit_rotate_size;    /* audit.rotate.size in bytes (0: never by size) */
+	unsigned audit_rotate_ms;      /* audit.rotate.every (0: never by age) */
+	int audit_syslog;              /* audit.syslog.enabled (false): every line also to syslog, RFC 5424 */
+	char *audit_syslog_address;    /* audit.syslog.address: "local" (/dev/log), "udp://h:p", "tcp://h:p" */
+	unsigned audit_queue;          /* audit.queue (65536): records pending before the gateway fails closed */
 	unsigned workers;              /* workers (0 = number of cores) */
 	struct policy_limits limits;
 	char *sandbox_backend;         /* sandbox.backend: "netns" (default), "qemu" or "firecracker" */
@@ -59,6 +70,8 @@ struct policy_config {
 	char *qemu_initrd;             /* sandbox.qemu.initrd: an absolute path, NULL if absent */
 	int qemu_kvm;                  /* sandbox.qemu.accel: 1 kvm, 0 tcg (default) */
 	unsigned qemu_memory_mib;      /* sandbox.qemu.memory (256M) */
+	char *state_dir;               /* state_dir (/var/lib/sluice/state): the counters of limits and budgets, <state_dir>/counters */
+	int reload_watch;              /* reload.watch (true): a change of the config file reloads it, as SIGHUP does */
 };
 
 struct policy;        /* the compiled snapshot, opaque */
@@ -221,5 +234,214 @@ struct policy_form_iter {
 int policy_form_next(struct policy_form_iter *it, const char **name, size_t *nlen, const char **val, size_t *vlen);
 /* Decodes a form component ('+' is a space, %XX a byte): the length, or -1 (a bad escape, or over <cap>). */
 long policy_form_decode(const char *in, size_t len, char *out, size_t cap);
+
+/*
+ * ---- semantic rules (issue 6): what a request means ----
+ *
+ * A rule may carry conditions on the query, the headers and the body (json:,
+ * form:, graphql:, git:), a verdict of allow, deny or hold, a mode, a rate
+ * limit and a sum budget.  The proxy asks policy_body_need how much of the
+ * body to hold, holds it (or refuses a larger one with 413), then calls
+ * policy_decide.  Deciding does no I/O, takes no lock and touches nothing
+ * shared but the immutable snapshot; it allocates only to parse a body a
+ * candidate rule reads (jansson's tree for JSON, one decode buffer for forms
+ * and queries, the GraphQL operation table), all freed before it returns.
+ * Cost: host lookup as policy_decide_conn, then per rule one method compare
+ * and one path match (glob: linear in the path; regex: PCRE2 JIT under the
+ * snapshot's limits); the body is parsed at most once per request, when the
+ * first rule that reads it is reached.  See bench/policy_bench.c.
+ *
+ * Conditions are judged with three outcomes: true, false, and "cannot
+ * judge" (a body that does not parse or is not of the rule's content type,
+ * duplicate JSON keys, nesting over POLICY_JSON_DEPTH_MAX, a regex over its
+ * limits, a number outside what can be compared exactly, a body that was not
+ * held).  An allow rule matches only when every condition is true; a deny or
+ * hold rule matches unless some condition is false: what cannot be read is
+ * never let through by either.
+ */
+enum policy_req_verdict {
+	POLICY_REQ_DENY = 0,
+	POLICY_REQ_ALLOW = 1,
+	POLICY_REQ_HOLD = 2,
+};
+
+enum policy_mode {
+	POLICY_MODE_ENFORCE = 0,
+	POLICY_MODE_REPORT = 1,   /* evaluated and reported, never enforced */
+	POLICY_MODE_OFF = 2,      /* skipped as if not written */
+};
+
+enum policy_scope {
+	POLICY_SCOPE_SANDBOX = 0, /* one counter per sandbox (the proxy's notion of the client) */
+	POLICY_SCOPE_GLOBAL = 1,  /* one counter for every client */
+};
+
+/*
+ * limit: { rate: N/second|minute|hour|day, per: sandbox|global, name: shared }: a token bucket of N tokens
+ * refilled over period_s.
+ */
+struct policy_limit {
+	const char *key;          /* the counter's name, stable across reloads: "rule:<id>", "limit:<name>" (name:, shared
+	                           * by the rules that give it) or "secret:<name>"; a limit and a budget of one key are
+	                           * two counters */
+	uint32_t count;           /* N: bucket size, and tokens per period */
+	uint32_t period_s;        /* 1, 60, 3600 or 86400 */
+	enum policy_scope scope;  /* per: (default sandbox) */
+};
+
+/* Amounts (budgets) are integers in millionths: "12.5" is 12500000. */
+#define POLICY_AMOUNT_SCALE 1000000
+#define POLICY_AMOUNT_MAX   INT64_C(9000000000000000000) /* sums beyond this are not counted: the rule does not match */
+
+/* budget: { sum: "form:amount" | "json:$.amount", max: NUMBER, per: day|hour, scope: sandbox|global, name: shared }. */
+struct policy_budget {
+	const char *key;          /* "rule:<id>", or "budget:<name>" (name:, shared) */
+	const char *sum;          /* the place as written, e.g. "form:amount" */
+	int64_t max;              /* in millionths */
+	uint32_t period_s;        /* 3600 or 86400 (per:, default day) */
+	enum policy_scope scope;  /* scope: (default global: a spending cap must not grow with the number of sandboxes) */
+};
+
+/* One request header as received (names compared case-insensitively). */
+struct policy_header {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+
+/* A request as the policy judges it; every pointer is borrowed for the call. */
+struct policy_request {
+	const char *method;
+	size_t method_len;
+	const char *path;         /* normalised (policy_path_normalise), without the query */
+	size_t path_len;
+	const char *query;        /* raw query after '?', NULL when the target has none */
+	size_t query_len;
+	const struct policy_header *headers;
+	size_t nheaders;
+	const char *content_type; /* the Content-Type value, NULL when absent */
+	size_t content_type_len;
+	const char *body;         /* the held body, NULL when not held (rules that read it cannot judge) */
+	size_t body_len;
+	int body_complete;        /* 1: body is the whole body; 0: a prefix (enough for git: conditions only) */
+};
+
+/* Flags of policy_body_need. */
+#define POLICY_NEED_GIT_SECTION 1u /* only the git command section is read: hold until policy_git_section_len says so */
+
+/*
+ * How many body bytes the rules that could decide <req> (on <host>, as from
+ * policy_decide_conn) read: 0 when none does (decide with body NULL), else
+ * the largest max_body among them (a body larger than that is refused with
+ * 413).  Rules are walked in order, skipping those whose method, path,
+ * query or headers rule them out, and stopping at the first enforced rule
+ * that matches without reading the body.  <req>'s body fields are ignored.
+ * *<flags> (may be NULL) gets POLICY_NEED_GIT_SECTION when every such rule
+ * reads only git: commands: the proxy then holds only the command section
+ * (policy_git_section_len) and streams the pack after it.
+ */
+size_t policy_body_need(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+                        unsigned *flags);
+
+/* The outcome of one rule (or of the default). */
+struct policy_outcome {
+	enum policy_req_verdict verdict;
+	const char *rule;                   /* rule id, host key, or "default"; snapshot-owned or static */
+	const char *reason;                 /* static text, NULL when allowed */
+	const struct policy_limit *limit;   /* the rule's limit:, NULL if none (snapshot-owned) */
+	const struct policy_budget *budget; /* the rule's budget:, NULL if none */
+	int64_t amount;                     /* budget != NULL: this request's sum, in millionths, >= 0 */
+	unsigned hold_ms;                   /* POLICY_REQ_HOLD: the approval timeout */
+};
+
+#define POLICY_FIELDS_MAX 16       /* relevant fields kept for an approval */
+#define POLICY_FIELDS_TEXT 4096    /* bytes for their places and values */
+#define POLICY_FIELD_VALUE_MAX 256 /* bytes of one value shown (longer ones end in "...") */
+
+/* One value a hold rule's conditions read: place "json:$.amount", "form:x", "header:x", "query:x", "graphql", "git". */
+struct policy_field {
+	const char *place;
+	const char *value;  /* as found (JSON strings unquoted, numbers as written by %.17g, others as JSON);
+	                     * secrets are NOT replaced here: the proxy shows placeholders */
+};
+
+struct policy_decision {
+	/* What the gateway does. */
+	struct policy_outcome act;
+	/*
+	 * POLICY_MODE_REPORT when act is an allow only because of report mode
+	 * (the host is in report mode and no enforced rule decided); else
+	 * POLICY_MODE_ENFORCE.
+	 */
+	enum policy_mode mode;
+	/* 1 when a report-mode rule matched before the deciding one: report says what it would have done. */
+	int reported;
+	struct policy_outcome report;
+	/* act.verdict == POLICY_REQ_HOLD: what the rule read, for the approver. */
+	size_t nfields;
+	struct policy_field fields[POLICY_FIELDS_MAX];
+	char _text[POLICY_FIELDS_TEXT];
+};
+
+/*
+ * Decides <req> on <host> (from policy_decide_conn; NULL: the default
+ * decides).  Rules are tried in order: mode off is skipped; the first
+ * matching report-mode rule is recorded in out->report and the walk goes on;
+ * the first matching enforced rule decides.  None: the default decides,
+ * except on a host in report mode, where the request passes (mode REPORT).
+ * An entry without rules allows.  Never fails: anything it cannot judge is
+ * handled as described above.  Fills *<out> entirely.
+ */
+void policy_decide(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+                   struct policy_decision *out);
+
+/* One step of an explanation: a rule considered, and why it matched or not. */
+struct policy_explain_step {
+	size_t index;                  /* position in the host's rules */
+	const char *rule;              /* its id */
+	enum policy_req_verdict verdict;
+	enum policy_mode mode;         /* effective (rule's, else host's) */
+	unsigned line, col;            /* where the rule is written */
+	int result;                    /* 1 matched, 0 did not, -1 skipped (mode off), 2 matched but cannot judge (deny/hold) */
+	const char *why;               /* what decided it, e.g. "json $.channel: \"C0EVIL\" is not in [C0BOTS]" */
+};
+typedef void (*policy_explain_fn)(void *arg, const struct policy_explain_step *step);
+
+/*
+ * policy_decide, calling <fn> for every rule it considers, in order.  Slower
+ * (it formats text): for `sluice policy explain` and tests, not the hot path.
+ */
+void policy_explain(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+                    struct policy_decision *out, policy_explain_fn fn, void *arg);
+
+/* The mode of host entry <h> (mode:, default enforce). */
+enum policy_mode policy_host_mode(const struct policy_host *h);
+
+/* Text of a verdict and a mode: "allow", "deny", "hold"; "enforce", "report", "off". */
+const char *policy_verdict_name(enum policy_req_verdict v);
+const char *policy_mode_name(enum policy_mode m);
+
+/*
+ * The git receive-pack command section at the start of <buf>/<len>
+ * (optional "shallow" lines, then "old new ref" pkt-lines, then a flush
+ * "0000"): its length in bytes including the flush, -2 when more bytes are
+ * needed, -1 when malformed (the request must be refused).  "0000" alone
+ * (git's probe before a large push) is a section of 4 bytes with no command.
+ */
+long policy_git_section_len(const char *buf, size_t len);
+
+/* secrets.<name>.limit: the secret's rate limit, NULL if none (or no such secret). */
+const struct policy_limit *policy_secret_limit(const struct policy *p, const char *name);
+
+/*
+ * Load-time findings that do not stop a policy from loading (`sluice policy
+ * check` prints them; --strict makes them errors): "file:line:col: warning:
+ * ..." strings owned by the snapshot.  policy_lint_errors counts the ones
+ * `policy check` treats as errors even without --strict.
+ */
+size_t policy_warning_count(const struct policy *p);
+const char *policy_warning_get(const struct policy *p, size_t i);
+size_t policy_lint_errors(const struct policy *p);
 
 #endif

@@ -62,8 +62,132 @@ enum policy_path_kind {
 	POLICY_PATH_REGEX = 2,
 };
 
+/* ---- semantic conditions (cond*.c) ---- */
+#define POLICY_JSON_DEPTH_MAX 64            /* nesting of a JSON body a rule reads */
+#define POLICY_MAX_BODY_DEFAULT (1u << 20)  /* max_body: default */
+#define POLICY_MAX_BODY_MAX (16u << 20)     /* max_body: at most */
+#define POLICY_HOLD_DEFAULT_MS 300000u      /* hold timeout: default 5m */
+#define POLICY_HOLD_MAX_MS 86400000u        /* hold timeout: at most 24h */
+#define POLICY_LIST_MAX 1024                /* entries of one in:/not_in:/refs: list */
+#define POLICY_CONDS_MAX 64                 /* conditions of one rule */
+#define POLICY_VALUE_MAX 4096               /* bytes of one value written in a condition */
+#define POLICY_NAME_ARG_MAX 256             /* bytes of a header, query or form name in a condition */
+#define POLICY_DEC_DIGITS 40                /* significant digits of a number compared exactly */
+#define POLICY_DEC_EXP_MAX 4000             /* |exponent| of a number compared exactly */
+#define POLICY_JSON_REAL_DIGITS 15          /* a JSON real with more significant digits cannot be compared */
+#define POLICY_JSON_VALUES_MAX 4096         /* values one path may select in a body */
+#define POLICY_JSON_BATCH_MAX 64            /* GraphQL requests in one batched (array) body */
+#define POLICY_GIT_COMMANDS_MAX 4096        /* commands in one push */
+
+/* A decimal number: 0.<d[0..nd)> x 10^exp, no leading or trailing zero digit; nd == 0 is zero. */
+struct policy_dec {
+	int neg;
+	int exp;
+	unsigned nd;
+	char d[POLICY_DEC_DIGITS];
+};
+
+enum {
+	POLICY_OP_EQ = 1u << 0,
+	POLICY_OP_IN = 1u << 1,
+	POLICY_OP_NOT_IN = 1u << 2,
+	POLICY_OP_REGEX = 1u << 3,
+	POLICY_OP_MIN = 1u << 4,
+	POLICY_OP_MAX = 1u << 5,
+	POLICY_OP_EXISTS = 1u << 6,
+	POLICY_OP_ABSENT = 1u << 7,
+};
+#define POLICY_OP_VALUE (POLICY_OP_EQ | POLICY_OP_IN | POLICY_OP_NOT_IN | POLICY_OP_REGEX | POLICY_OP_MIN | POLICY_OP_MAX)
+
+/* A literal of eq:/in:/not_in:; is_num when written as a plain YAML number. */
+struct policy_lit {
+	char *s;
+	size_t len;
+	int is_num;
+	struct policy_dec num;
+};
+
+/* An operator map: { eq: .., in: [..], not_in: [..], regex: .., min: .., max: .., exists: .., absent: .. }. */
+struct policy_test {
+	unsigned ops;
+	struct policy_lit eq;
+	struct policy_lit *in;
+	size_t nin;
+	struct policy_lit *not_in;
+	size_t nnot_in;
+	pcre2_code *re;
+	char *re_src;
+	struct policy_dec min, max;
+	char *min_src, *max_src;
+};
+
+enum policy_place {
+	POLICY_PLACE_QUERY = 1,
+	POLICY_PLACE_HEADER = 2,
+	POLICY_PLACE_JSON = 3,
+	POLICY_PLACE_FORM = 4,
+};
+
+enum policy_jstep_kind { POLICY_JSTEP_KEY = 1, POLICY_JSTEP_INDEX, POLICY_JSTEP_ANY_INDEX, POLICY_JSTEP_ANY_KEY };
+struct policy_jstep {
+	enum policy_jstep_kind kind;
+	char *key;                  /* decoded, NUL-terminated (keys hold no NUL) */
+	size_t klen;
+	size_t idx;
+};
+struct policy_jpath {
+	struct policy_jstep *steps;
+	size_t n;
+};
+
+/* One condition on a named value: query:<name>, header:<name>, json:<path>, form:<name>. */
+struct policy_cond {
+	enum policy_place place;
+	char *name;                 /* query/form: as written; header: lower case; json: the path as written */
+	size_t name_len;
+	struct policy_jpath path;   /* json */
+	struct policy_test t;
+};
+
+enum { POLICY_GQL_QUERY = 1u, POLICY_GQL_MUTATION = 2u, POLICY_GQL_SUBSCRIPTION = 4u };
+struct policy_gql_cond {
+	unsigned types;             /* 0: any */
+	int has_name, has_fields;
+	struct policy_test name;    /* on each operation's name */
+	struct policy_test fields;  /* on each root field name (aliases resolved) */
+};
+
+enum { POLICY_GIT_CREATE = 1u, POLICY_GIT_UPDATE = 2u, POLICY_GIT_DELETE = 4u };
+struct policy_git_cond {
+	struct policy_glob *refs;   /* "/" + glob, matched against "/" + ref */
+	char **ref_src;
+	size_t nrefs;               /* 0: any ref */
+	unsigned ops;               /* ops: kinds a command may be (0: any) */
+	unsigned deny;              /* deny: kinds a command may not be */
+};
+
+/* What of the body a rule reads. */
+enum { POLICY_BODY_JSON = 1u, POLICY_BODY_FORM = 2u, POLICY_BODY_GQL = 4u, POLICY_BODY_GIT = 8u };
+
+/*
+ * A glob's shortcut, decided at load from its text: most globs are a literal
+ * prefix (no '%', no star) followed by nothing, "**" or one "*", which a
+ * prefix compare decides without running the automaton.
+ */
+enum policy_glob_fast {
+	POLICY_GLOB_NFA = 0,        /* run the automaton (after the prefix compare) */
+	POLICY_GLOB_EXACT = 1,      /* the whole glob is the literal prefix */
+	POLICY_GLOB_PREFIX_ANY = 2, /* prefix then "**": any rest */
+	POLICY_GLOB_PREFIX_SEG = 3, /* prefix then "*": a rest without '/' */
+};
+
 struct policy_rule {
-	int allow;                  /* 1 allow, 0 deny */
+	int allow;                  /* 1 allow, 0 deny or hold (kept for the path-only code) */
+	enum policy_glob_fast fast;
+	size_t prefix_len;          /* bytes of path_src that every matching path starts with */
+	enum policy_req_verdict verdict;
+	enum policy_mode mode;      /* effective: the rule's, else its host's */
+	int has_mode;               /* mode: written on the rule */
 	char **methods;             /* NULL/0: any method */
 	size_t nmethods;
 	enum policy_path_kind path_kind;
@@ -71,6 +195,20 @@ struct policy_rule {
 	struct policy_glob glob;
 	pcre2_code *re;
 	char *id;                   /* "id:" or "<host-key>/rules/<n>" */
+	int id_written;             /* id: given */
+	struct policy_cond *conds;  /* query:, headers:, json:, form: in that order */
+	size_t nconds;
+	size_t nhead_conds;         /* the first ones (query and headers): need no body */
+	struct policy_gql_cond *gql;
+	struct policy_git_cond *git;
+	unsigned body;              /* POLICY_BODY_* read */
+	size_t max_body;            /* bytes held for a rule that reads the body */
+	struct policy_limit *limit;
+	struct policy_budget *budget;
+	struct policy_cond *sum;    /* budget.sum as a place (t unused) */
+	unsigned hold_ms;
+	unsigned line, col;         /* of the rule item */
+	char *where;                /* "hosts.<key>.rules[n]" for messages */
 };
 
 enum policy_host_kind {
@@ -92,6 +230,7 @@ struct policy_host {
 	struct policy_rule *rules;
 	size_t nrules;
 	unsigned line, col;         /* of the key, for duplicate reports */
+	enum policy_mode mode;      /* mode: (enforce) */
 };
 
 /* Open-addressing string table: slot holds host index + 1, 0 is empty. */
@@ -119,6 +258,18 @@ struct policy {
 	size_t nsandboxes;
 	const struct policy_env *env;
 	size_t nenv;
+	/* secrets.<name>.limit (load.c), by name */
+	struct policy_slimit *slimits;
+	size_t nslimits;
+	/* lint.c: warnings and check-only errors, "file:line:col: warning: ..." */
+	char **warnings;
+	size_t nwarnings;
+	size_t nlint_errors;
+};
+
+struct policy_slimit {
+	char *name;
+	struct policy_limit lim;
 };
 
 /* One sandbox_env entry. */
@@ -197,9 +348,32 @@ int policy_secrets_parse(struct policy_ld *l, yaml_node_t *secrets, yaml_node_t 
 /* match.c */
 struct policy *policy_alloc(void);
 int policy_index_build(struct policy_ld *l, struct policy *p);
+/* The wildcard entry "*.<suffix>" (suffix <n> bytes), or NULL. */
+const struct policy_host *policy_wild_find(const struct policy *p, const char *suffix, size_t n);
 void policy_rule_dispose(struct policy_rule *r);
 /* 1 match, 0 no match, -1 matching failed (limit hit or out of memory). */
 int policy_regex_match(const struct policy *p, const pcre2_code *re, const char *s, size_t len);
+
+/* cond.c: the condition keys of a rule body (query, headers, json, form, graphql, git, max_body, limit,
+ * budget, timeout); <v> holds their nodes in that order, NULL when absent. */
+#define POLICY_COND_KEYS 10
+extern const char *const policy_cond_keys[POLICY_COND_KEYS];
+int policy_cond_parse(struct policy_ld *l, yaml_node_t **v, const char *where, struct policy_rule *r);
+/* A limit: map into <lim> (key set by the caller). */
+int policy_limit_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_limit *lim);
+void policy_cond_dispose(struct policy_rule *r);
+void policy_test_dispose(struct policy_test *t);
+/* Parses a decimal ("-12.50", and "1.5e+20" when <exp>): 0, or -1 when it is not one or is too precise. */
+int policy_dec_parse(const char *s, size_t n, int exp, struct policy_dec *out);
+int policy_dec_cmp(const struct policy_dec *a, const struct policy_dec *b);
+/* <d> in millionths: 0, or -1 (negative, more than 6 decimals, or too large). */
+int policy_dec_amount(const struct policy_dec *d, int64_t *out);
+/* Compiles a JSON path as policy_json_path_ok accepts it: 0 or -1. */
+int policy_jpath_compile(const char *src, size_t len, struct policy_jpath *out);
+void policy_jpath_dispose(struct policy_jpath *jp);
+
+/* lint.c: shadowed rules, overlapping wildcards, secrets bound to hosts without (allow) entries. */
+void policy_lint(struct policy_ld *l, yaml_node_t *secrets, struct policy *p);
 
 /* glob.c */
 /* Compiles <src>/<len>; on failure returns -1 with *<err> set. */

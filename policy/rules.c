@@ -13,8 +13,12 @@
 #define PORTS_MAX 1024 /* entries in one ports: list */
 
 static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules",
-                                        "allow_plaintext"};
-static const char *const rule_keys[] = {"method", "path", "id"};
+                                        "allow_plaintext", "mode"};
+static const char *const item_keys[] = {"allow", "deny", "hold", "id", "mode"};
+/* method, path, id, mode, then policy_cond_keys in its order */
+#define NBODY (4 + POLICY_COND_KEYS)
+static const char *const body_keys[NBODY] = {"method", "path", "id", "mode", "query", "headers", "json", "form",
+                                             "graphql", "git", "max_body", "limit", "budget", "timeout"};
 
 static int
 scalar_is(const yaml_node_t *n, const char *lit)
@@ -96,6 +100,21 @@ parse_methods(struct policy_ld *l, yaml_node_t *n, const char *where, struct pol
 	return ret;
 }
 
+/* The literal prefix of a glob (before any '*' or '%': a '%' is normalised) and what follows it. */
+static void
+glob_shortcut(struct policy_rule *r)
+{
+	const char *g = r->path_src;
+	size_t n = strlen(g), p = strcspn(g, "*%"), rest = n - p;
+
+	r->prefix_len = p;
+	r->fast = POLICY_GLOB_NFA;
+	if (rest == 0)
+		r->fast = POLICY_GLOB_EXACT;
+	else if (g[p] == '*' && strspn(g + p, "*") == rest)
+		r->fast = rest >= 2 ? POLICY_GLOB_PREFIX_ANY : POLICY_GLOB_PREFIX_SEG;
+}
+
 static int
 parse_path(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_rule *r)
 {
@@ -132,46 +151,101 @@ parse_path(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy
 		return policy_ld_error(l, n, "bad path in %s.path: %s (expected a glob starting with '/' or \"regex:<pattern>\")",
 		                       where, err);
 	r->path_kind = POLICY_PATH_GLOB;
+	glob_shortcut(r);
 	return 0;
 }
 
 static int
-parse_rule(struct policy_ld *l, yaml_node_t *item, const char *hwhere, const char *hkey, size_t idx,
+parse_mode(struct policy_ld *l, yaml_node_t *n, const char *where, enum policy_mode *out)
+{
+	if (scalar_is(n, "enforce"))
+		*out = POLICY_MODE_ENFORCE;
+	else if (scalar_is(n, "report"))
+		*out = POLICY_MODE_REPORT;
+	else if (scalar_is(n, "off"))
+		*out = POLICY_MODE_OFF;
+	else
+		return policy_ld_error(l, n, "expected enforce, report or off for %s.mode", where);
+	return 0;
+}
+
+/* The counter key of a rule's limit or budget: "rule:<id>". */
+static char *
+counter_key(const char *id)
+{
+	size_t n = strlen(id) + 6;
+	char *k = xmalloc(n);
+
+	snprintf(k, n, "rule:%s", id);
+	return k;
+}
+
+static int
+parse_rule(struct policy_ld *l, yaml_node_t *item, const char *hwhere, const struct policy_host *h, size_t idx,
            struct policy_rule *r)
 {
 	char where[POLICY_WHERE_MAX + 32], rwhere[POLICY_WHERE_MAX + 48];
-	static const char *const kinds[] = {"allow", "deny"};
-	yaml_node_t *kv[2], *body, *v[3];
-	int ret;
+	static const char *const kinds[] = {"allow", "deny", "hold"};
+	yaml_node_t *kv[5], *body, *v[NBODY], *idn, *moden;
+	int ret, k, nverdicts;
 
 	snprintf(where, sizeof(where), "%s.rules[%zu]", hwhere, idx);
-	ret = policy_ld_fields(l, item, where, "a rule: a map with one key, allow or deny", kinds, 2, kv, NULL);
+	r->where = xstrdup(where);
+	r->line = (unsigned)item->start_mark.line + 1;
+	r->col = (unsigned)item->start_mark.column + 1;
+	ret = policy_ld_fields(l, item, where, "a rule: a map with one key, allow or deny (or hold; and optionally id, mode)",
+	                       item_keys, 5, kv, NULL);
 	if (ret != 0)
 		return ret;
-	if ((kv[0] == NULL) == (kv[1] == NULL))
-		return policy_ld_error(l, item, "expected exactly one of allow, deny in %s", where);
-	r->allow = kv[0] != NULL;
-	body = r->allow ? kv[0] : kv[1];
-	snprintf(rwhere, sizeof(rwhere), "%s.%s", where, r->allow ? "allow" : "deny");
-	ret = policy_ld_fields(l, body, rwhere, "a map with method, path, id", rule_keys, 3, v, NULL);
+	nverdicts = (kv[0] != NULL) + (kv[1] != NULL) + (kv[2] != NULL);
+	if (nverdicts != 1)
+		return policy_ld_error(l, item, "expected exactly one of allow, deny in %s, or hold", where);
+	k = kv[0] != NULL ? 0 : kv[1] != NULL ? 1 : 2;
+	r->verdict = k == 0 ? POLICY_REQ_ALLOW : k == 1 ? POLICY_REQ_DENY : POLICY_REQ_HOLD;
+	r->allow = r->verdict == POLICY_REQ_ALLOW;
+	body = kv[k];
+	snprintf(rwhere, sizeof(rwhere), "%s.%s", where, kinds[k]);
+	ret = policy_ld_fields(l, body, rwhere,
+	                       "a map with method, path, id, mode, query, headers, json, form, graphql, git, max_body, "
+	                       "limit, budget, timeout",
+	                       body_keys, NBODY, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL && (ret = parse_methods(l, v[0], rwhere, r)) != 0)
 		return ret;
 	if (v[1] != NULL && (ret = parse_path(l, v[1], rwhere, r)) != 0)
 		return ret;
-	if (v[2] != NULL) {
-		ret = policy_ld_string(l, v[2], "a rule id string", &r->id);
+	if (kv[3] != NULL && v[2] != NULL)
+		return policy_ld_error(l, v[2], "id given twice in %s (once is enough)", where);
+	if (kv[4] != NULL && v[3] != NULL)
+		return policy_ld_error(l, v[3], "mode given twice in %s (once is enough)", where);
+	idn = kv[3] != NULL ? kv[3] : v[2];
+	moden = kv[4] != NULL ? kv[4] : v[3];
+	r->mode = h->mode;
+	if (moden != NULL) {
+		if ((ret = parse_mode(l, moden, kv[4] != NULL ? where : rwhere, &r->mode)) != 0)
+			return ret;
+		r->has_mode = 1;
+	}
+	if (idn != NULL) {
+		ret = policy_ld_string(l, idn, "a rule id string", &r->id);
 		if (ret != 0)
 			return ret;
 		if (r->id[0] == '\0')
-			return policy_ld_error(l, v[2], "expected a non-empty rule id in %s", rwhere);
+			return policy_ld_error(l, idn, "expected a non-empty rule id in %s", kv[3] != NULL ? where : rwhere);
+		r->id_written = 1;
 	} else {
-		size_t n = strlen(hkey) + 32;
+		size_t n = strlen(h->key) + 32;
 
 		r->id = xmalloc(n);
-		snprintf(r->id, n, "%s/rules/%zu", hkey, idx);
+		snprintf(r->id, n, "%s/rules/%zu", h->key, idx);
 	}
+	if ((ret = policy_cond_parse(l, v + 4, rwhere, r)) != 0)
+		return ret;
+	if (r->limit != NULL && r->limit->key == NULL)
+		r->limit->key = counter_key(r->id);
+	if (r->budget != NULL && r->budget->key == NULL)
+		r->budget->key = counter_key(r->id);
 	return 0;
 }
 
@@ -249,7 +323,7 @@ static int
 parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_host *h)
 {
 	char where[POLICY_WHERE_MAX], esc[200];
-	yaml_node_t *v[6];
+	yaml_node_t *v[7];
 	yaml_node_item_t *it;
 	size_t i;
 	int ret;
@@ -267,8 +341,10 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 		return ret;
 	snprintf(where, sizeof(where), "hosts.%s",
 	         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
-	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 6, v, NULL);
+	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 7, v, NULL);
 	if (ret != 0)
+		return ret;
+	if (v[6] != NULL && (ret = parse_mode(l, v[6], where, &h->mode)) != 0)
 		return ret;
 	if (v[0] != NULL) {
 		if (scalar_is(v[0], "intercept"))
@@ -319,10 +395,63 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 
 		if (item == NULL)
 			return policy_ld_error(l, v[4], "bad rule in %s.rules", where);
-		ret = parse_rule(l, item, where, h->key, i, &h->rules[i]);
+		ret = parse_rule(l, item, where, h, i, &h->rules[i]);
 		if (ret != 0)
 			return ret;
 	}
+	return 0;
+}
+
+/*
+ * Counters of limits and budgets are kept by key: the rule id (a counter
+ * survives a reload that keeps the id), or the name: several rules share.
+ * Two rules may not share a rule-id key, and rules sharing a name must
+ * declare the same counter.
+ */
+static int
+counter_clash(struct policy_ld *l, const struct policy_rule *r, const struct policy_rule *q)
+{
+	yaml_mark_t m = {0, r->line - 1, r->col - 1};
+	const char *key = NULL;
+	int differ = 0;
+
+	if (r->limit != NULL && q->limit != NULL && strcmp(r->limit->key, q->limit->key) == 0) {
+		key = r->limit->key;
+		differ = r->limit->count != q->limit->count || r->limit->period_s != q->limit->period_s ||
+		         r->limit->scope != q->limit->scope;
+	} else if (r->budget != NULL && q->budget != NULL && strcmp(r->budget->key, q->budget->key) == 0) {
+		key = r->budget->key;
+		differ = r->budget->max != q->budget->max || r->budget->period_s != q->budget->period_s ||
+		         r->budget->scope != q->budget->scope;
+	}
+	if (key == NULL)
+		return 0;
+	if (strncmp(key, "rule:", 5) == 0)
+		return policy_ld_error_at(l, m, "duplicate rule id '%s' (also at line %u): rules with limit or budget need "
+		                          "their own ids, their counters are kept by id", r->id, q->line);
+	if (differ)
+		return policy_ld_error_at(l, m, "counter '%s' is declared differently at line %u: rules that share a "
+		                          "name share one counter", key, q->line);
+	return 0;
+}
+
+static int
+unique_counter_ids(struct policy_ld *l, const struct policy *p)
+{
+	size_t i, j, a, b;
+	int ret;
+
+	for (i = 0; i < p->nhosts; i++)
+		for (j = 0; j < p->hosts[i].nrules; j++) {
+			const struct policy_rule *r = &p->hosts[i].rules[j];
+
+			if (r->limit == NULL && r->budget == NULL)
+				continue;
+			for (a = 0; a <= i; a++)
+				for (b = 0; b < p->hosts[a].nrules && (a < i || b < j); b++)
+					if ((ret = counter_clash(l, r, &p->hosts[a].rules[b])) != 0)
+						return ret;
+		}
 	return 0;
 }
 
@@ -349,5 +478,5 @@ policy_hosts_parse(struct policy_ld *l, yaml_node_t *hosts, struct policy *p)
 		if (parse_host(l, k, v, h) != 0)
 			return SLUICE_EINVAL;
 	}
-	return 0;
+	return unique_counter_ids(l, p);
 }

@@ -3,20 +3,33 @@
  * never reachable from a sandbox), served by the main thread.
  *
  *   GET    /health            the gateway's state and counters
+ *   GET    /metrics           Prometheus text format 0.0.4 (metrics.h)
+ *   GET    /healthz           {"status","audit","policy_generation","last_reload","uptime_s"}: 200, or 503
+ *                             while the audit log fails
  *   GET    /sandboxes         the sandboxes registered at run time (sbxreg.h)
  *   POST   /sandboxes         register one: {"name", "backend", "addresses", "secrets"}
  *   DELETE /sandboxes/<name>  remove it
+ *   GET    /approvals         requests held for approval (approvals.h has the members)
+ *   POST   /approvals/<id>/approve, /approvals/<id>/reject
+ *                             decide one: 204, or 404 (unknown or already decided); the decider is
+ *                             the socket peer's uid (SO_PEERCRED), written in the `approval` audit record
  *
- * Errors answer a JSON {"error": ...} with 400 (bad body), 404 (no such
- * path or sandbox), 405 (method), 409 (name or address taken), 507 (full).
+ * Errors answer a JSON {"error": ...} with 400 (bad body), 403 (the peer
+ * cannot be identified), 404 (no such path, sandbox or approval), 405
+ * (method), 409 (name or address taken), 507 (full).
  */
+#include <pwd.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <jansson.h>
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy_int.h"
 
 static void
@@ -35,6 +48,90 @@ admin_health(struct evhttp_request *req, void *arg)
 	                    atomic_load(&gw->nrequests), atomic_load(&gw->ndenied), ca_cache_count(gw->ca),
 	                    ca_cache_capacity(gw->ca), minted);
 	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+/* Sandboxes registered now: the length of sbxreg's own list (a scrape is rare; sbxreg has no count). */
+static int64_t
+sandboxes_registered(struct gateway *gw)
+{
+	struct evbuffer *b = evbuffer_new();
+	json_t *list;
+	int64_t n = -1;
+
+	if (b == NULL)
+		return -1;
+	sbxreg_list_json(gw->sbx, b);
+	list = json_loadb((const char *)evbuffer_pullup(b, -1), evbuffer_get_length(b), 0, NULL);
+	if (json_is_array(list))
+		n = (int64_t)json_array_size(list);
+	json_decref(list);
+	evbuffer_free(b);
+	return n;
+}
+
+/* What the scrape reads outside the counters: the audit writer, the leaf cache, open connections. */
+static void
+gauges_read(struct gateway *gw, struct metrics_gauges *g)
+{
+	unsigned long hits = 0, misses = 0;
+
+	metrics_gauges_init(g);
+	if (gw->audit != NULL) {
+		g->audit_healthy = audit_healthy(gw->audit) ? 1 : 0;
+		g->audit_queue_depth = (int64_t)audit_queue_depth(gw->audit);
+		g->audit_write_errors = (int64_t)audit_write_errors(gw->audit);
+	}
+	g->connections_open = (int64_t)atomic_load(&gw->nconns);
+	g->leaf_cache_entries = (int64_t)ca_cache_count(gw->ca);
+	ca_cache_lookups(gw->ca, &hits, &misses);
+	g->leaf_cache_hits = (int64_t)hits;
+	g->leaf_cache_misses = (int64_t)misses;
+	g->sandboxes_registered = sandboxes_registered(gw);
+}
+
+static int
+get_only(struct evhttp_request *req)
+{
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_GET)
+		return 1;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+	evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
+	return 0;
+}
+
+static void
+admin_metrics(struct evhttp_request *req, void *arg)
+{
+	struct gateway *gw = arg;
+	struct metrics_gauges g;
+	struct evbuffer *b;
+
+	if (!get_only(req))
+		return;
+	b = evbuffer_new();
+	gauges_read(gw, &g);
+	metrics_render(gw->metrics, &g, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", METRICS_CONTENT_TYPE);
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+static void
+admin_healthz(struct evhttp_request *req, void *arg)
+{
+	struct gateway *gw = arg;
+	struct metrics_gauges g;
+	struct evbuffer *b;
+	int code;
+
+	if (!get_only(req))
+		return;
+	b = evbuffer_new();
+	gauges_read(gw, &g);
+	code = metrics_healthz(gw->metrics, &g, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+	evhttp_send_reply(req, code, code == 200 ? "OK" : code == 503 ? "Service Unavailable" : "Internal Server Error", b);
 	evbuffer_free(b);
 }
 
@@ -82,15 +179,143 @@ sandboxes_post(struct gateway *gw, struct evhttp_request *req)
 	}
 }
 
-/* /sandboxes and /sandboxes/<name> */
+/*
+ * Who is on the other end of the admin connection: "uid:N(name)" (or
+ * "uid:N" when the uid has no name) from the kernel's SO_PEERCRED, which
+ * the peer cannot choose.  0, or -1 when it cannot be told.
+ */
+static int
+peer_who(struct evhttp_request *req, char *out, size_t cap)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct passwd pw, *res = NULL;
+	char pwbuf[2048];
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1 || len != sizeof(cr))
+		return -1;
+	if (getpwuid_r(cr.uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res != NULL)
+		snprintf(out, cap, "uid:%u(%.32s)", (unsigned)cr.uid, pw.pw_name);
+	else
+		snprintf(out, cap, "uid:%u", (unsigned)cr.uid);
+	return 0;
+}
+
+void
+admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct gateway *gw = arg;
+	char sha[65];
+	size_t i;
+	struct audit_rec r = {
+		.type = "approval",
+		.sandbox = info->sandbox,
+		.id = id,
+		.request_id = info->request_id,
+		.decision = approvals_decision_name(decision),
+		.by = by,
+		.rule = info->rule,
+		.host = info->host,
+		.method = info->method,
+		.path = info->path,
+		.body_sha256 = sha,
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.generation = -1,
+	};
+
+	for (i = 0; i < 32; i++) {
+		sha[2 * i] = hex[info->body_sha256[i] >> 4];
+		sha[2 * i + 1] = hex[info->body_sha256[i] & 15];
+	}
+	sha[64] = '\0';
+	if (decision == 0 || decision == 1)
+		log_info("approval %s %s by %s (rule %s)", id, r.decision, by, info->rule != NULL ? info->rule : "-");
+	audit_write(gw->audit, &r);
+}
+
+/* /approvals/<id>/approve and /approvals/<id>/reject (<rest> follows "/approvals/") */
+static void
+approvals_route(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+	char id[APPROVALS_ID_LEN + 1], who[APPROVALS_BY_MAX];
+	const char *verb;
+	int approve, rc;
+
+	if (strnlen(rest, APPROVALS_ID_LEN) < APPROVALS_ID_LEN || rest[APPROVALS_ID_LEN] != '/') {
+		reply_error(req, 404, "Not Found", "no such admin path");
+		return;
+	}
+	verb = rest + APPROVALS_ID_LEN;
+	if (strcmp(verb, "/approve") == 0) {
+		approve = 1;
+	} else if (strcmp(verb, "/reject") == 0) {
+		approve = 0;
+	} else {
+		reply_error(req, 404, "Not Found", "no such admin path");
+		return;
+	}
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+		reply_error(req, 405, "Method Not Allowed", "POST");
+		return;
+	}
+	memcpy(id, rest, APPROVALS_ID_LEN);
+	id[APPROVALS_ID_LEN] = '\0';
+	if (peer_who(req, who, sizeof(who)) != 0) {
+		reply_error(req, 403, "Forbidden", "cannot identify the caller (SO_PEERCRED)");
+		return;
+	}
+	rc = approvals_decide(gw->approvals, id, approve, who);
+	if (rc == 0)
+		evhttp_send_reply(req, 204, "No Content", NULL);
+	else
+		reply_error(req, 404, "Not Found", "no such pending approval (unknown, or already decided)");
+}
+
+static void
+approvals_get(struct gateway *gw, struct evhttp_request *req)
+{
+	struct evbuffer *b;
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+		reply_error(req, 405, "Method Not Allowed", "GET");
+		return;
+	}
+	b = evbuffer_new();
+	approvals_list_json(gw->approvals, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+/* /sandboxes, /sandboxes/<name>, /approvals, /approvals/<id>/<verb> */
 static void
 admin_generic(struct evhttp_request *req, void *arg)
 {
 	struct gateway *gw = arg;
 	const char *uri = evhttp_request_get_uri(req);
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+	const char *path = u != NULL ? evhttp_uri_get_path(u) : NULL;
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
 	struct evbuffer *b;
 
+	if (path != NULL && strcmp(path, "/approvals") == 0) {
+		approvals_get(gw, req);
+		return;
+	}
+	if (path != NULL && strncmp(path, "/approvals/", 11) == 0) {
+		approvals_route(gw, req, path + 11);
+		return;
+	}
 	if (strcmp(uri, "/sandboxes") == 0) {
 		if (m == EVHTTP_REQ_POST) {
 			sandboxes_post(gw, req);
@@ -122,6 +347,8 @@ admin_start(struct gateway *gw)
 {
 	gw->admin = evhttp_new(gw->base);
 	evhttp_set_cb(gw->admin, "/health", admin_health, gw);
+	evhttp_set_cb(gw->admin, "/metrics", admin_metrics, gw);
+	evhttp_set_cb(gw->admin, "/healthz", admin_healthz, gw);
 	evhttp_set_gencb(gw->admin, admin_generic, gw);
 	evhttp_set_allowed_methods(gw->admin, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_max_body_size(gw->admin, SBXREG_BODY_MAX);

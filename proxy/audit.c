@@ -1,207 +1,668 @@
 /*
- * proxy/audit.c - the audit log: one JSON line per request and per refused
- * connection, appended with O_APPEND.  A worker thread gathers the lines of
- * one round of its event loop and appends them with one write(2) at the end
- * of the round (audit_batch_*): on this machine a write(2) costs about as
- * much as the rest of a small request.  Lines are whole either way, and a
- * batch is written before the loop waits for the network again.
+ * proxy/audit.c - the audit log, the workers' side: a record's members
+ * formatted on the thread that has them, queued with a seq for the writer
+ * thread (audit_writer.c), and requests parked until their record is in the
+ * file.
+ *
+ * Why park: a request's record is written when it is decided, and none of
+ * its bytes go upstream before that record is written (a crash cannot hide
+ * a request that was sent).  The worker queues the record and goes on with
+ * its other connections; the writer, after each write(2), wakes the threads
+ * whose parked requests it covers (one event per worker thread, made active
+ * from the writer), and each resumes them.
  *
  * Every string goes through the JSON writer, which escapes all bytes a peer
- * could use to end a line or forge a field.  No header values are recorded.
+ * could use to end a line or forge a field (control bytes, quote,
+ * backslash, DEL and every byte >= 0x80).  No header values are recorded.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/audit_int.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy_int.h"
 
-#define AUDIT_LINE_MAX 8192   /* a record longer than this is written with its path truncated */
-#define AUDIT_BATCH_MAX (64 * 1024)  /* a worker's pending lines: written at once when they would pass this */
+/* A request waiting for its record (or a passthrough for its connection's). */
+struct audit_parked {
+	uint64_t seq;
+	void (*fn)(void *);
+	void *arg;
+};
 
-/* A worker thread's pending lines (audit_batch_begin), written by one event at the end of the round. */
-struct audit_batch {
+/* A passthrough connection's "allow" record, queued on this thread and maybe not written yet. */
+struct audit_conn_seq {
+	uint64_t conn_id;
+	uint64_t seq;
+};
+
+/* One worker thread's parked requests and the event the writer makes active for them. */
+struct audit_waker {
 	struct audit *a;
 	struct event *ev;
-	size_t len;
-	char buf[AUDIT_BATCH_MAX];
+	struct event *flush_ev;         /* end of the loop round: tells the writer what this thread queued */
+	int flush_armed;
+	_Atomic uint64_t want;          /* the lowest parked seq (0: none); the writer reads it */
+	struct audit_parked *p;
+	size_t np, capp;
+	struct audit_conn_seq *cs;
+	size_t ncs, capcs;
+	struct audit_waker *next;       /* a->wakers, under a->mu */
 };
 
-static _Thread_local struct audit_batch *tl_batch;
+static _Thread_local struct audit_waker *tl_waker;
+static char open_err[512];
 
-struct audit {
-	int fd;
-	pthread_mutex_t mu;
-};
-
-struct audit *
-audit_open(const char *path, const char **err)
-{
-	struct audit *a = xcalloc(1, sizeof(*a));
-
-	a->fd = -1;
-	pthread_mutex_init(&a->mu, NULL);
-	if (path == NULL)
-		return a;
-	a->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-	if (a->fd == -1) {
-		*err = "cannot open the audit file";
-		pthread_mutex_destroy(&a->mu);
-		free(a);
-		return NULL;
-	}
-	return a;
-}
-
-static void
-rfc3339_ms(char *out, size_t cap)
+uint64_t
+audit_now_ms(void)
 {
 	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+audit_time_now(char *out, size_t cap)
+{
+	/* every record formats one: digits by hand, no printf */
+	static const char pat[] = "0000-00-00T00:00:00.000Z";
+	struct timespec ts;
 	struct tm tm;
+	char t[sizeof(pat)];
+	unsigned v[7], w[7] = {4, 2, 2, 2, 2, 2, 3}, at[7] = {0, 5, 8, 11, 14, 17, 20}, i, k, x;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	v[0] = (unsigned)(tm.tm_year + 1900) % 10000;
+	v[1] = (unsigned)tm.tm_mon + 1;
+	v[2] = (unsigned)tm.tm_mday;
+	v[3] = (unsigned)tm.tm_hour;
+	v[4] = (unsigned)tm.tm_min;
+	v[5] = (unsigned)tm.tm_sec;
+	v[6] = (unsigned)(ts.tv_nsec / 1000000);
+	memcpy(t, pat, sizeof(pat));
+	for (i = 0; i < 7; i++)
+		for (k = w[i], x = v[i]; k > 0; k--, x /= 10)
+			t[at[i] + k - 1] = (char)('0' + x % 10);
+	if (cap == 0)
+		return;
+	k = cap - 1 < sizeof(pat) - 1 ? (unsigned)cap - 1 : (unsigned)sizeof(pat) - 1;
+	memcpy(out, t, k);
+	out[k] = '\0';
 }
 
-static long
-format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
+static int
+is(const char *a, const char *b)
 {
-	struct jbuf jb;
-	char now[96];
-
-	rfc3339_ms(now, sizeof(now));
-	jb_init(&jb, buf, cap);
-	jb_str(&jb, "time", now);
-	jb_str(&jb, "type", r->type);
-	jb_str(&jb, "sandbox", r->sandbox);
-	jb_str(&jb, "client", r->client);
-	jb_str(&jb, "dest", r->dest);
-	jb_str(&jb, "sni", r->sni);
-	jb_str(&jb, "host", r->host);
-	jb_str(&jb, "qtype", r->dns_qtype);
-	jb_str(&jb, "answer", r->dns_answer);
-	jb_str(&jb, "method", r->method);
-	if (r->path != NULL)
-		jb_strn(&jb, "path", r->path, strnlen(r->path, path_max));
-	jb_str(&jb, "http_version", r->http_version);
-	jb_str(&jb, "verdict", r->verdict);
-	jb_str(&jb, "rule", r->rule);
-	jb_str(&jb, "reason", r->reason);
-	if (r->status >= 0)
-		jb_int(&jb, "status", r->status);
-	if (r->bytes_up >= 0)
-		jb_int(&jb, "bytes_up", r->bytes_up);
-	if (r->bytes_down >= 0)
-		jb_int(&jb, "bytes_down", r->bytes_down);
-	if (r->duration_ms >= 0)
-		jb_int(&jb, "duration_ms", r->duration_ms);
-	if (r->upstream_tls >= 0)
-		jb_bool(&jb, "upstream_tls", r->upstream_tls);
-	jb_str(&jb, "event", r->event);
-	jb_str(&jb, "secret", r->secret);
-	jb_str(&jb, "place", r->place);
-	jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
-	jb_pairs(&jb, "scrubbed", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
-	jb_int(&jb, "conn", (int64_t)r->conn_id);
-	return jb_finish(&jb, 1);
-}
-
-void
-audit_write(struct audit *a, const struct audit_rec *r)
-{
-	char buf[AUDIT_LINE_MAX];
-	long n;
-	ssize_t w;
-
-	if (a == NULL || a->fd == -1)
-		return;
-	n = format(r, buf, sizeof(buf), (size_t)-1);
-	if (n < 0)  /* only the path is unbounded: cut it and say so by its length */
-		n = format(r, buf, sizeof(buf), 2048);
-	if (n < 0)
-		return;
-	if (tl_batch != NULL && tl_batch->a == a) {
-		if (tl_batch->len + (size_t)n > sizeof(tl_batch->buf))
-			audit_batch_flush();
-		if (tl_batch->len == 0)
-			event_active(tl_batch->ev, EV_TIMEOUT, 1);
-		memcpy(tl_batch->buf + tl_batch->len, buf, (size_t)n);
-		tl_batch->len += (size_t)n;
-		return;
-	}
-	pthread_mutex_lock(&a->mu);
-	w = write(a->fd, buf, (size_t)n);
-	pthread_mutex_unlock(&a->mu);
-	if (w != n)
-		log_warn("audit: short write (%zd of %ld bytes)", w, n);
-}
-
-void
-audit_batch_flush(void)
-{
-	struct audit_batch *b = tl_batch;
-	ssize_t w;
-
-	if (b == NULL || b->len == 0)
-		return;
-	pthread_mutex_lock(&b->a->mu);
-	w = write(b->a->fd, b->buf, b->len);
-	pthread_mutex_unlock(&b->a->mu);
-	if (w < 0 || (size_t)w != b->len)
-		log_warn("audit: short write (%zd of %zu bytes)", w, b->len);
-	b->len = 0;
+	return a != NULL && strcmp(a, b) == 0;
 }
 
 static void
-batch_cb(evutil_socket_t fd, short what, void *arg)
+path_member(struct jbuf *jb, const struct audit_rec *r, size_t path_max)
 {
+	if (r->path != NULL)
+		jb_strn(jb, "path", r->path, strnlen(r->path, path_max));
+}
+
+long
+audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
+{
+	struct jbuf jb;
+	char now[40];
+	const char *t = r->type != NULL ? r->type : "unknown";
+
+	audit_time_now(now, sizeof(now));
+	jb_init(&jb, buf, cap);
+	jb_str(&jb, "time", now);
+	jb_str(&jb, "type", t);
+	jb_str(&jb, "sandbox", r->sandbox != NULL ? r->sandbox : "-");
+	if (is(t, "request")) {
+		jb_str(&jb, "id", r->id);
+		jb_str(&jb, "client", r->client);
+		jb_str(&jb, "dest", r->dest);
+		jb_str(&jb, "sni", r->sni);
+		jb_str(&jb, "host", r->host);
+		jb_str(&jb, "method", r->method);
+		path_member(&jb, r, path_max);
+		jb_str(&jb, "http_version", r->http_version);
+		jb_str(&jb, "verdict", r->verdict);
+		jb_str(&jb, "rule", r->rule);
+		jb_str(&jb, "reason", r->reason);
+		jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
+		if (r->status >= 0)
+			jb_int(&jb, "status", r->status);
+	} else if (is(t, "response")) {
+		jb_str(&jb, "id", r->id);
+		if (r->status >= 0)
+			jb_int(&jb, "status", r->status);
+		if (r->bytes_up >= 0)
+			jb_int(&jb, "bytes_up", r->bytes_up);
+		if (r->bytes_down >= 0)
+			jb_int(&jb, "bytes_down", r->bytes_down);
+		if (r->duration_ms >= 0)
+			jb_int(&jb, "duration_ms", r->duration_ms);
+		if (r->upstream_tls >= 0)
+			jb_bool(&jb, "upstream_tls", r->upstream_tls);
+		jb_pairs(&jb, "scrubbed", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
+		/* set only when the gateway ended the exchange itself (an upstream failure, a cut transfer) */
+		jb_str(&jb, "rule", r->rule);
+		jb_str(&jb, "reason", r->reason);
+	} else if (is(t, "connection") || is(t, "denial")) {
+		jb_str(&jb, "client", r->client);
+		jb_str(&jb, "dest", r->dest);
+		jb_str(&jb, "sni", r->sni);
+		jb_str(&jb, "host", r->host);
+		if (is(t, "connection"))
+			jb_str(&jb, "verdict", r->verdict);
+		jb_str(&jb, "rule", r->rule);
+		jb_str(&jb, "reason", r->reason);
+		if (r->status >= 0)
+			jb_int(&jb, "status", r->status);
+	} else if (is(t, "dns")) {
+		jb_str(&jb, "client", r->client);
+		jb_str(&jb, "host", r->host);
+		jb_str(&jb, "qtype", r->dns_qtype);
+		jb_str(&jb, "answer", r->dns_answer);
+		jb_str(&jb, "verdict", r->verdict);
+	} else if (is(t, "exfiltration_attempt")) {
+		jb_str(&jb, "id", r->id);
+		jb_str(&jb, "secret", r->secret);
+		jb_str(&jb, "place", r->place);
+		jb_str(&jb, "host", r->host);
+		jb_str(&jb, "rule", r->rule);
+	} else if (is(t, "scrub")) {
+		jb_str(&jb, "id", r->id);
+		jb_pairs(&jb, "secrets", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
+	} else if (is(t, "approval")) {
+		jb_str(&jb, "id", r->id);
+		jb_str(&jb, "request", r->request_id);
+		jb_str(&jb, "decision", r->decision);
+		jb_str(&jb, "by", r->by);
+		jb_str(&jb, "rule", r->rule);
+		jb_str(&jb, "host", r->host);
+		jb_str(&jb, "method", r->method);
+		path_member(&jb, r, path_max);
+		jb_str(&jb, "body_sha256", r->body_sha256);
+	} else if (is(t, "config_reload")) {
+		jb_str(&jb, "result", r->result);
+		if (r->generation >= 0)
+			jb_int(&jb, "generation", r->generation);
+		jb_str(&jb, "error", r->error);
+		if (r->warnings >= 0)
+			jb_int(&jb, "warnings", r->warnings);
+	} else {
+		jb_str(&jb, "rule", r->rule);
+		jb_str(&jb, "reason", r->reason);
+	}
+	if (r->conn_id != 0 && !is(t, "exfiltration_attempt") && !is(t, "scrub") && !is(t, "dns"))
+		jb_int(&jb, "conn", (int64_t)r->conn_id);
+	return jb_finish(&jb, 0);
+}
+
+/* Records of work already let through are never refused for want of room: they are bounded by that work. */
+static int
+bounded(const char *type)
+{
+	return !is(type, "response") && !is(type, "scrub");
+}
+
+/*
+ * Records that something waits for: an allowed request's (its first byte
+ * goes upstream after it) and a passthrough's "allow".  Those wake the
+ * writer; the others ride along with the next write, AUDIT_LAZY_MS at most.
+ */
+static int
+awaited(const struct audit_rec *r)
+{
+	return is(r->verdict, "allow") && (is(r->type, "request") || is(r->type, "connection"));
+}
+
+static void
+conn_seq_add(struct audit_waker *w, uint64_t conn_id, uint64_t seq)
+{
+	if (w->ncs == w->capcs) {
+		w->capcs = w->capcs ? 2 * w->capcs : 16;
+		w->cs = xrealloc(w->cs, w->capcs * sizeof(*w->cs));
+	}
+	w->cs[w->ncs].conn_id = conn_id;
+	w->cs[w->ncs].seq = seq;
+	w->ncs++;
+}
+
+uint64_t
+audit_write(struct audit *a, const struct audit_rec *rec)
+{
+	char buf[AUDIT_BODY_MAX];
+	struct audit_rec tmp;
+	uint64_t seq;
+	long n;
+
+	if (a == NULL)
+		return 0;
+	if (is(rec->type, "connection") && is(rec->verdict, "deny")) {
+		/* a connection refused before HTTP (conn.c) is a denial (docs/audit-schema.md) */
+		tmp = *rec;
+		tmp.type = "denial";
+		rec = &tmp;
+	}
+	metrics_audit(a->metrics, rec);
+	if (a->path == NULL)
+		return 0;
+	n = audit_rec_format(rec, buf, sizeof(buf), (size_t)-1);
+	if (n < 0)  /* only the path is unbounded: cut it, and its length says so */
+		n = audit_rec_format(rec, buf, sizeof(buf), AUDIT_PATH_CUT);
+	if (n < 2) {
+		atomic_fetch_add(&a->errors, 1);
+		log_warnx("audit: a %s record does not fit in %d bytes: not written", rec->type, AUDIT_BODY_MAX);
+		return 0;
+	}
+	/*
+	 * A worker tells the writer once per loop round (flush_cb), not per
+	 * record: the records of one round share one wake-up and one write(2).
+	 * A record nothing waits for (a response, a refusal) wakes nobody.
+	 */
+	if (!awaited(rec)) {
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 0);
+	} else if (tl_waker != NULL && tl_waker->a == a) {
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 0);
+		if (seq != 0 && !tl_waker->flush_armed) {
+			tl_waker->flush_armed = 1;
+			event_active(tl_waker->flush_ev, EV_TIMEOUT, 1);
+		}
+	} else {
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 1);
+	}
+	if (rec->conn_id != 0 && is(rec->type, "connection") && is(rec->verdict, "allow") && tl_waker != NULL &&
+	    tl_waker->a == a)
+		/* a passthrough waits for this record; one that could not be queued is never written: it waits for good */
+		conn_seq_add(tl_waker, rec->conn_id, seq != 0 ? seq : UINT64_MAX);
+	return seq;
+}
+
+int
+audit_enabled(struct audit *a)
+{
+	return a != NULL && a->path != NULL;
+}
+
+int
+audit_healthy(struct audit *a)
+{
+	return a == NULL || a->path == NULL || atomic_load(&a->healthy);
+}
+
+size_t
+audit_queue_depth(struct audit *a)
+{
+	size_t n;
+
+	if (a == NULL || a->path == NULL)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	n = a->depth;
+	pthread_mutex_unlock(&a->mu);
+	return n;
+}
+
+uint64_t
+audit_write_errors(struct audit *a)
+{
+	return a == NULL ? 0 : atomic_load(&a->errors);
+}
+
+int
+audit_written(struct audit *a, uint64_t seq)
+{
+	return a == NULL || a->path == NULL || seq == 0 || atomic_load(&a->written) >= seq;
+}
+
+/* ---- parking ---- */
+
+static void
+want_update(struct audit_waker *w)
+{
+	uint64_t min = 0;
+	size_t i;
+
+	for (i = 0; i < w->np; i++)
+		if (min == 0 || w->p[i].seq < min)
+			min = w->p[i].seq;
+	atomic_store(&w->want, min);
+}
+
+static void
+conn_seq_purge(struct audit_waker *w, uint64_t done)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < w->ncs; i++)
+		if (w->cs[i].seq > done)
+			w->cs[k++] = w->cs[i];
+	w->ncs = k;
+}
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct audit_waker *w = arg;
+	struct audit_parked p;
+	uint64_t done;
+	size_t i;
+
 	(void)fd;
 	(void)what;
-	(void)arg;
-	audit_batch_flush();
+	for (;;) {
+		done = atomic_load(&w->a->written);
+		/* in parking order; a resume may unpark others (a stream's session closing), so rescan each time */
+		for (i = 0; i < w->np && w->p[i].seq > done; i++)
+			;
+		if (i == w->np)
+			break;
+		p = w->p[i];
+		memmove(w->p + i, w->p + i + 1, (w->np - i - 1) * sizeof(*w->p));
+		w->np--;
+		want_update(w);
+		p.fn(p.arg);
+	}
+	conn_seq_purge(w, done);
+	want_update(w);
+	/* the writer may have passed the new lowest seq between its check and our update */
+	if (atomic_load(&w->want) != 0 && atomic_load(&w->want) <= atomic_load(&w->a->written))
+		event_active(w->ev, EV_TIMEOUT, 1);
+}
+
+static void
+flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct audit_waker *w = arg;
+
+	(void)fd;
+	(void)what;
+	w->flush_armed = 0;
+	audit_signal_writer(w->a);
 }
 
 void
-audit_batch_begin(struct audit *a, struct event_base *base)
+audit_wake_workers(struct audit *a, uint64_t done)
 {
-	struct audit_batch *b;
+	struct audit_waker *w;
+	uint64_t want;
 
-	if (a == NULL || a->fd == -1 || tl_batch != NULL)
+	pthread_mutex_lock(&a->mu);
+	for (w = a->wakers; w != NULL; w = w->next) {
+		want = atomic_load(&w->want);
+		if (want != 0 && want <= done)
+			event_active(w->ev, EV_TIMEOUT, 1);
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
+void
+audit_worker_attach(struct audit *a, struct event_base *base)
+{
+	struct audit_waker *w;
+
+	if (a == NULL || a->path == NULL || tl_waker != NULL)
 		return;
-	b = xcalloc(1, sizeof(*b));
-	b->a = a;
-	b->ev = event_new(base, -1, 0, batch_cb, NULL);
-	if (b->ev == NULL)
+	w = xcalloc(1, sizeof(*w));
+	w->a = a;
+	w->ev = event_new(base, -1, 0, wake_cb, w);
+	w->flush_ev = event_new(base, -1, 0, flush_cb, w);
+	if (w->ev == NULL || w->flush_ev == NULL)
 		fatalx("out of memory");
-	tl_batch = b;
+	atomic_init(&w->want, 0);
+	pthread_mutex_lock(&a->mu);
+	w->next = a->wakers;
+	a->wakers = w;
+	pthread_mutex_unlock(&a->mu);
+	tl_waker = w;
 }
 
 void
-audit_batch_end(void)
+audit_worker_detach(void)
 {
-	struct audit_batch *b = tl_batch;
+	struct audit_waker *w = tl_waker, **pp;
 
-	if (b == NULL)
+	if (w == NULL)
 		return;
-	audit_batch_flush();
-	event_free(b->ev);
-	tl_batch = NULL;
-	free(b);
+	pthread_mutex_lock(&w->a->mu);
+	for (pp = &w->a->wakers; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&w->a->mu);
+	if (w->flush_armed)
+		audit_signal_writer(w->a);
+	event_free(w->ev);
+	event_free(w->flush_ev);
+	free(w->p);
+	free(w->cs);
+	free(w);
+	tl_waker = NULL;
+}
+
+int
+audit_park(struct audit *a, uint64_t seq, void (*resume)(void *), void *arg)
+{
+	struct audit_waker *w = tl_waker;
+	size_t i;
+
+	if (audit_written(a, seq) || w == NULL || w->a != a)
+		return 1;
+	for (i = 0; i < w->np; i++)
+		if (w->p[i].arg == arg && w->p[i].seq == seq)
+			return 0;
+	if (w->np == w->capp) {
+		w->capp = w->capp ? 2 * w->capp : 64;
+		w->p = xrealloc(w->p, w->capp * sizeof(*w->p));
+	}
+	w->p[w->np].seq = seq;
+	w->p[w->np].fn = resume;
+	w->p[w->np].arg = arg;
+	w->np++;
+	want_update(w);
+	/* the writer publishes, then reads want; we store want, then read what it published */
+	if (audit_written(a, seq)) {
+		w->np--;
+		want_update(w);
+		return 1;
+	}
+	return 0;
+}
+
+void
+audit_unpark(void *arg)
+{
+	struct audit_waker *w = tl_waker;
+	size_t i, k = 0;
+
+	if (w == NULL || w->np == 0)
+		return;
+	for (i = 0; i < w->np; i++)
+		if (w->p[i].arg != arg)
+			w->p[k++] = w->p[i];
+	if (k != w->np) {
+		w->np = k;
+		want_update(w);
+	}
+}
+
+int
+audit_conn_gate(struct audit *a, uint64_t conn_id, void (*resume)(void *), void *arg)
+{
+	struct audit_waker *w = tl_waker;
+	size_t i;
+
+	if (w == NULL || w->a != a || w->ncs == 0)
+		return 0;
+	for (i = 0; i < w->ncs && w->cs[i].conn_id != conn_id; i++)
+		;
+	if (i == w->ncs)
+		return 0;
+	if (audit_park(a, w->cs[i].seq, resume, arg) == 0)
+		return 1;
+	w->cs[i] = w->cs[--w->ncs];
+	return 0;
+}
+
+/* ---- life cycle ---- */
+
+struct audit *
+audit_open(const struct policy_config *cfg, const char *config_path, struct metrics *m, const char **err)
+{
+	struct audit *a = xcalloc(1, sizeof(*a));
+	pthread_condattr_t ca;
+	uint8_t run[AUDIT_RUN_HEX / 2];
+	size_t i;
+
+	a->fd = -1;
+	a->ckpt_fd = -1;
+	a->metrics = m;
+	a->tail = &a->head;
+	a->next_seq = 1;
+	atomic_init(&a->written, 0);
+	atomic_init(&a->healthy, 1);
+	atomic_init(&a->errors, 0);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (cfg->audit_file == NULL)
+		return a;
+	a->path = xstrdup(cfg->audit_file);
+	a->key_path = cfg->audit_key_file != NULL ? xstrdup(cfg->audit_key_file) : NULL;
+	a->ckpt_path = cfg->audit_checkpoint_file != NULL ? xstrdup(cfg->audit_checkpoint_file) : NULL;
+	a->config_path = config_path != NULL ? xstrdup(config_path) : NULL;
+	a->fsync_ms = cfg->audit_fsync_ms;
+	a->ckpt_ms = cfg->audit_checkpoint_ms;
+	a->rotate_size = cfg->audit_rotate_size;
+	a->rotate_ms = cfg->audit_rotate_ms;
+	a->queue_max = cfg->audit_queue > 0 ? cfg->audit_queue : 65536;
+	if (RAND_bytes(run, sizeof(run)) != 1) {
+		*err = "audit: no random bytes for the run id";
+		goto fail;
+	}
+	for (i = 0; i < sizeof(run); i++)
+		snprintf(a->run + 2 * i, 3, "%02x", run[i]);
+	if (audit_file_open(a, open_err, sizeof(open_err)) != 0) {
+		*err = open_err;
+		goto fail;
+	}
+	a->next_seq = a->chain.seq;
+	atomic_store(&a->written, a->chain.seq - 1);
+	a->synced_seq = a->chain.seq - 1;
+	if (a->ckpt_path != NULL &&
+	    (a->ckpt_fd = open(a->ckpt_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640)) == -1) {
+		snprintf(open_err, sizeof(open_err), "audit.checkpoint_file %s: %s", a->ckpt_path, strerror(errno));
+		*err = open_err;
+		goto fail;
+	}
+	if (cfg->audit_syslog && (a->exp = audit_export_open(cfg->audit_syslog_address != NULL ?
+	                                                     cfg->audit_syslog_address : "local",
+	                                                     open_err, sizeof(open_err))) == NULL) {
+		*err = open_err;
+		goto fail;
+	}
+	return a;
+fail:
+	audit_close(a);
+	return NULL;
+}
+
+int
+audit_start(struct audit *a, const char **err)
+{
+	char buf[1024], now[40];
+	struct jbuf jb;
+	long n;
+
+	if (a == NULL || a->path == NULL || a->started)
+		return 0;
+	audit_time_now(now, sizeof(now));
+	jb_init(&jb, buf, sizeof(buf));
+	jb_str(&jb, "time", now);
+	jb_str(&jb, "type", "start");
+	jb_str(&jb, "sandbox", "-");
+	jb_str(&jb, "run", a->run);
+	jb_str(&jb, "version", SLUICE_VERSION);
+	jb_int(&jb, "pid", (int64_t)getpid());
+	if (a->config_path != NULL)
+		jb_strn(&jb, "config", a->config_path, strnlen(a->config_path, 1024));
+	if (a->recovered > 0)
+		jb_int(&jb, "recovered_bytes", (int64_t)a->recovered);
+	n = jb_finish(&jb, 0);
+	if (n < 2 || audit_enqueue(a, buf + 1, (size_t)n - 2, 0, 1) == 0) {
+		*err = "audit: cannot queue the start record";
+		return -1;
+	}
+	if (pthread_create(&a->thread, NULL, audit_writer_main, a) != 0) {
+		*err = "audit: cannot start the writer thread";
+		return -1;
+	}
+	a->started = 1;
+	return 0;
+}
+
+void
+audit_rotate(struct audit *a)
+{
+	if (a == NULL || a->path == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->rotate_req = 1;
+	pthread_cond_signal(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void
+audit_stop(struct audit *a, const char *reason)
+{
+	if (a == NULL || !a->started)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = 1;
+	a->stop_reason = reason != NULL ? reason : "exit";
+	pthread_cond_signal(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->thread, NULL);
+	a->started = 0;
 }
 
 void
 audit_close(struct audit *a)
 {
+	struct audit_item *it;
+
 	if (a == NULL)
 		return;
+	audit_stop(a, "exit");
+	while ((it = a->head) != NULL) {
+		a->head = it->next;
+		free(it);
+	}
 	if (a->fd != -1)
 		close(a->fd);
+	if (a->ckpt_fd != -1)
+		close(a->ckpt_fd);
+	audit_export_close(a->exp);
+	audit_chain_wipe(&a->chain);
+	free(a->wbuf);
+	free(a->path);
+	free(a->key_path);
+	free(a->ckpt_path);
+	free(a->config_path);
+	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

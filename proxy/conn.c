@@ -17,6 +17,7 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy_int.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
@@ -217,6 +218,7 @@ conn_tls_failed(struct conn *c, const char *why)
 
 	log_info("c%llu: TLS handshake with %s failed: %s", (unsigned long long)c->id, conn_peer_str(c, peer), why);
 	audit_conn(c, "deny", "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
+	metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 	conn_close(c);
 }
 
@@ -287,6 +289,7 @@ conn_expired(struct conn *c)
 		return;
 	case CONN_S_TLS_ACCEPT:
 		audit_conn(c, "deny", "limits.tls_handshake", "TLS handshake timed out (limits.tls_handshake)", -1);
+		metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 		conn_close(c);
 		return;
 	case CONN_S_CLOSING:

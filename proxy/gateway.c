@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_int.h"
 
@@ -245,10 +246,13 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->cfg = cfg;
 	gw->ca = ca;
 	gw->pol = pol;
+	gw->metrics = metrics_create(pol);
 	gw->admin_fd = -1;
 	pthread_mutex_init(&gw->clients_mu, NULL);
 	pthread_mutex_init(&gw->memo_mu, NULL);
 	gw->sbx = sbxreg_new();
+	gw->approvals = approvals_new(APPROVALS_MAX_PENDING);
+	approvals_set_note(gw->approvals, admin_approval_note, gw);
 	gw->synth = synth_new();
 	gw->dns_fd = -1;
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
@@ -289,7 +293,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	}
 	if (cfg->listen_dns != NULL && gwdns_bind(gw, cfg->listen_dns, err) != 0)
 		goto fail;
-	gw->audit = audit_open(cfg->audit_file, err);
+	gw->audit = audit_open(cfg, config_path, gw->metrics, err);
 	if (gw->audit == NULL)
 		goto fail;
 	if (cfg->audit_file == NULL)
@@ -300,6 +304,9 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	if ((gw->creds = cred_store_create(cfg->ca_dir, err)) == NULL)
 		goto fail;
 	cred_store_sync(gw->creds, pol);
+	/* as root: state_dir is made for the user the gateway will run as; a counters file that does not parse stops here */
+	if (reload_init(gw, err) != 0)
+		goto fail;
 	return gw;
 fail:
 	gateway_destroy(gw);
@@ -340,26 +347,6 @@ gateway_drop_privileges(struct gateway *gw, const char *user, const char **err)
 }
 
 static void
-reload(struct gateway *gw)
-{
-	struct policy *pol = NULL;
-	char errbuf[512];
-	unsigned i;
-
-	if (policy_load_file(gw->config_path, NULL, &pol, errbuf, sizeof(errbuf)) != 0) {
-		log_warnx("reload failed, keeping the previous policy: %s", errbuf);
-		return;
-	}
-	cred_store_sync(gw->creds, pol);
-	for (i = 0; i < gw->nworkers; i++)
-		worker_post(&gw->workers[i], policy_ref(pol), 0);
-	policy_unref(gw->pol);
-	gw->pol = pol;
-	log_info("reloaded the policy from %s (listeners, limits and upstream settings need a restart)",
-	         gw->config_path);
-}
-
-static void
 drain_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct gateway *gw = arg;
@@ -381,7 +368,11 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP) {
-		reload(gw);
+		gateway_reload(gw, "SIGHUP");  /* reload.c; with reload.watch a change of the file does the same */
+		return;
+	}
+	if (sig == SIGUSR1) {  /* logrotate: the audit file is rotated (or reopened), the chain goes on */
+		audit_rotate(gw->audit);
 		return;
 	}
 	if (gw->stopping)
@@ -427,8 +418,9 @@ trim_cb(evutil_socket_t fd, short what, void *arg)
 int
 gateway_run(struct gateway *gw)
 {
-	struct event *sigs[4];
-	static const int signums[4] = {SIGTERM, SIGINT, SIGHUP, 0};
+	struct event *sigs[5];
+	static const int signums[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, 0};
+	const char *err = NULL;
 	unsigned i, started = 0;
 	int ret = 0;
 
@@ -443,6 +435,15 @@ gateway_run(struct gateway *gw)
 		sigs[i] = evsignal_new(gw->base, signums[i], signal_cb, gw);
 		event_add(sigs[i], NULL);
 	}
+	/* the start record is the first of this run: before any worker or DNS answer can queue one */
+	if (audit_start(gw->audit, &err) != 0) {
+		log_warnx("%s", err);
+		for (i = 0; signums[i] != 0; i++)
+			event_free(sigs[i]);
+		return SLUICE_EIO;
+	}
+	/* policy warnings, the counters' one-second save timer, the config file watch (reload.c) */
+	reload_start(gw);
 	if (gw->admin_fd != -1)
 		admin_start(gw);
 	gwdns_start(gw);
@@ -470,6 +471,9 @@ gateway_run(struct gateway *gw)
 		worker_join(&gw->workers[i]);
 	for (i = 0; signums[i] != 0; i++)
 		event_free(sigs[i]);
+	reload_stop(gw);  /* the workers are gone: the counters they changed last are saved */
+	/* the workers are gone: the stop record is the run's last, then everything is fsynced */
+	audit_stop(gw->audit, gw->stopping ? "signal" : ret != 0 ? "error" : "exit");
 	log_info("stopped");
 	return ret;
 }
@@ -497,12 +501,15 @@ gateway_destroy(struct gateway *gw)
 		event_free(gw->done_ev);
 	if (gw->trim_ev != NULL)
 		event_free(gw->trim_ev);
+	reload_free(gw);  /* its events, before their base; saves the counters if they changed */
 	if (gw->base != NULL)
 		event_base_free(gw->base);
+	approvals_free(gw->approvals);  /* before the audit closes; the workers' connections cancelled every hold */
 	audit_close(gw->audit);
 	sbxreg_free(gw->sbx);
 	synth_free(gw->synth);
 	cred_store_destroy(gw->creds);
+	metrics_destroy(gw->metrics);
 	SSL_CTX_free(gw->srv_ctx);
 	SSL_CTX_free(gw->up_ctx);
 	policy_unref(gw->pol);

@@ -49,6 +49,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2srv_int.h"
+#include "proxy/metrics.h"
 
 /* ---- the virtual connection of a stream ---- */
 
@@ -91,6 +92,7 @@ vc_new(struct h2stream *st)
 	struct conn *p = st->s->c, *c = xcalloc(1, sizeof(*c));
 
 	c->id = p->id;  /* one client connection: its streams' audit lines share its id */
+	c->nreq = (uint32_t)st->id - 1;  /* ... and its request is "<id>-<stream id>" */
 	c->w = p->w;
 	c->mode = p->mode;
 	c->state = CONN_S_PEEK;
@@ -136,6 +138,7 @@ stream_new(struct h2srv *s, int32_t id)
 	evbuffer_add_cb(st->out, vc_out_cb, st);
 	LIST_INSERT_HEAD(&s->streams, st, link);
 	s->nstreams++;
+	metrics_h2_stream(s->c->w->gw->metrics, 1);
 	return st;
 }
 
@@ -150,6 +153,7 @@ stream_free(struct h2stream *st)
 	}
 	LIST_REMOVE(st, link);
 	st->s->nstreams--;
+	metrics_h2_stream(st->s->c->w->gw->metrics, -1);
 	evbuffer_free(st->hdr);
 	evbuffer_free(st->in);
 	evbuffer_free(st->out);

@@ -22,6 +22,7 @@ http_req_reset(struct conn *c)
 {
 	struct req *r = c->req;
 
+	audit_unpark(c);  /* a request or passthrough waiting for its audit record */
 	if (r == NULL)
 		return;
 	cred_release(r);
@@ -55,60 +56,166 @@ http_limits(struct conn *c)
 	return &c->w->gw->cfg->limits;
 }
 
-void
-http_audit_request(struct conn *c, const char *verdict)
+/* The request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
+static const char *
+req_id(struct conn *c)
 {
 	struct req *r = c->req;
-	char pathbuf[1024];
-	const char *path = r->path;
+
+	if (r->audit_id[0] == '\0')
+		snprintf(r->audit_id, sizeof(r->audit_id), "%llu-%lu", (unsigned long long)c->id,
+		         (unsigned long)++c->nreq);
+	return r->audit_id;
+}
+
+/* The request record: at the decision (allow, no status), or a refusal's only record (deny and the status). */
+static uint64_t
+audit_request_rec(struct conn *c, const char *verdict, int with_status)
+{
+	struct req *r = c->req;
+	char pathbuf[1024], peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
+	const char *path = r->path, *names[CRED_USES_MAX], *places[CRED_USES_MAX];
+	size_t i;
 
 	if (r->query != NULL && c->w->gw->cfg->audit_log_query && r->path != NULL) {
 		snprintf(pathbuf, sizeof(pathbuf), "%s%s", r->path, r->query);
 		path = pathbuf;
 	}
-	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
-	const char *names[CRED_USES_MAX], *places[CRED_USES_MAX], *scrubbed[CRED_USES_MAX];
-	size_t i, nscrubbed = 0, k;
-
 	for (i = 0; i < r->nuses; i++) {
 		names[i] = r->uses[i].s->name;
 		places[i] = r->uses[i].place;
-		if (!(r->scrub_hits & (1u << i)))
-			continue;
-		for (k = 0; k < nscrubbed && strcmp(scrubbed[k], names[i]) != 0; k++)
-			;
-		if (k == nscrubbed)
-			scrubbed[nscrubbed++] = names[i];
 	}
 	struct audit_rec a = {
 		.type = "request",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = req_id(c),
 		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
 		.host = c->host[0] ? c->host : NULL,
-		.event = r->event,
-		.secret = r->event_secret,
-		.place = r->event != NULL ? r->event_place : NULL,
 		.secret_names = names,
 		.secret_places = places,
 		.nsecrets = r->nuses,
-		.scrubbed = scrubbed,
-		.nscrubbed = nscrubbed,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
 		.http_version = c->h2_stream ? "2" : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
 		.verdict = verdict,
 		.rule = r->rule,
 		.reason = r->reason,
-		.status = r->status > 0 ? r->status : -1,
-		.bytes_up = (int64_t)r->bytes_up,
-		.bytes_down = (int64_t)r->bytes_down,
-		.duration_ms = proxy_ms_since(&r->t0),
-		.upstream_tls = r->upstream_tls,
+		.status = with_status && r->status > 0 ? r->status : -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
 		.conn_id = c->id,
 	};
+	return audit_write(c->w->gw->audit, &a);
+}
+
+static void
+audit_exfil_rec(struct conn *c)
+{
+	struct req *r = c->req;
+	char peer[CONN_ADDR_STR];
+	struct audit_rec a = {
+		.type = "exfiltration_attempt",
+		.event = "exfiltration_attempt",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = req_id(c),
+		.secret = r->event_secret,
+		.place = r->event_place,
+		.host = c->host[0] ? c->host : NULL,
+		.rule = "secrets",
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+	};
+
 	audit_write(c->w->gw->audit, &a);
+}
+
+/* The outcome of a request that was let through: a scrub record when values were scrubbed, then its response. */
+static void
+audit_response_rec(struct conn *c)
+{
+	struct req *r = c->req;
+	char peer[CONN_ADDR_STR];
+	const char *scrubbed[CRED_USES_MAX];
+	size_t i, k, n = 0;
+
+	for (i = 0; i < r->nuses; i++) {
+		if (!(r->scrub_hits & (1u << i)))
+			continue;
+		for (k = 0; k < n && strcmp(scrubbed[k], r->uses[i].s->name) != 0; k++)
+			;
+		if (k == n)
+			scrubbed[n++] = r->uses[i].s->name;
+	}
+	struct audit_rec a = {
+		.type = "scrub",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = req_id(c),
+		.host = c->host[0] ? c->host : NULL,
+		.scrubbed = scrubbed,
+		.nscrubbed = n,
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+	};
+	if (n > 0)
+		audit_write(c->w->gw->audit, &a);
+	a.type = "response";
+	a.status = r->status > 0 ? r->status : -1;
+	a.bytes_up = (int64_t)r->bytes_up;
+	a.bytes_down = (int64_t)r->bytes_down;
+	a.duration_ms = proxy_ms_since(&r->t0);
+	a.upstream_tls = r->upstream_tls;
+	a.rule = r->rule;
+	a.reason = r->reason;
+	audit_write(c->w->gw->audit, &a);
+}
+
+int
+http_audit_decide(struct conn *c)
+{
+	struct req *r = c->req;
+
+	if (r->audit_decided)
+		return 0;
+	r->audit_seq = audit_request_rec(c, "allow", 0);
+	r->audit_decided = 1;
+	/* recorded: from now on they describe the outcome (an upstream failure, a cut transfer) */
+	r->rule = NULL;
+	r->reason = NULL;
+	return r->audit_seq == 0 && audit_enabled(c->w->gw->audit) ? -1 : 0;
+}
+
+void
+http_audit_request(struct conn *c, const char *verdict)
+{
+	struct req *r = c->req;
+
+	if (!r->audit_decided) {
+		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
+		verdict = "deny";
+		r->audit_seq = audit_request_rec(c, verdict, 1);
+		r->audit_decided = 1;
+		r->audit_done = 1;
+	}
+	if (r->event != NULL && !r->audit_exfil) {
+		audit_exfil_rec(c);
+		r->audit_exfil = 1;
+	}
+	if (!r->audit_done) {
+		audit_response_rec(c);
+		r->audit_done = 1;
+	}
 	atomic_fetch_add(&c->w->gw->nrequests, 1);
 	if (c->sbx != NULL)
 		atomic_fetch_add(&c->sbx->requests, 1);
@@ -423,6 +530,14 @@ read_request(struct conn *c)
 		return 1;
 	}
 	r->path_len = (size_t)nl;
+	if (!audit_healthy(c->w->gw->audit)) {
+		/* failing closed: a request that cannot be recorded is not served */
+		evbuffer_drain(in, (size_t)n);
+		r->client_keep_alive = 0;
+		http_answer(c, 503, "audit log unavailable", "audit",
+		            "the audit log cannot be written: new requests are refused until it can", 1);
+		return 1;
+	}
 	policy_decide_request(c->pol, c->entry, r->method, r->method_len, r->path, r->path_len, &d);
 	r->rule = d.rule;
 	r->reason = d.reason;
@@ -544,6 +659,14 @@ http_timeout(struct conn *c)
 		conn_close(c);  /* idle keep-alive connection */
 		return;
 	case CONN_S_DIAL:
+		if (c->req->audit_parked) {
+			audit_unpark(c);
+			c->req->audit_parked = 0;
+			c->req->client_keep_alive = 0;
+			http_answer(c, 503, "audit log unavailable", "audit",
+			            "the request's audit record was not written in time: not sent", 1);
+			return;
+		}
 		if (c->up != NULL) {
 			upstream_free(c->up);
 			c->up = NULL;

@@ -5,7 +5,7 @@
  * socket; each worker thread owns one event loop and everything reachable
  * from its connections.  What workers share is named here: the gateway
  * (read-only after start), the leaf cache (ca/, sharded locks), the audit
- * writer (one short lock per line) and the per-client connection counts
+ * queue (one short lock per record) and the per-client connection counts
  * (one short lock per accept/close).
  */
 #ifndef SLUICE_PROXY_INT_H
@@ -28,6 +28,7 @@
 #include "common/netaddr.h"
 #include "policy/policy.h"
 #include "ca/ca.h"
+#include "proxy/approvals.h"
 #include "proxy/h1_parse.h"
 #include "proxy/sbxreg.h"
 #include "proxy/synth.h"
@@ -60,6 +61,8 @@ struct scrub_set;
 struct scrub_stream;
 struct unzip;
 struct up_memo;
+struct limits;
+struct reload_state;
 
 /* ---- cred.c: the secret store (values fetched on the main thread, shared by the workers) ---- */
 
@@ -97,12 +100,20 @@ struct cred_use {
 	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
 };
 
-/* ---- audit.c ---- */
+/* ---- audit.c, audit_*.c: the tamper-evident audit log (docs/audit-schema.md) ---- */
 
-/* One audit record; NULL strings and negative numbers are omitted. */
+/*
+ * One audit record.  Which members are written depends on <type> (see
+ * audit_rec_format): "connection", "denial", "request", "response", "dns",
+ * "exfiltration_attempt", "scrub", "config_reload", "checkpoint", "start",
+ * "stop".  NULL strings and negative numbers are omitted.  A "connection"
+ * with verdict "deny" is written as a "denial".  Fields a type does not
+ * write (a response's host) may still be set: metrics_audit reads them.
+ */
 struct audit_rec {
-	const char *type;         /* "request" or "connection" */
-	const char *sandbox;
+	const char *type;
+	const char *sandbox;      /* NULL: "-" (records no sandbox caused) */
+	const char *id;           /* request id "<conn>-<n>" (request, response, exfiltration_attempt, scrub) */
 	const char *client;
 	const char *dest;
 	const char *sni;
@@ -118,9 +129,9 @@ struct audit_rec {
 	int64_t bytes_down;
 	int64_t duration_ms;
 	int upstream_tls;         /* -1: not applicable */
-	uint64_t conn_id;
-	const char *event;        /* "exfiltration_attempt", with <secret> and <place> */
-	const char *secret;
+	uint64_t conn_id;         /* 0: none */
+	const char *event;        /* "exfiltration_attempt" on such records (metrics; not written) */
+	const char *secret;       /* exfiltration_attempt: the secret and where its placeholder was */
 	const char *place;
 	const char *const *secret_names;  /* secrets injected: names and places (never values) */
 	const char *const *secret_places;
@@ -129,21 +140,74 @@ struct audit_rec {
 	size_t nscrubbed;
 	const char *dns_qtype;            /* type "dns": the question's type ("A", "AAAA", "TYPE15") */
 	const char *dns_answer;           /* ... and the answer ("A 198.18.0.7", "NXDOMAIN", ...) */
+	const char *result;               /* config_reload: "ok" / "error", with <generation>, <error> */
+	int64_t generation;
+	const char *error;
+	int64_t warnings;                 /* config_reload: the new policy's warnings (count); -1: none given */
+	const char *decision;             /* approval: "approved", "rejected", "timeout", "shutdown", "cancelled" */
+	const char *by;                   /* approval: who decided ("uid:N(name)", "timeout", "shutdown", "client") */
+	const char *body_sha256;          /* approval: hex SHA-256 of the held body the decision binds */
+	const char *request_id;           /* approval: the held request's id (<id> is the approval's) */
 };
 
-/* Opens <path> for appending (O_APPEND|O_CREAT, 0640). NULL path: records are dropped. */
-struct audit *audit_open(const char *path, const char **err);
+struct metrics;
+
 /*
- * Formats <rec> as one JSON line and appends it: at once with one write(2),
- * or, on a thread between audit_batch_begin and _end, with the thread's other
- * lines of this loop round (an event added to <base> writes them).  Thread-safe.
+ * Opens the audit log of <cfg> (audit.file and the other audit.* keys):
+ * recovers the file after a crash (a partial last line is cut off and
+ * reported in the start record; an unreadable last record refuses), reads
+ * and evolves the key file.  With no audit.file the log is off: records are
+ * only counted (<m>, borrowed, may be NULL).  NULL with *<err> on failure
+ * (static text, valid until the next call).  Main thread, before any other
+ * audit call.
  */
-void audit_write(struct audit *a, const struct audit_rec *rec);
-void audit_batch_begin(struct audit *a, struct event_base *base);
-/* Writes the thread's pending lines now. */
-void audit_batch_flush(void);
-/* Writes them and stops batching on this thread. */
-void audit_batch_end(void);
+struct audit *audit_open(const struct policy_config *cfg, const char *config_path, struct metrics *m,
+                         const char **err);
+/* Starts the writer thread and queues the start record.  0, or -1 with *<err>. */
+int audit_start(struct audit *a, const char **err);
+/*
+ * Queues <rec> (any thread): its members are formatted here, its seq, prev
+ * and mac are added by the writer thread in seq order.  Returns its seq, or
+ * 0 when it was not queued: the log is off, or the queue is at audit.queue
+ * (then the gateway is failing closed and the record is counted as lost).
+ * A request's record must be written before its first byte goes upstream:
+ * see audit_park.
+ */
+uint64_t audit_write(struct audit *a, const struct audit_rec *rec);
+/* 1 when audit.file is set (records are written), 0 when the log is off. */
+int audit_enabled(struct audit *a);
+/* 1 when the log takes new work (writable, queue below audit.queue, or off); 0: refuse new requests (503). */
+int audit_healthy(struct audit *a);
+/* Records queued or being written, not yet in the file. */
+size_t audit_queue_depth(struct audit *a);
+/* Failed write(2)/fsync(2) calls plus records dropped because the queue was full. */
+uint64_t audit_write_errors(struct audit *a);
+/* 1 when record <seq> is in the file (0 and the log off count as written). */
+int audit_written(struct audit *a, uint64_t seq);
+/*
+ * Worker threads: audit_worker_attach() once the thread's <base> exists,
+ * audit_worker_detach() at its end.  In between, audit_park() waits for
+ * record <seq>: 1 when it is written already (go on), 0 when parked: the
+ * writer wakes the thread and <resume>(<arg>) runs on it once the record is
+ * in the file.  audit_unpark(<arg>) cancels every wait of <arg> (a
+ * connection going away must call it).
+ */
+void audit_worker_attach(struct audit *a, struct event_base *base);
+void audit_worker_detach(void);
+int audit_park(struct audit *a, uint64_t seq, void (*resume)(void *), void *arg);
+void audit_unpark(void *arg);
+/*
+ * A passthrough tunnel may move client bytes once the connection record
+ * that allowed it (type "connection", verdict "allow", conn <conn_id>,
+ * queued on this thread) is written: 0 go on, 1 parked (<resume>(<arg>)
+ * follows).
+ */
+int audit_conn_gate(struct audit *a, uint64_t conn_id, void (*resume)(void *), void *arg);
+/* SIGUSR1 (any thread): the writer rotates the file (or reopens it, when logrotate moved it). */
+void audit_rotate(struct audit *a);
+/* Queues the stop record (<reason>), writes everything, fsyncs and stops the writer.  Idempotent. */
+void audit_stop(struct audit *a, const char *reason);
+/* Stops (if needed) and frees; the key is wiped.  NULL is fine. */
 void audit_close(struct audit *a);
 
 /* ---- respond.c: answers the gateway writes itself ---- */
@@ -347,6 +411,12 @@ struct req {
 	unsigned char expect_continue;  /* the client waits for a 100 before sending the body */
 	struct evbuffer *resp_trailers; /* relay.c: the raw trailer field lines of a chunked response, or NULL */
 	unsigned char grpc;             /* credresp.c: a gRPC response, scrubbed message by message */
+	uint64_t audit_seq;             /* the seq of its request record (0: not queued, or the log is off) */
+	char audit_id[32];              /* "<conn>-<n>": its records' "id" */
+	unsigned char audit_decided;    /* the request record is queued */
+	unsigned char audit_done;       /* the outcome is recorded (response, or the denied request) */
+	unsigned char audit_exfil;      /* its exfiltration_attempt record is queued */
+	unsigned char audit_parked;     /* waiting for its record before the first byte goes upstream */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -387,6 +457,7 @@ struct conn {
 	uint64_t deadline;              /* CLOCK_MONOTONIC ms when the current limit runs out (deadline.c) */
 	unsigned dl_pos;                /* 1 + its slot in the worker's deadline heap, 0 when not armed */
 	unsigned port;
+	uint32_t nreq;                  /* requests begun: audit ids "<id>-<n>" (a stream's starts at its stream id - 1) */
 	unsigned has_dest : 1;
 	unsigned tls : 1;               /* client side is TLS */
 	unsigned judged : 1;            /* host has a connection verdict */
@@ -464,7 +535,18 @@ void cio_free(struct conn *c);
 /* http.c: request heads on a connection in REQ_HEAD: parse, name the host, judge, answer. */
 void http_pump(struct conn *c);
 const struct policy_limits *http_limits(struct conn *c);
-/* Audits the current request with <verdict> ("allow", "deny", "error"). */
+/*
+ * The current request is decided and allowed: its request record is queued
+ * (once; relay_dial).  0, or -1 when the log could not take it (refuse 503).
+ */
+int http_audit_decide(struct conn *c);
+/*
+ * Records the current request's outcome: a request refused before its
+ * decision gets its one request record (deny, with the status answered);
+ * one let through gets its response record (and a scrub record).  An
+ * exfiltration attempt (r->event) gets its own record, once.  <verdict>
+ * ("allow"/"deny") only counts.
+ */
 void http_audit_request(struct conn *c, const char *verdict);
 /* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
 void http_next_request(struct conn *c, int keep);
@@ -695,12 +777,37 @@ struct gateway {
 	struct event *done_ev;
 	struct event *trim_ev;           /* periodic malloc_trim, and the secret store's ttl refresh */
 	struct cred_store *creds;
+	struct metrics *metrics;         /* /metrics counters (metrics.h): any thread counts, lock-free */
 	pthread_mutex_t memo_mu;         /* guards <memo> (one short lock per client handshake and per h2 dial) */
 	struct up_memo *memo;            /* what each host chose when offered h2, shared by the workers (upstream.c) */
 	unsigned nstarted;
 	struct evhttp *admin;
 	int stopping;
+	struct approvals *approvals;     /* requests held for an operator (approvals.h) */
+	struct limits *limits;           /* counters of rate limits and budgets (limits.h), any thread; saved by reload.c */
+	struct reload_state *reload;     /* reload.c: generation, config file watch, counters' save timer */
 };
+
+/*
+ * ---- reload.c: hot reload and the counters' state file (main thread) ----
+ * reload_init() (gateway_create, as root) makes state_dir (0700, given to
+ * `user:`) and reads <state_dir>/counters into gw->limits: -1 with *<err>
+ * (naming the file and the line) when it does not parse: the gateway does
+ * not start.  reload_start() (gateway_run, after the privilege drop) logs
+ * the policy's warnings, checks state_dir is writable (else takes fail
+ * closed), starts the one-second save timer and, with reload.watch, the
+ * config file watch.  reload_stop() (the workers have finished) stops them
+ * and saves the counters; reload_free() (gateway_destroy) saves and frees.
+ * gateway_reload() compiles the config file again and swaps the policy in
+ * (open connections keep theirs), or keeps the old one; logs, counts
+ * (metrics) and audits (config_reload) the result.  <why>: "SIGHUP", "file
+ * changed".
+ */
+int reload_init(struct gateway *gw, const char **err);
+void reload_start(struct gateway *gw);
+void reload_stop(struct gateway *gw);
+void reload_free(struct gateway *gw);
+void gateway_reload(struct gateway *gw, const char *why);
 
 /* Takes a per-client connection slot; 0, or -1 when the client is at its limit. */
 int gateway_client_take(struct gateway *gw, const struct sockaddr *sa);
@@ -711,6 +818,8 @@ void worker_post(struct worker *w, struct policy *pol, int drain);
 /* Stops <w>'s loop at once (drain deadline). Thread-safe. */
 /* Serves the admin socket (admin.c) on the main thread's base. */
 void admin_start(struct gateway *gw);
+/* approvals' note hook (approvals_set_note, <arg> the gateway): writes each outcome's `approval` audit record. */
+void admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by);
 
 /* The DNS responder's socket, bound before the privilege drop (gwdns.c): 0, or -1 with *<err>. */
 int gwdns_bind(struct gateway *gw, const char *spec, const char **err);

@@ -47,18 +47,54 @@ http_upstream_event(struct conn *c, short what)
 	conn_pump(c);
 }
 
+static void send_head(struct conn *c);
+
+/* The request's record is in the audit file: its head may go upstream now. */
 static void
+relay_resume(void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->req == NULL || !c->req->audit_parked)
+		return;
+	c->req->audit_parked = 0;
+	if (c->state != CONN_S_DIAL || c->up == NULL)
+		return;
+	send_head(c);
+	relay_pump(c);
+}
+
+/*
+ * The upstream is ready.  The first byte of the request goes up only once
+ * its audit record is in the file (docs/audit-schema.md): until then the
+ * request waits here, parked, with the connection's other work going on.
+ * 1 when the head went out, 0 when parked (relay_resume follows).
+ */
+static int
 start_relay(struct conn *c)
+{
+	struct req *r = c->req;
+
+	relay_own_upstream(c);
+	c->up_eof = 0;
+	if (audit_park(c->w->gw->audit, r->audit_seq, relay_resume, c) == 0) {
+		r->audit_parked = 1;
+		return 0;
+	}
+	send_head(c);
+	return 1;
+}
+
+static void
+send_head(struct conn *c)
 {
 	struct req *r = c->req;
 	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
 	size_t n = evbuffer_get_length(r->up_head);
 
-	relay_own_upstream(c);
 	c->up->no_index = r->nuses > 0;  /* an h2 upstream never indexes a head that carries secrets */
 	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
-	c->up_eof = 0;
 	/* keep the head for one resend if a pooled connection turns out stale */
 	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
 	conn_set_state(c, CONN_S_RELAY);
@@ -95,6 +131,13 @@ relay_dial(struct conn *c)
 			alpn = UPSTREAM_ALPN_H1;
 	}
 
+	/* decided and allowed: its record is queued now, and written before its first byte goes up */
+	if (!c->req->audit_decided && http_audit_decide(c) != 0) {
+		c->req->client_keep_alive = 0;
+		http_answer(c, 503, "audit log unavailable", "audit",
+		            "the audit log cannot take this request's record: not sent", 1);
+		return;
+	}
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
@@ -102,8 +145,8 @@ relay_dial(struct conn *c)
 	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
 	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
-		start_relay(c);
-		relay_pump(c);
+		if (start_relay(c))
+			relay_pump(c);
 	} else if (c->up->state == UP_S_FAILED) {
 		dial_done(c->up, c->up->errbuf, 502, c);
 	}
@@ -125,8 +168,8 @@ dial_done(struct upstream *up, const char *err, int status, void *arg)
 		http_answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
 		return;
 	}
-	start_relay(c);
-	relay_pump(c);
+	if (start_relay(c))
+		relay_pump(c);
 }
 
 /* Moves up to <*left> bytes of a Content-Length body from <in> to <out>; 1 once none are left. */
@@ -590,12 +633,21 @@ wait:
 	relay_backpressure(c);
 }
 
+static void
+tunnel_resume(void *arg)
+{
+	conn_pump(arg);
+}
+
 void
 tunnel_pump(struct conn *c)
 {
 	struct evbuffer *cin, *cout, *uin, *uout;
 
 	if (c->state != CONN_S_TUNNEL || c->up == NULL)
+		return;
+	/* a passthrough moves nothing before the connection record that allowed it is written */
+	if (c->req == NULL && audit_conn_gate(c->w->gw->audit, c->id, tunnel_resume, c))
 		return;
 	if (c->req != NULL && c->req->ws != NULL) {
 		ws_tunnel_pump(c);

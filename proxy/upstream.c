@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy_int.h"
 
 #define SESSION_SLOTS 128
@@ -228,6 +229,7 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 		if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
 			snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
 			         X509_verify_cert_error_string(vr));
+			metrics_tls_failure(up->w->gw->metrics, METRICS_SIDE_UPSTREAM);
 			finish(up, 1, 502);
 			return;
 		}
@@ -242,9 +244,11 @@ up_eventcb(struct bufferevent *bev, short what, void *arg)
 	} else if (up->tls && (vr = SSL_get_verify_result(up->ssl)) != X509_V_OK) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream certificate rejected: %s",
 		         X509_verify_cert_error_string(vr));
+		metrics_tls_failure(up->w->gw->metrics, METRICS_SIDE_UPSTREAM);
 	} else if (up->tls && (e = bufferevent_get_openssl_error(up->bev)) != 0 && ERR_GET_LIB(e) != 0) {
 		ERR_error_string_n(e, ebuf, sizeof(ebuf));
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream TLS handshake failed: %s", ebuf);
+		metrics_tls_failure(up->w->gw->metrics, METRICS_SIDE_UPSTREAM);
 	} else if (EVUTIL_SOCKET_ERROR() != 0 && (what & BEV_EVENT_ERROR)) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
 		         evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));

@@ -22,10 +22,70 @@ accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr
 	conn_accept(arg, CONN_MODE_TRANSPARENT, fd, sa, (socklen_t)len);
 }
 
+/* A refused socket, our answer out and our side shut: its input is read (once, or after 2 s), then it is closed. */
+static void
+linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[4096];
+
+	(void)arg;
+	if (what & EV_READ)
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+	close(fd);
+}
+
+/*
+ * The audit log cannot be written: a new explicit-proxy client is told so
+ * at once (503 and a JSON reason), before it sends anything through us.
+ * Transparent clients are refused request by request, inside their TLS.
+ */
+static void
+refuse_unaudited(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa)
+{
+	static const char reason[] = "the audit log cannot be written: new connections are refused until it can";
+	struct evbuffer *out = evbuffer_new();
+	char peer[CONN_ADDR_STR];
+
+	if (out == NULL) {
+		close(fd);
+		return;
+	}
+	struct audit_rec r = {
+		.type = "denial",
+		.sandbox = netaddr_format(sa, 0, peer, sizeof(peer)),
+		.client = peer,
+		.rule = "audit",
+		.reason = reason,
+		.status = 503,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+	};
+	audit_write(w->gw->audit, &r);
+	atomic_fetch_add(&w->gw->ndenied, 1);
+	evutil_make_socket_nonblocking(fd);
+	respond_json(out, 503, "audit log unavailable", NULL, "audit", reason, 1);
+	(void)send(fd, evbuffer_pullup(out, -1), evbuffer_get_length(out), MSG_NOSIGNAL);
+	evbuffer_free(out);
+	shutdown(fd, SHUT_WR);
+	/* closing with unread input would reset the connection and lose the answer: read what comes first */
+	if (event_base_once(w->base, fd, EV_READ | EV_TIMEOUT, linger_cb, NULL, &(struct timeval){2, 0}) != 0)
+		close(fd);
+}
+
 static void
 accept_proxy(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
 {
+	struct worker *w = arg;
+
 	(void)l;
+	(void)len;
+	if (!audit_healthy(w->gw->audit) && !w->draining) {
+		refuse_unaudited(w, fd, sa);
+		return;
+	}
 	conn_accept(arg, CONN_MODE_EXPLICIT, fd, sa, (socklen_t)len);
 }
 
@@ -120,14 +180,14 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	struct conn *c;
 
-	audit_batch_begin(w->gw->audit, w->base);
+	audit_worker_attach(w->gw->audit, w->base);
 	event_base_dispatch(w->base);
 	while ((c = LIST_FIRST(&w->conns)) != NULL)
 		conn_close(c);
 	upstream_pool_clear(w);
 	/* run the deferred reaps of the connections closed above */
 	event_base_loop(w->base, EVLOOP_NONBLOCK);
-	audit_batch_end();
+	audit_worker_detach();
 	tlsbuf_thread_flush();
 	atomic_store(&w->finished, 1);
 	event_active(w->gw->done_ev, EV_READ, 0);

@@ -14,8 +14,8 @@
  * upstream and that the attempt is refused and audited.  A placeholder found
  * closes the connection at once (the upstream is dropped: nothing more goes
  * out, not even what was queued), with a close frame 1008 to the client when
- * possible, and a second audit record for the request with event
- * exfiltration_attempt, place "websocket".
+ * possible, and an exfiltration_attempt audit record with the upgrade
+ * request's id, place "websocket".
  *
  * Upstream frames: text messages are scrubbed of the values the upgrade
  * request carried (one scrub stream per message, so a value split across

@@ -77,8 +77,11 @@
 #                                   (000 when nothing came back)
 #   status_of                       stdin: an HTTP reply; prints the first status code (000 if none)
 # Audit
-#   audit_wait JQ_EXPR [SECS]       true when some line of $AUDIT satisfies JQ_EXPR (default 5 s)
-#   audit_get JQ_EXPR               prints the matching lines (compact JSON)
+#   audit_wait JQ_EXPR [SECS]       true when some record of $AUDIT satisfies JQ_EXPR (default 5 s); records of one
+#                                   request (same id) are searched joined: a "request" with its "response" (status,
+#                                   bytes, ...), an "exfiltration_attempt" with its request's path, method, ...
+#   audit_get JQ_EXPR               prints the matching records of that view (compact JSON)
+#   audit_view                      that view: every record, requests joined with their responses
 # Guard and namespaces
 #   guard_install                   own nft table dropping and counting output to 169.254.0.0/16, 10.0.0.0/8 (but
 #                                   not 10.200.0.0/16), 100.64.0.0/10, 127.0.0.1, ::1, fe80::/10, ::ffff:0:0/96,
@@ -555,8 +558,21 @@ raw_connect() { $CLEAN timeout 20 "$PY" "$IT" raw_connect 127.0.0.1 "$PP" "$1" "
 status_of() { head -c 200 | sed -n '1s/^HTTP\/1\.[01] \([0-9][0-9][0-9]\).*/\1/p' | grep . || echo 000; }
 
 # ---------------------------------------------------------------- audit
-audit_wait() { eventually "${2:-5}" jq -e -s "map(select($1)) | length > 0" "$AUDIT"; }
-audit_get() { jq -c "select($1)" "$AUDIT" 2>/dev/null; }
+# A request's decision, its outcome and its exfiltration attempts are records with one id (docs/audit-schema.md):
+# the view the helpers below search joins them. A "request" record carries the members of its "response" (status,
+# bytes_up/down, duration_ms, upstream_tls, scrubbed; rule and reason when the gateway ended the exchange itself);
+# an "exfiltration_attempt" record carries its request's members it lacks (path, method, verdict, status, ...).
+# audit_view prints that view, one compact record per line.
+AUDIT_JOIN='def bare: del(.type, .seq, .time, .prev, .mac);
+  (map(select(.type == "request" and .id != null)) | INDEX(.id)) as $q
+  | (map(select(.type == "response" and .id != null)) | INDEX(.id)) as $r
+  | .[] | if .type == "request" and .id != null and $r[.id] != null then . + ($r[.id] | bare)
+          elif .type == "exfiltration_attempt" and .id != null and $q[.id] != null then ($q[.id] | bare) + .
+          else . end'
+audit_view() { jq -c -s "$AUDIT_JOIN" "$AUDIT" 2>/dev/null; }
+audit_has() { audit_view | jq -e -s "map(select($1)) | length > 0" >/dev/null 2>&1; }
+audit_wait() { eventually "${2:-5}" audit_has "$1"; }
+audit_get() { audit_view | jq -c "select($1)" 2>/dev/null; }
 
 # ---------------------------------------------------------------- guard + namespaces
 GUARD=slg$ID

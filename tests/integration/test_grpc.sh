@@ -132,7 +132,7 @@ check_eq "the placeholder toward other.example.test (not bound): PERMISSION_DENI
 details Received http2 header with status: 403" "$out"
 check_eq "  the server never saw that call" "" "$(seen Unary unbound-host)"
 check "  audit: exfiltration_attempt, secret tok, host other.example.test" audit_wait \
-  '.event=="exfiltration_attempt" and .secret=="tok" and .host=="other.example.test"'
+  '.type=="exfiltration_attempt" and .secret=="tok" and .host=="other.example.test"'
 
 # the gateway is still fine for a plain call afterwards
 check_eq "a unary call without the secret still works after the refusals" "status OK

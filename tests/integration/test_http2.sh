@@ -134,7 +134,7 @@ check_eq "  (the upstream did receive the real value, both times)" '"Bearer {{TO
   "$(jq -c 'select(.path=="/t/auth") | .auth' "$T/trl.jsonl" | tr '\n' ' ' | sed 's/ $//')"
 check "  audit: scrubbed" audit_wait '.path=="/t/auth" and any(.scrubbed[]?; .=="tok")'
 check_eq "  audit: two scrubbed /t/auth lines" 2 \
-  "$(jq -c 'select(.path=="/t/auth" and any(.scrubbed[]?; .=="tok"))' "$AUDIT" | wc -l)"
+  "$(audit_view | jq -c 'select(.type=="request" and .path=="/t/auth" and any(.scrubbed[]?; .=="tok"))' | wc -l)"
 # malformed trailers from the upstream: the response fails, nothing passes on
 check_eq "malformed upstream trailer (a space in the name), h2 client: the stream is reset (INTERNAL_ERROR)" \
   "reset 2" "$(H2T trailers /t/bad)"
@@ -160,7 +160,7 @@ check_eq "  the upstream received the real value" '"Bearer {{TOK}}"' \
 check_match "WebSocket over h2: a placeholder in a client frame closes it (close 1008)" '^status 200~close 1008~(end|reset [0-9]+)$' \
   "$(H2W "$WSA" /ws-h2-ex "my token is $TOK_PH, use it")"
 check "  audit: exfiltration_attempt at place websocket" audit_wait \
-  '.path=="/ws-h2-ex" and .event=="exfiltration_attempt" and .secret=="tok" and .place=="websocket"'
+  '.path=="/ws-h2-ex" and .type=="exfiltration_attempt" and .secret=="tok" and .place=="websocket"'
 check_eq "  the upstream never received it" 0 "$(grep -c '{{PH}}' "$T/wsup.jsonl")"
 check_eq "WebSocket over h2 denied by policy: 403 on the stream" "status 403" "$(H2W api.example.test /denied/ws hello)"
 check_eq "WebSocket over h2, the upstream answers 200 instead of 101: 502" "status 502" \

@@ -2,8 +2,8 @@
 # Bad input, names: 10,000 distinct SNI names (all allowed by a *.many.test wildcard) through the transparent
 # listener with leaf_cache: 100: every handshake verifies against the sluice CA, /health then shows leaf_cache <= 100
 # and leaves_minted >= 10,000, and the cache still behaves as an LRU. SNI values that are not valid DNS names are
-# refused at the handshake: the connection closes, no leaf is minted (leaves_minted unchanged), a connection audit
-# line says why. Afterwards normal requests (transparent and explicit) still succeed and the gateway stays up.
+# refused at the handshake: the connection closes, no leaf is minted (leaves_minted unchanged), a denial audit
+# record says why. Afterwards normal requests (transparent and explicit) still succeed and the gateway stays up.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 N=10000
 
@@ -86,7 +86,7 @@ check_eq "  was evicted and is minted again (leaves_minted + 1)" $((m + 2)) "$(h
 
 # SNI values that are not valid DNS names: handshake refused, nothing minted
 m=$(health leaves_minted)
-before=$(jq -s 'map(select(.type == "connection")) | length' "$AUDIT")
+before=$(jq -s 'map(select(.type == "denial")) | length' "$AUDIT")
 long=$(printf 'a%.0s' $(seq 1 64))
 bad_names=("bad_name!.many.test" "a..b.many.test" "-x.many.test" "x-.many.test" "$long.many.test" "sp ace.many.test"
            "*.many.test" "x.many.test/y" "%41.many.test")
@@ -95,8 +95,8 @@ for b in "${bad_names[@]}"; do
   check_nomatch "SNI '$b' is refused at the handshake" 'CONNECTION ESTABLISHED|Verification: OK' "$out"
 done
 check_eq "no leaf was minted for the invalid names (leaves_minted unchanged)" "$m" "$(health leaves_minted)"
-check "each refusal has a connection audit line" eventually 5 \
-  test "$(jq -s 'map(select(.type == "connection")) | length' "$AUDIT")" -eq $((before + ${#bad_names[@]}))
+check "each refusal has a denial audit record" eventually 5 \
+  test "$(jq -s 'map(select(.type == "denial")) | length' "$AUDIT")" -eq $((before + ${#bad_names[@]}))
 check "the audit lines are valid JSON (peer bytes escaped)" jq -e -c . "$AUDIT"
 alive_check
 

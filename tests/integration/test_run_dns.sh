@@ -73,7 +73,7 @@ check_eq "HTTPS by name alone (resolver, synthetic address, redirect, SNI): 200"
 check_match "the synthetic address of api.example.test with SNI other.example.test: refused" '^OTHER (000|curl)' \
   "$(printf '%s\n' "$out" | grep '^OTHER')"
 check "  audited with the listen.dns rule" \
-  audit_wait '.type == "connection" and .rule == "listen.dns" and .sandbox == "dns-probe" and (.reason | test("differs"))'
+  audit_wait '.type == "denial" and .rule == "listen.dns" and .sandbox == "dns-probe" and (.reason | test("differs"))'
 check_match "a synthetic address never given out: refused" '^UNGIVEN (000|curl)' "$(printf '%s\n' "$out" | grep '^UNGIVEN')"
 check "  audited as such" audit_wait '.rule == "listen.dns" and (.reason | test("did not give out"))'
 check_eq "plain HTTP to api's synthetic address with Host other.example.test: 421" "PLAIN 421" \

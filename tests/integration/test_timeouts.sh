@@ -45,10 +45,10 @@ check "  with an audit line naming limits.request_head" eventually 5 test "$(aud
 check_match "  that records the original destination" "\"dest\":\"$NS_HOST:443\"" "$(audit_get '.rule == "limits.request_head"' | tail -n 1)"
 alive_check
 # a connection to the transparent port that was not redirected is refused at once (not served, not timed)
-before=$(audit_n '.type == "connection"')
+before=$(audit_n '.type == "denial"')
 check_eq "transparent port reached directly (not redirected): closed without an answer" "000 end: eof" \
   "$(status_end "$($CLEAN timeout 30 "$PY" "$RAW" --direct "127.0.0.1:$TP" --timeout 15 --end)")"
-check "  with a connection audit line" eventually 5 test "$(audit_n '.type == "connection"')" -gt "$before"
+check "  with a denial audit record" eventually 5 test "$(audit_n '.type == "denial"')" -gt "$before"
 
 # half a request head after TLS -> 408 then closed
 half='GET /ok/half HTTP/1.1\r\nHost: api.example.test\r\nX-Half: abc'

@@ -38,8 +38,8 @@ check_eq "Host differing from SNI: 421" 421 "$(TC -o /dev/null -w '%{http_code}'
 for h in blocked.example.test unknown.example.test; do
   TC -o /dev/null "https://$h/" >/dev/null 2>&1; rc=$?
   check_eq "$h (deny / not in policy): TLS closed before any HTTP (curl exit 35)" 35 "$rc"
-  check "audit: connection line for $h with verdict deny and a reason" \
-    audit_wait ".type==\"connection\" and .sni==\"$h\" and .verdict==\"deny\" and (.reason|length>0)"
+  check "audit: a denial for $h with a reason" \
+    audit_wait ".type==\"denial\" and .sni==\"$h\" and (.reason|length>0)"
 done
 check_eq "nothing for the refused hosts reached nginx" 0 "$(grep -Ec '^(blocked|unknown)' "$NGXLOG")"
 
@@ -61,8 +61,8 @@ for from in host ns; do
   r=$("${pre[@]}" timeout 20 "$PY" "$IT" tls_raw "$dst" "$TP" api.example.test "$CA/ca.pem" </dev/null 2>&1 | tail -n 1)
   check_match "direct connection to the transparent port ($from) is closed" 'EOF|reset|Connection|SSL|closed' "$r"
 done
-check "audit: connection lines for the unredirected connections name a reason" \
-  eventually 5 sh -c "[ \$(jq -c 'select(.type==\"connection\" and (.reason|test(\"not redirected\")))' '$AUDIT' | wc -l) -ge 2 ]"
+check "audit: denials for the unredirected connections name a reason" \
+  eventually 5 sh -c "[ \$(jq -c 'select(.type==\"denial\" and (.reason|test(\"not redirected\")))' '$AUDIT' | wc -l) -ge 2 ]"
 
 # a first byte that is neither TLS nor an HTTP method
 r=$(printf '\000\001\002garbage\r\n\r\n' | ns_exec env IT_IDLE=3 timeout 20 "$PY" "$IT" proxy_raw "$NS_HOST" 443 2>&1)

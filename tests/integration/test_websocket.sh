@@ -170,7 +170,7 @@ exfil() {
   wsc "$path" text:hello recv:1 "$@" close
   check_match "$what: the connection is closed (close 1008, then EOF)" '^status 101~text\[1\] hello~close 1008~end: eof~$' "$(out_of)"
   check "  audit: exfiltration_attempt, secret $sec, place websocket" audit_wait \
-    ".path==\"$path\" and .event==\"exfiltration_attempt\" and .secret==\"$sec\" and .place==\"websocket\" and .verdict==\"deny\""
+    ".path==\"$path\" and .type==\"exfiltration_attempt\" and .secret==\"$sec\" and .place==\"websocket\" and .rule==\"secrets\""
   e=$(up_end "$path")
   if [ -n "$e" ] && printf '%s' "$e" | jq -e "(.seen | index(\"$phn\")) == null" >/dev/null 2>&1; then
     ok "  the upstream never received the whole placeholder (its frames end to end)"
@@ -189,7 +189,7 @@ bad_off=""
 for k in 1 5 $((${#GH_PH} / 2)) $((${#GH_PH} - 1)); do
   wsc "/ws-ex-split-$k" "split:$((4 + k)):say ${GH_PH}!" close
   [ "$(out_of)" = "status 101~close 1008~end: eof~" ] || bad_off="$bad_off $k:$(out_of)"
-  audit_wait ".path==\"/ws-ex-split-$k\" and .event==\"exfiltration_attempt\" and .place==\"websocket\"" || bad_off="$bad_off $k(audit)"
+  audit_wait ".path==\"/ws-ex-split-$k\" and .type==\"exfiltration_attempt\" and .place==\"websocket\"" || bad_off="$bad_off $k(audit)"
   [ "$(up_end "/ws-ex-split-$k" | jq -r '.frames')" = 0 ] || bad_off="$bad_off $k(frames)"
 done
 check_eq "a placeholder in one frame split across two writes (offsets 1 5 mid last): closed, audited, no frame forwarded" \

@@ -1,8 +1,11 @@
 /*
- * test_audit.c - the audit writer and the gateway's own JSON answers.
+ * test_audit.c - audit records as written (proxy/audit.c) and the gateway's
+ * own JSON answers.
  *
  * Every record is one line of valid JSON whatever bytes a peer put in its
- * fields; absent fields are omitted; an over-long path is cut rather than the
+ * fields, with the members in the documented order (seq first, then time,
+ * type, sandbox, the type's fields, prev, and mac last); each type writes
+ * its own fields and no others; an over-long path is cut rather than the
  * record lost; refusals carry the interface's JSON body and framing.
  */
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <event2/buffer.h>
+#include "proxy/audit_int.h"
 #include "proxy/proxy_int.h"
 
 static char *
@@ -42,6 +46,7 @@ base_rec(void)
 	struct audit_rec r = {
 		.type = "request",
 		.sandbox = "10.200.1.2",
+		.id = "42-1",
 		.client = "10.200.1.2",
 		.dest = "10.200.1.1:443",
 		.sni = "api.example.test",
@@ -51,21 +56,158 @@ base_rec(void)
 		.http_version = "1.1",
 		.verdict = "allow",
 		.rule = "api.example.test/rules/0",
-		.status = 200,
-		.bytes_up = 0,
-		.bytes_down = 6,
-		.duration_ms = 3,
-		.upstream_tls = 1,
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
 		.conn_id = 42,
 	};
 	return r;
+}
+
+static struct audit *
+open_log(const char *path)
+{
+	struct policy_config cfg;
+	const char *err = NULL;
+	struct audit *a;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.audit_file = (char *)path;
+	cfg.audit_fsync_ms = 1000;
+	cfg.audit_checkpoint_ms = 0;
+	cfg.audit_queue = 1024;
+	a = audit_open(&cfg, "/etc/sluice/sluice.yaml", NULL, &err);
+	assert_non_null(a);
+	assert_int_equal(audit_start(a, &err), 0);
+	return a;
+}
+
+/* The members of a formatted record, "{" ... "}" without the time (which changes). */
+static const char *
+members(const struct audit_rec *r, char *buf, size_t cap)
+{
+	long n = audit_rec_format(r, buf, cap, (size_t)-1);
+	char *t;
+
+	assert_true(n > 0);
+	assert_int_equal((size_t)n, strlen(buf));
+	assert_memory_equal(buf, "{\"time\":\"", 9);
+	t = strstr(buf, "\",\"type\":");
+	assert_non_null(t);
+	/* RFC 3339 UTC with milliseconds: 2026-12-01T04:07:07.123Z */
+	assert_int_equal(t - (buf + 9), 24);
+	for (size_t i = 0; i < 24; i++) {
+		char c = buf[9 + i];
+		switch (i) {
+		case 4: case 7: assert_int_equal(c, '-'); break;
+		case 10: assert_int_equal(c, 'T'); break;
+		case 13: case 16: assert_int_equal(c, ':'); break;
+		case 19: assert_int_equal(c, '.'); break;
+		case 23: assert_int_equal(c, 'Z'); break;
+		default: assert_true(c >= '0' && c <= '9');
+		}
+	}
+	assert_true(buf[9] == '2');  /* this millennium */
+	return t + 3;
+}
+
+static void
+test_members_by_type(void **state)
+{
+	struct audit_rec r = base_rec();
+	const char *scrubbed[] = {"gh", "npm"};
+	const char *names[] = {"gh"}, *places[] = {"header:authorization"};
+	char buf[2048];
+
+	(void)state;
+	r.secret_names = names;
+	r.secret_places = places;
+	r.nsecrets = 1;
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"request\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"client\":\"10.200.1.2\","
+	                    "\"dest\":\"10.200.1.1:443\",\"sni\":\"api.example.test\",\"host\":\"api.example.test\","
+	                    "\"method\":\"GET\",\"path\":\"/ok/x\",\"http_version\":\"1.1\",\"verdict\":\"allow\","
+	                    "\"rule\":\"api.example.test/rules/0\",\"secrets\":[{\"name\":\"gh\","
+	                    "\"place\":\"header:authorization\"}],\"conn\":42}");
+	/* a denied request carries the status it was answered */
+	r.verdict = "deny";
+	r.status = 403;
+	r.nsecrets = 0;
+	assert_non_null(strstr(members(&r, buf, sizeof(buf)), ",\"verdict\":\"deny\",\"rule\":\"api.example.test/rules/0\",\"status\":403,\"conn\":42}"));
+	/* a response: its own fields only (the host is for the metrics, not written) */
+	r = base_rec();
+	r.type = "response";
+	r.status = 200;
+	r.bytes_up = 0;
+	r.bytes_down = 6;
+	r.duration_ms = 3;
+	r.upstream_tls = 1;
+	r.rule = NULL;
+	r.scrubbed = scrubbed;
+	r.nscrubbed = 2;
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"response\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"status\":200,\"bytes_up\":0,"
+	                    "\"bytes_down\":6,\"duration_ms\":3,\"upstream_tls\":true,\"scrubbed\":[\"gh\",\"npm\"],"
+	                    "\"conn\":42}");
+	r.type = "scrub";
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"scrub\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"secrets\":[\"gh\",\"npm\"]}");
+	r = base_rec();
+	r.type = "exfiltration_attempt";
+	r.secret = "gh";
+	r.place = "query:token";
+	r.rule = "secrets";
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"exfiltration_attempt\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"secret\":\"gh\","
+	                    "\"place\":\"query:token\",\"host\":\"api.example.test\",\"rule\":\"secrets\"}");
+	r = base_rec();
+	r.type = "dns";
+	r.dns_qtype = "A";
+	r.dns_answer = "NXDOMAIN";
+	r.verdict = "deny";
+	r.conn_id = 0;
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"dns\",\"sandbox\":\"10.200.1.2\",\"client\":\"10.200.1.2\","
+	                    "\"host\":\"api.example.test\",\"qtype\":\"A\",\"answer\":\"NXDOMAIN\",\"verdict\":\"deny\"}");
+	r = base_rec();
+	r.type = "denial";
+	r.sandbox = NULL;
+	r.reason = "SNI is not a valid host name";
+	r.rule = "tls";
+	r.host = NULL;
+	assert_string_equal(members(&r, buf, sizeof(buf)),
+	                    "type\":\"denial\",\"sandbox\":\"-\",\"client\":\"10.200.1.2\",\"dest\":\"10.200.1.1:443\","
+	                    "\"sni\":\"api.example.test\",\"rule\":\"tls\",\"reason\":\"SNI is not a valid host name\","
+	                    "\"conn\":42}");
+}
+
+/* Checks the documented shape of one line: seq first, then time, type, sandbox; prev, then mac, last. */
+static void
+check_shape(const char *line, uint64_t seq)
+{
+	char head[64];
+	size_t n = strlen(line);
+	const char *prev;
+
+	snprintf(head, sizeof(head), "{\"seq\":%llu,\"time\":\"", (unsigned long long)seq);
+	assert_memory_equal(line, head, strlen(head));
+	assert_non_null(strstr(line, "Z\",\"type\":\""));
+	assert_non_null(strstr(line, "\",\"sandbox\":\""));
+	prev = strstr(line, ",\"prev\":\"");
+	assert_non_null(prev);
+	assert_int_equal(n, (size_t)(prev - line) + 9 + 64 + 2);
+	assert_memory_equal(line + n - 2, "\"}", 2);
+	/* no raw control byte, ESC or DEL, no raw byte >= 0x80 */
+	for (size_t i = 0; i < n; i++)
+		assert_true((unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f);
 }
 
 static void
 test_records_are_json_lines(void **state)
 {
 	char path[] = "/tmp/sluice-test-audit-XXXXXX";
-	const char *err = NULL;
 	struct audit *a;
 	struct audit_rec r = base_rec();
 	char *buf, *line, *save = NULL;
@@ -75,26 +217,22 @@ test_records_are_json_lines(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
-	a = audit_open(path, &err);
-	assert_non_null(a);
-	audit_write(a, &r);
-	/* a hostile path and SNI: newline, quote, backslash, control and high bytes */
-	r.path = "/a\"b\\c\nd\r\x01\x7f\xff{\"x\":1}";
-	r.sni = "evil\n{\"verdict\":\"allow\"}";
+	a = open_log(path);
+	assert_int_equal(audit_write(a, &r), 2);  /* 1 is the start record */
+	/* a hostile path and SNI: newline, quote, backslash, ESC, control and high bytes */
+	r.path = "/a\"b\\c\nd\r\x01\x1b[31m\x7f\xff{\"x\":1}";
+	r.sni = "evil\r\n{\"verdict\":\"allow\"}\x1b]0;x\x07";
 	r.verdict = "deny";
 	r.reason = "denied by rule";
 	r.status = 403;
-	audit_write(a, &r);
-	/* absent fields are omitted, not written as empty strings */
+	assert_int_equal(audit_write(a, &r), 3);
+	/* a refused connection is written as a denial, without a verdict */
 	r = base_rec();
 	r.type = "connection";
+	r.verdict = "deny";
 	r.method = NULL;
-	r.path = NULL;
-	r.http_version = NULL;
-	r.status = -1;
-	r.bytes_up = r.bytes_down = -1;
-	r.upstream_tls = -1;
-	audit_write(a, &r);
+	assert_int_equal(audit_write(a, &r), 4);
+	audit_stop(a, "test");
 	audit_close(a);
 
 	buf = slurp(path, &len);
@@ -103,30 +241,38 @@ test_records_are_json_lines(void **state)
 		json_error_t jerr;
 		json_t *o = json_loads(line, 0, &jerr);
 
+		check_shape(line, n + 1);
 		assert_non_null(o);
 		assert_true(json_is_object(o));
-		assert_non_null(json_object_get(o, "time"));
 		if (n == 0) {
-			assert_string_equal(json_string_value(json_object_get(o, "verdict")), "allow");
-			assert_int_equal(json_integer_value(json_object_get(o, "status")), 200);
-			assert_true(json_is_true(json_object_get(o, "upstream_tls")));
-			assert_string_equal(json_string_value(json_object_get(o, "http_version")), "1.1");
+			assert_string_equal(json_string_value(json_object_get(o, "type")), "start");
+			assert_string_equal(json_string_value(json_object_get(o, "sandbox")), "-");
+			assert_string_equal(json_string_value(json_object_get(o, "config")), "/etc/sluice/sluice.yaml");
+			assert_int_equal(strlen(json_string_value(json_object_get(o, "run"))), 16);
+			assert_null(json_object_get(o, "recovered_bytes"));
 		} else if (n == 1) {
+			assert_string_equal(json_string_value(json_object_get(o, "verdict")), "allow");
+			assert_string_equal(json_string_value(json_object_get(o, "id")), "42-1");
+			assert_null(json_object_get(o, "status"));
+		} else if (n == 2) {
 			/* the forged field stayed inside its string */
 			assert_string_equal(json_string_value(json_object_get(o, "verdict")), "deny");
-			assert_string_equal(json_string_value(json_object_get(o, "sni")), "evil\n{\"verdict\":\"allow\"}");
+			assert_string_equal(json_string_value(json_object_get(o, "sni")),
+			                    "evil\r\n{\"verdict\":\"allow\"}\x1b]0;x\x07");
+			assert_non_null(strstr(line, "\\u001b[31m"));
 			assert_non_null(strstr(json_string_value(json_object_get(o, "path")), "\"x\":1"));
-		} else {
-			assert_string_equal(json_string_value(json_object_get(o, "type")), "connection");
+		} else if (n == 3) {
+			assert_string_equal(json_string_value(json_object_get(o, "type")), "denial");
+			assert_null(json_object_get(o, "verdict"));
 			assert_null(json_object_get(o, "method"));
-			assert_null(json_object_get(o, "path"));
-			assert_null(json_object_get(o, "status"));
-			assert_null(json_object_get(o, "bytes_up"));
-			assert_null(json_object_get(o, "upstream_tls"));
+		} else {
+			assert_string_equal(json_string_value(json_object_get(o, "type")), "stop");
+			assert_string_equal(json_string_value(json_object_get(o, "reason")), "test");
+			assert_int_equal(json_integer_value(json_object_get(o, "records")), 5);
 		}
 		json_decref(o);
 	}
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 5);
 	free(buf);
 	unlink(path);
 }
@@ -135,10 +281,9 @@ static void
 test_long_path_is_cut_not_lost(void **state)
 {
 	char path[] = "/tmp/sluice-test-audit-XXXXXX";
-	const char *err = NULL;
 	struct audit_rec r = base_rec();
 	struct audit *a;
-	char *buf, *longp;
+	char *buf, *longp, *second;
 	size_t len;
 	json_t *o;
 	json_error_t jerr;
@@ -152,16 +297,16 @@ test_long_path_is_cut_not_lost(void **state)
 	longp[0] = '/';
 	longp[19999] = '\0';
 	r.path = longp;
-	a = audit_open(path, &err);
-	audit_write(a, &r);
+	a = open_log(path);
+	assert_int_equal(audit_write(a, &r), 2);
 	audit_close(a);
 	buf = slurp(path, &len);
-	assert_non_null(strchr(buf, '\n'));
-	assert_ptr_equal(strchr(buf, '\n'), buf + len - 1);  /* exactly one line */
-	o = json_loads(buf, 0, &jerr);
+	second = strchr(buf, '\n') + 1;
+	assert_ptr_equal(strchr(second, '\n') + 1, strstr(second, "\n{\"seq\":3,") + 1);
+	o = json_loads(second, JSON_DISABLE_EOF_CHECK, &jerr);
 	assert_non_null(o);
-	assert_int_equal(strlen(json_string_value(json_object_get(o, "path"))), 2048);
-	assert_int_equal(json_integer_value(json_object_get(o, "status")), 200);
+	assert_int_equal(strlen(json_string_value(json_object_get(o, "path"))), AUDIT_PATH_CUT);
+	assert_string_equal(json_string_value(json_object_get(o, "id")), "42-1");
 	json_decref(o);
 	free(buf);
 	free(longp);
@@ -169,18 +314,28 @@ test_long_path_is_cut_not_lost(void **state)
 }
 
 static void
-test_no_file_drops_records(void **state)
+test_no_file_counts_only(void **state)
 {
+	struct policy_config cfg;
 	const char *err = NULL;
-	struct audit *a = audit_open(NULL, &err);
+	struct audit *a;
 	struct audit_rec r = base_rec();
 
 	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	a = audit_open(&cfg, NULL, NULL, &err);
 	assert_non_null(a);
-	audit_write(a, &r);  /* no file: nothing happens, nothing crashes */
+	assert_int_equal(audit_start(a, &err), 0);
+	assert_false(audit_enabled(a));
+	assert_int_equal(audit_write(a, &r), 0);  /* no file: nothing queued, nothing crashes */
+	assert_true(audit_healthy(a));
+	assert_true(audit_written(a, 12345));
+	assert_int_equal(audit_queue_depth(a), 0);
 	audit_close(a);
-	assert_null(audit_open("/nonexistent-dir/sluice/audit.jsonl", &err));
-	assert_non_null(err);
+	cfg.audit_file = (char *)"/nonexistent-dir/sluice/audit.jsonl";
+	err = NULL;
+	assert_null(audit_open(&cfg, NULL, NULL, &err));
+	assert_string_equal(err, "audit.file /nonexistent-dir/sluice/audit.jsonl: No such file or directory");
 }
 
 /* Empties <b> into a NUL-terminated heap string (the caller frees it). */
@@ -238,9 +393,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_members_by_type),
 		cmocka_unit_test(test_records_are_json_lines),
 		cmocka_unit_test(test_long_path_is_cut_not_lost),
-		cmocka_unit_test(test_no_file_drops_records),
+		cmocka_unit_test(test_no_file_counts_only),
 		cmocka_unit_test(test_refusal_body),
 	};
 

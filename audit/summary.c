@@ -1,0 +1,273 @@
+/* audit/summary.c - per sandbox: requests, denials, exfiltration attempts, hosts contacted, secrets used */
+#include <string.h>
+#include "common/sluice.h"
+#include "audit/audit.h"
+
+#define OTHER "(other)"
+#define SANDBOX_COL_MAX 40
+#define SECRETS_COL_MAX 80
+#define HOSTS_COL_MAX 4000
+#define LIST_BUF (HOSTS_COL_MAX + 64)
+
+/* A string -> count map (open addressing), bounded by <max> names; the rest count under OTHER. */
+struct name {
+	char *s;  /* NULL: empty slot */
+	size_t n;
+	uint64_t count;
+	void *val;
+};
+
+struct namemap {
+	struct name *v;
+	size_t cap, len, max;
+};
+
+struct sandbox {
+	uint64_t requests, denials, exfil;
+	struct namemap hosts, secrets;
+};
+
+struct audit_summary {
+	struct namemap sandboxes;  /* val: struct sandbox */
+};
+
+static size_t
+hash(const char *s, size_t n)
+{
+	size_t h = 5381, i;
+
+	for (i = 0; i < n; i++)
+		h = h * 33 + (unsigned char)s[i];
+	return h;
+}
+
+static struct name *
+slot(struct namemap *m, const char *s, size_t n)
+{
+	size_t i = hash(s, n) & (m->cap - 1);
+
+	while (m->v[i].s != NULL && (m->v[i].n != n || memcmp(m->v[i].s, s, n) != 0))
+		i = (i + 1) & (m->cap - 1);
+	return &m->v[i];
+}
+
+static void
+grow(struct namemap *m)
+{
+	struct name *old = m->v;
+	size_t oldcap = m->cap, i;
+
+	m->cap = m->cap ? m->cap * 2 : 16;
+	m->v = xcalloc(m->cap, sizeof(*m->v));
+	for (i = 0; i < oldcap; i++)
+		if (old[i].s != NULL)
+			*slot(m, old[i].s, old[i].n) = old[i];
+	free(old);
+}
+
+/* The entry for <s>/<n> (made with count 0), or OTHER's once <max> names are held. */
+static struct name *
+lookup(struct namemap *m, const char *s, size_t n)
+{
+	struct name *e;
+
+	if (m->cap == 0 || (m->len + 1) * 4 > m->cap * 3)
+		grow(m);
+	e = slot(m, s, n);
+	if (e->s != NULL)
+		return e;
+	if (m->len >= m->max && (n != sizeof(OTHER) - 1 || memcmp(s, OTHER, n) != 0))
+		return lookup(m, OTHER, sizeof(OTHER) - 1);
+	e->s = xmalloc(n + 1);
+	memcpy(e->s, s, n);
+	e->s[n] = '\0';
+	e->n = n;
+	m->len++;
+	return e;
+}
+
+static void
+map_free(struct namemap *m, int sandboxes)
+{
+	size_t i;
+	struct sandbox *sb;
+
+	for (i = 0; i < m->cap; i++) {
+		if (m->v[i].s == NULL)
+			continue;
+		free(m->v[i].s);
+		if (sandboxes && (sb = m->v[i].val) != NULL) {
+			map_free(&sb->hosts, 0);
+			map_free(&sb->secrets, 0);
+			free(sb);
+		}
+	}
+	free(m->v);
+}
+
+struct audit_summary *
+audit_summary_create(void)
+{
+	struct audit_summary *s = xcalloc(1, sizeof(*s));
+
+	s->sandboxes.max = AUDIT_SUMMARY_SANDBOXES_MAX;
+	return s;
+}
+
+void
+audit_summary_destroy(struct audit_summary *s)
+{
+	if (s == NULL)
+		return;
+	map_free(&s->sandboxes, 1);
+	free(s);
+}
+
+static int
+is(const char *a, const char *b)
+{
+	return a != NULL && strcmp(a, b) == 0;
+}
+
+static void
+count_name(struct namemap *m, json_t *v)
+{
+	if (json_is_string(v))
+		lookup(m, json_string_value(v), json_string_length(v))->count++;
+}
+
+void
+audit_summary_add(struct audit_summary *s, const struct audit_record *rec)
+{
+	json_t *sbv = json_object_get(rec->obj, "sandbox"), *host, *e;
+	struct name *ent;
+	struct sandbox *sb;
+	size_t i;
+	int deny = is(rec->verdict, "deny");
+
+	if (!json_is_string(sbv))
+		return;
+	if (!is(rec->type, "request") && !is(rec->type, "denial") && !is(rec->type, "connection") &&
+	    !is(rec->type, "exfiltration_attempt"))
+		return;
+	ent = lookup(&s->sandboxes, json_string_value(sbv), json_string_length(sbv));
+	if (ent->val == NULL) {
+		sb = xcalloc(1, sizeof(*sb));
+		sb->hosts.max = AUDIT_SUMMARY_NAMES_MAX;
+		sb->secrets.max = AUDIT_SUMMARY_NAMES_MAX;
+		ent->val = sb;
+	}
+	sb = ent->val;
+	ent->count++;
+	host = json_object_get(rec->obj, "host");
+	if (host == NULL)
+		host = json_object_get(rec->obj, "sni");
+	if (is(rec->type, "request")) {
+		sb->requests++;
+		if (deny)
+			sb->denials++;
+		else if (is(rec->verdict, "allow"))
+			count_name(&sb->hosts, host);
+		if (is(rec->verdict, "allow") && json_is_array(json_object_get(rec->obj, "secrets")))
+			json_array_foreach(json_object_get(rec->obj, "secrets"), i, e)
+				count_name(&sb->secrets, json_is_object(e) ? json_object_get(e, "name") : e);
+	} else if (is(rec->type, "denial")) {
+		sb->denials++;
+	} else if (is(rec->type, "connection")) {
+		if (deny)
+			sb->denials++;
+		else if (is(rec->verdict, "allow"))
+			count_name(&sb->hosts, host);  /* a passthrough tunnel */
+	} else {
+		sb->exfil++;
+	}
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	const struct name *x = *(const struct name *const *)a, *y = *(const struct name *const *)b;
+	size_t n = x->n < y->n ? x->n : y->n;
+	int c = memcmp(x->s, y->s, n);
+
+	return c != 0 ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static int
+cmp_count(const void *a, const void *b)
+{
+	const struct name *x = *(const struct name *const *)a, *y = *(const struct name *const *)b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return cmp_name(a, b);
+}
+
+/* The entries of <m>, sorted; the array is the caller's to free. */
+static struct name **
+sorted(const struct namemap *m, int (*cmp)(const void *, const void *))
+{
+	struct name **v = xcalloc(m->len + 1, sizeof(*v));
+	size_t i, k = 0;
+
+	for (i = 0; i < m->cap; i++)
+		if (m->v[i].s != NULL)
+			v[k++] = &m->v[i];
+	qsort(v, k, sizeof(*v), cmp);
+	return v;
+}
+
+/* "a (3), b (1)" escaped into <out>, at most <width> columns; returns the columns. */
+static size_t
+list(char *out, size_t cap, const struct namemap *m, size_t width)
+{
+	struct name **v = sorted(m, cmp_count);
+	char num[32];
+	size_t i, cols = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < m->len && cols < width; i++) {
+		if (i > 0)
+			cols += audit_term_escape(out, cap, ", ", 2, width - cols);
+		cols += audit_term_escape(out, cap, v[i]->s, v[i]->n, width - cols);
+		snprintf(num, sizeof(num), " (%llu)", (unsigned long long)v[i]->count);
+		if (cols < width)
+			cols += audit_term_escape(out, cap, num, strlen(num), width - cols);
+	}
+	if (m->len == 0)
+		cols = audit_term_escape(out, cap, "-", 1, width);
+	free(v);
+	return cols;
+}
+
+void
+audit_summary_print(struct audit_summary *s, FILE *out)
+{
+	struct name **v = sorted(&s->sandboxes, cmp_name);
+	char name[SANDBOX_COL_MAX * 2], sec[LIST_BUF], hosts[LIST_BUF];
+	size_t i, wname = 7, wsec = 7, w;
+	struct sandbox *sb;
+
+	for (i = 0; i < s->sandboxes.len; i++) {
+		sb = v[i]->val;
+		name[0] = '\0';
+		w = audit_term_escape(name, sizeof(name), v[i]->s, v[i]->n, SANDBOX_COL_MAX);
+		wname = w > wname ? w : wname;
+		w = list(sec, sizeof(sec), &sb->secrets, SECRETS_COL_MAX);
+		wsec = w > wsec ? w : wsec;
+	}
+	fprintf(out, "%-*s  %8s  %7s  %12s  %-*s  %s\n", (int)wname, "SANDBOX", "REQUESTS", "DENIALS", "EXFILTRATION",
+	        (int)wsec, "SECRETS", "HOSTS");
+	for (i = 0; i < s->sandboxes.len; i++) {
+		sb = v[i]->val;
+		name[0] = '\0';
+		audit_term_escape(name, sizeof(name), v[i]->s, v[i]->n, SANDBOX_COL_MAX);
+		list(sec, sizeof(sec), &sb->secrets, SECRETS_COL_MAX);
+		list(hosts, sizeof(hosts), &sb->hosts, HOSTS_COL_MAX);
+		fprintf(out, "%-*s  %8llu  %7llu  %12llu  %-*s  %s\n", (int)wname, name, (unsigned long long)sb->requests,
+		        (unsigned long long)sb->denials, (unsigned long long)sb->exfil, (int)wsec, sec, hosts);
+	}
+	if (s->sandboxes.len == 0)
+		fprintf(out, "(no records)\n");
+	free(v);
+}

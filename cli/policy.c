@@ -1,0 +1,497 @@
+/*
+ * cli/policy.c - `sluice policy check [--strict] FILE` and `sluice policy
+ * explain FILE --method M --url URL ...`, and the judge both they and
+ * `policy test` use: the connection decision, path normalisation, the body
+ * bound and the rules, exactly as the gateway runs them.
+ *
+ * Exit status: 0 ok, 1 the policy (or a case) fails, 2 bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/host.h"
+#include "common/sluice.h"
+#include "cli/policy_cli.h"
+
+#define EXIT_USAGE 2
+#define BODY_FILE_MAX (64u * 1024 * 1024) /* --body-file */
+
+int cli_policy_main(int argc, char **argv);
+
+static const char usage_policy[] =
+	"usage: sluice policy check [--strict] FILE\n"
+	"       sluice policy test FILE CASES.yaml\n"
+	"       sluice policy explain FILE --method M --url URL [--header 'N: V']...\n"
+	"                             [--json BODY | --form BODY | --body-file F --content-type T]\n"
+	"\n"
+	"check    validates FILE as `sluice serve` would: errors (file:line:column) and warnings\n"
+	"         (shadowed rules, overlapping wildcards, secrets bound to hosts they cannot reach);\n"
+	"         --strict turns warnings into errors\n"
+	"test     runs the request cases of CASES.yaml against FILE; exits 1 on any mismatch\n"
+	"explain  shows every rule considered for one request, and why it matched or not\n";
+
+const char *
+cli_amount(int64_t v, char *buf, size_t cap)
+{
+	int64_t whole = v / POLICY_AMOUNT_SCALE, frac = v % POLICY_AMOUNT_SCALE;
+	int n;
+
+	if (v < 0) {
+		snprintf(buf, cap, "(unreadable)");
+		return buf;
+	}
+	n = snprintf(buf, cap, "%" PRId64, whole);
+	if (frac != 0 && n > 0 && (size_t)n < cap) {
+		char f[16];
+		int k;
+
+		snprintf(f, sizeof(f), "%06" PRId64, frac);
+		for (k = 5; k > 0 && f[k] == '0'; k--)
+			f[k] = '\0';
+		snprintf(buf + n, cap - (size_t)n, ".%s", f);
+	}
+	return buf;
+}
+
+void
+cli_counters_free(struct cli_counters *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->v[i].key);
+	free(c->v);
+	c->v = NULL;
+	c->n = 0;
+}
+
+static struct cli_counter *
+counter(struct cli_counters *c, const char *key, enum policy_scope scope, const char *sandbox)
+{
+	char k[512];
+	size_t i;
+
+	snprintf(k, sizeof(k), "%s\n%s", key, scope == POLICY_SCOPE_GLOBAL ? "*" : sandbox != NULL ? sandbox : "");
+	for (i = 0; i < c->n; i++)
+		if (strcmp(c->v[i].key, k) == 0)
+			return &c->v[i];
+	c->v = xrealloc(c->v, (c->n + 1) * sizeof(*c->v));
+	memset(&c->v[c->n], 0, sizeof(c->v[c->n]));
+	c->v[c->n].key = xstrdup(k);
+	return &c->v[c->n++];
+}
+
+/* Limits and budgets of an allowed (or approved) request: 200, or 429 with the reason. */
+static int
+count(struct cli_counters *ctr, const struct policy_outcome *o, const char *sandbox, const char **reason)
+{
+	struct cli_counter *l = NULL, *b = NULL;
+
+	if (o->limit != NULL) {
+		l = counter(ctr, o->limit->key, o->limit->scope, sandbox);
+		if (l->used >= o->limit->count) {
+			*reason = "rate limit reached";
+			return 429;
+		}
+	}
+	if (o->budget != NULL) {
+		b = counter(ctr, o->budget->key, o->budget->scope, sandbox);
+		if (o->amount < 0) {
+			*reason = "budget sum cannot be read";
+			return 403;
+		}
+		if (o->amount > o->budget->max - b->spent) {
+			*reason = "budget exhausted";
+			return 429;
+		}
+		b->spent += o->amount;
+	}
+	if (l != NULL)
+		l->used++;
+	return 200;
+}
+
+/* Splits <url> into host, port, path and query. */
+static int
+split_url(const char *url, char *host, unsigned *port, const char **path, size_t *plen, const char **query,
+          size_t *qlen, int *plain, const char **err)
+{
+	const char *a, *slash, *q, *end = url + strlen(url);
+	unsigned dport;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		a = url + 8;
+		dport = 443;
+		*plain = 0;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		a = url + 7;
+		dport = 80;
+		*plain = 1;
+	} else {
+		*err = "the URL must start with https:// or http://";
+		return -1;
+	}
+	if (memchr(url, '#', (size_t)(end - url)) != NULL || strlen(url) > CLI_URL_MAX - 1) {
+		*err = "the URL has a fragment or is too long";
+		return -1;
+	}
+	slash = a + strcspn(a, "/?");
+	if (memchr(a, '@', (size_t)(slash - a)) != NULL) {
+		*err = "user information in the URL is not supported";
+		return -1;
+	}
+	if (host_split_authority(a, (size_t)(slash - a), dport, host, port, err) < 0)
+		return -1;
+	q = strchr(slash, '?');
+	*path = *slash == '/' ? slash : "/";
+	*plen = *slash == '/' ? (size_t)((q != NULL ? q : end) - slash) : 1;
+	*query = q != NULL ? q + 1 : NULL;
+	*qlen = q != NULL ? (size_t)(end - q - 1) : 0;
+	return 0;
+}
+
+static void
+result_set(struct cli_result *res, const char *verdict, const char *rule, const char *reason, int status)
+{
+	res->verdict = verdict;
+	res->rule = rule;
+	res->reason = reason;
+	res->status = status;
+}
+
+int
+cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counters *ctr, struct cli_result *res,
+          policy_explain_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct policy_conn_decision cd;
+	struct policy_request req;
+	const char *path, *query, *e = NULL;
+	size_t plen, qlen, need;
+	unsigned port, flags = 0;
+	long nl;
+	int plain;
+
+	memset(res, 0, offsetof(struct cli_result, d));
+	if (split_url(rq->url, res->host, &port, &path, &plen, &query, &qlen, &plain, &e) != 0) {
+		snprintf(err, errlen, "bad URL '%s': %s", rq->url, e != NULL ? e : "bad host");
+		return -1;
+	}
+	policy_decide_conn(pol, res->host, port, &cd);
+	if (cd.verdict == POLICY_DENY) {
+		result_set(res, "deny", cd.rule, cd.reason, 403);
+		return 0;
+	}
+	if (cd.verdict == POLICY_PASSTHROUGH && !plain) {
+		result_set(res, "passthrough", cd.rule, NULL, 200);
+		return 0;
+	}
+	nl = policy_path_normalise(path, plen, cd.host != NULL && policy_host_keep_encoded_slashes(cd.host), res->path,
+	                           sizeof(res->path), &e);
+	if (nl < 0) {
+		result_set(res, "deny", "path", e, 400);
+		return 0;
+	}
+	memset(&req, 0, sizeof(req));
+	req.method = rq->method;
+	req.method_len = strlen(rq->method);
+	req.path = res->path;
+	req.path_len = (size_t)nl;
+	req.query = query;
+	req.query_len = qlen;
+	req.headers = rq->headers;
+	req.nheaders = rq->nheaders;
+	if (rq->content_type != NULL) {
+		req.content_type = rq->content_type;
+		req.content_type_len = strlen(rq->content_type);
+	}
+	need = policy_body_need(pol, cd.host, &req, &flags);
+	if (need > 0 && rq->body != NULL) {
+		size_t held = rq->body_len;
+
+		if (flags & POLICY_NEED_GIT_SECTION) {
+			long sec = policy_git_section_len(rq->body, rq->body_len);
+
+			held = sec >= 0 ? (size_t)sec : rq->body_len;
+		}
+		if (held > need) {
+			result_set(res, "deny", "max_body", "body larger than the rule's max_body", 413);
+			return 0;
+		}
+	}
+	req.body = rq->body != NULL ? rq->body : "";
+	req.body_len = rq->body != NULL ? rq->body_len : 0;
+	req.body_complete = 1;
+	policy_explain(pol, cd.host, &req, &res->d, fn, arg);
+	res->decided = 1;
+	result_set(res, policy_verdict_name(res->d.act.verdict), res->d.act.rule, res->d.act.reason,
+	           res->d.act.verdict == POLICY_REQ_DENY ? 403 : 200);
+	if (res->d.act.verdict != POLICY_REQ_DENY && ctr != NULL) {
+		const char *why = NULL;
+
+		res->status = count(ctr, &res->d.act, rq->sandbox, &why);
+		if (why != NULL)
+			res->reason = why;
+	}
+	return 0;
+}
+
+/* ---- check ---- */
+
+static int
+cmd_check(int argc, char **argv)
+{
+	static const struct option opts[] = {{"strict", no_argument, NULL, 's'}, {NULL, 0, NULL, 0}};
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	char errbuf[1024];
+	size_t i, nw, nerr;
+	int ch, strict = 0, ret;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (ch != 's') {
+			fputs(usage_policy, stderr);
+			return EXIT_USAGE;
+		}
+		strict = 1;
+	}
+	if (optind != argc - 1) {
+		fputs(usage_policy, stderr);
+		return EXIT_USAGE;
+	}
+	if (policy_load_file(argv[optind], &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
+		fprintf(stderr, "%s\n", errbuf);
+		return 1;
+	}
+	nw = policy_warning_count(pol);
+	nerr = policy_lint_errors(pol);
+	for (i = 0; i < nw; i++)
+		fprintf(stderr, "%s\n", policy_warning_get(pol, i));
+	nw -= nerr;
+	if (nerr > 0 || (strict && nw > 0)) {
+		printf("%s: %zu error%s, %zu warning%s%s\n", argv[optind], nerr, nerr == 1 ? "" : "s", nw,
+		       nw == 1 ? "" : "s", strict && nw > 0 ? " (--strict: warnings are errors)" : "");
+		ret = 1;
+	} else if (nw > 0) {
+		printf("%s: ok (%zu warning%s)\n", argv[optind], nw, nw == 1 ? "" : "s");
+		ret = 0;
+	} else {
+		printf("%s: ok\n", argv[optind]);
+		ret = 0;
+	}
+	policy_unref(pol);
+	policy_config_free(cfg);
+	return ret;
+}
+
+/* ---- explain ---- */
+
+static void
+explain_step(void *arg, const struct policy_explain_step *st)
+{
+	static const char *const results[] = {"skipped", "no match", "match", "match (cannot judge: refused)"};
+
+	(void)arg;
+	printf("  rule %zu '%s' (%s%s%s, line %u): %s%s%s\n", st->index, st->rule, policy_verdict_name(st->verdict),
+	       st->mode != POLICY_MODE_ENFORCE ? ", mode " : "", st->mode != POLICY_MODE_ENFORCE ?
+	       policy_mode_name(st->mode) : "", st->line, results[st->result + 1], st->why != NULL ? ": " : "",
+	       st->why != NULL ? st->why : "");
+}
+
+static const char *
+period_name(uint32_t s)
+{
+	return s == 1 ? "second" : s == 60 ? "minute" : s == 3600 ? "hour" : "day";
+}
+
+static void
+print_outcome(const char *label, const struct policy_outcome *o)
+{
+	char a[64], m[64];
+	unsigned t = o->hold_ms / 1000;
+
+	printf("%s: %s by rule '%s'%s%s\n", label, policy_verdict_name(o->verdict), o->rule, o->reason ? ": " : "",
+	       o->reason ? o->reason : "");
+	if (o->limit != NULL)
+		printf("  limit: %u/%s, %s (counter %s)\n", o->limit->count, period_name(o->limit->period_s),
+		       o->limit->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->limit->key);
+	if (o->budget != NULL)
+		printf("  budget: %s of %s per %s, %s (counter %s); this request: %s\n", cli_amount(o->budget->max, m, sizeof(m)),
+		       o->budget->sum, period_name(o->budget->period_s),
+		       o->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->budget->key,
+		       cli_amount(o->amount, a, sizeof(a)));
+	if (o->verdict == POLICY_REQ_HOLD)
+		printf("  hold: up to %u%s for an operator's approval, then 403\n", t % 3600 == 0 ? t / 3600 :
+		       t % 60 == 0 ? t / 60 : t, t % 3600 == 0 ? "h" : t % 60 == 0 ? "m" : "s");
+}
+
+/* Reads a file of at most BODY_FILE_MAX bytes into a new buffer. */
+static char *
+read_file(const char *path, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		return NULL;
+	buf = xmalloc(cap);
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			if (cap >= BODY_FILE_MAX) {
+				errno = EFBIG;
+				goto fail;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			goto fail;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+static int
+cmd_explain(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"method", required_argument, NULL, 'm'}, {"url", required_argument, NULL, 'u'},
+		{"header", required_argument, NULL, 'H'}, {"json", required_argument, NULL, 'j'},
+		{"form", required_argument, NULL, 'f'}, {"body-file", required_argument, NULL, 'b'},
+		{"content-type", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
+	};
+	struct policy *pol = NULL;
+	struct cli_result *res = xcalloc(1, sizeof(*res));
+	struct cli_req rq;
+	char errbuf[1024], *file = NULL;
+	const char *bodyfile = NULL;
+	size_t i, nbodies = 0;
+	int ch, ret = EXIT_USAGE;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.method = "GET";
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		const char *colon;
+
+		switch (ch) {
+		case 'm':
+			rq.method = optarg;
+			break;
+		case 'u':
+			rq.url = optarg;
+			break;
+		case 'H':
+			colon = strchr(optarg, ':');
+			if (colon == NULL || colon == optarg || rq.nheaders == CLI_HEADERS_MAX)
+				goto usage;
+			rq.headers[rq.nheaders].name = optarg;
+			rq.headers[rq.nheaders].name_len = (size_t)(colon - optarg);
+			rq.headers[rq.nheaders].value = colon + 1 + strspn(colon + 1, " \t");
+			rq.headers[rq.nheaders].value_len = strlen(rq.headers[rq.nheaders].value);
+			if (sluice_iov_ieq(optarg, (size_t)(colon - optarg), "content-type"))
+				rq.content_type = rq.headers[rq.nheaders].value;
+			rq.nheaders++;
+			break;
+		case 'j':
+		case 'f':
+			rq.body = optarg;
+			rq.body_len = strlen(optarg);
+			if (rq.content_type == NULL)
+				rq.content_type = ch == 'j' ? "application/json" : "application/x-www-form-urlencoded";
+			nbodies++;
+			break;
+		case 'b':
+			bodyfile = optarg;
+			nbodies++;
+			break;
+		case 't':
+			rq.content_type = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc - 1 || rq.url == NULL || nbodies > 1)
+		goto usage;
+	if (bodyfile != NULL) {
+		file = read_file(bodyfile, &rq.body_len);
+		if (file == NULL) {
+			fprintf(stderr, "sluice policy explain: %s: %s\n", bodyfile, strerror(errno));
+			ret = 1;
+			goto out;
+		}
+		rq.body = file;
+	}
+	if (policy_load_file(argv[optind], NULL, &pol, errbuf, sizeof(errbuf)) != 0) {
+		fprintf(stderr, "%s\n", errbuf);
+		ret = 1;
+		goto out;
+	}
+	printf("request: %s %s\n", rq.method, rq.url);
+	if (cli_judge(pol, &rq, NULL, res, explain_step, NULL, errbuf, sizeof(errbuf)) != 0) {
+		fprintf(stderr, "sluice policy explain: %s\n", errbuf);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (!res->decided) {
+		printf("decision: %s by rule '%s'%s%s (status %d)\n", res->verdict, res->rule, res->reason ? ": " : "",
+		       res->reason ? res->reason : "", res->status);
+	} else {
+		if (res->d.reported)
+			print_outcome("report", &res->d.report);
+		print_outcome(res->d.mode == POLICY_MODE_REPORT ? "decision (report mode: passes)" : "decision", &res->d.act);
+		for (i = 0; i < res->d.nfields; i++)
+			printf("  field %s = %s\n", res->d.fields[i].place, res->d.fields[i].value);
+	}
+	ret = 0;
+	goto out;
+usage:
+	fputs(usage_policy, stderr);
+out:
+	free(file);
+	free(res);
+	policy_unref(pol);
+	return ret;
+}
+
+int
+cli_policy_main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage_policy, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+		fputs(usage_policy, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "test") == 0)
+		return cli_policy_test(argc - 1, argv + 1);
+	if (strcmp(argv[1], "explain") == 0)
+		return cmd_explain(argc - 1, argv + 1);
+	fputs(usage_policy, stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,208 @@
+/*
+ * proxy/audit_chain.c - the audit chain's arithmetic, no I/O: wrapping a
+ * record's members into its line (seq first, prev, then mac last), the
+ * line hash, the forward-secure key and the key file's text.
+ *
+ * The bytes (docs/audit-schema.md):
+ *   line    = {"seq":N,<members>,"prev":"<hex>"[,"mac":"<hex>"]}
+ *   prev    = SHA-256 of the previous complete line without its "\n"
+ *             (64 '0' for seq 1)
+ *   mac     = HMAC-SHA-256(K_N, the line without its mac member), i.e. the
+ *             line up to `,"mac":"` followed by "}"
+ *   K_{N+1} = SHA-256("sluice-audit-key-v1" || K_N); K_N is wiped once used.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+#include "common/sluice.h"
+#include "proxy/audit_int.h"
+
+static const char hexd[] = "0123456789abcdef";
+
+static void
+to_hex(const uint8_t *p, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hexd[p[i] >> 4];
+		out[2 * i + 1] = hexd[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+void
+audit_hash_hex(const void *p, size_t n, char *hex)
+{
+	uint8_t md[SHA256_DIGEST_LENGTH];
+
+	SHA256(p, n, md);
+	to_hex(md, sizeof(md), hex);
+}
+
+void
+audit_chain_key_evolve(uint8_t key[AUDIT_KEY_LEN])
+{
+	uint8_t in[sizeof(AUDIT_KEY_LABEL) - 1 + AUDIT_KEY_LEN];
+
+	memcpy(in, AUDIT_KEY_LABEL, sizeof(AUDIT_KEY_LABEL) - 1);
+	memcpy(in + sizeof(AUDIT_KEY_LABEL) - 1, key, AUDIT_KEY_LEN);
+	SHA256(in, sizeof(in), key);
+	OPENSSL_cleanse(in, sizeof(in));
+}
+
+void
+audit_chain_init(struct audit_chain *ch, uint64_t seq, const char *prev_hex, const uint8_t *key)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->seq = seq;
+	if (prev_hex != NULL)
+		memcpy(ch->prev, prev_hex, AUDIT_HASH_HEX);
+	else
+		memset(ch->prev, '0', AUDIT_HASH_HEX);
+	ch->prev[AUDIT_HASH_HEX] = '\0';
+	if (key != NULL) {
+		ch->keyed = 1;
+		memcpy(ch->key, key, AUDIT_KEY_LEN);
+	}
+}
+
+void
+audit_chain_wipe(struct audit_chain *ch)
+{
+	OPENSSL_cleanse(ch->key, sizeof(ch->key));
+	ch->keyed = 0;
+}
+
+long
+audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *out, size_t cap)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char head[40];
+	int hn;
+	size_t need, n;
+
+	hn = snprintf(head, sizeof(head), "{\"seq\":%" PRIu64 "%s", ch->seq, blen > 0 ? "," : "");
+	/* head, members, ,"prev":"<64>", ,"mac":"<64>", }, \n */
+	need = (size_t)hn + blen + 10 + AUDIT_HASH_HEX + 1 + (ch->keyed ? 9 + AUDIT_HASH_HEX + 1 : 0) + 2;
+	if (need > cap)
+		return -1;
+	memcpy(out, head, (size_t)hn);
+	n = (size_t)hn;
+	memcpy(out + n, body, blen);
+	n += blen;
+	memcpy(out + n, ",\"prev\":\"", 9);
+	n += 9;
+	memcpy(out + n, ch->prev, AUDIT_HASH_HEX);
+	n += AUDIT_HASH_HEX;
+	out[n++] = '"';
+	if (ch->keyed) {
+		/* the covered bytes: the line so far, closed */
+		out[n] = '}';
+		if (HMAC(EVP_sha256(), ch->key, AUDIT_KEY_LEN, (const uint8_t *)out, n + 1, md, &mdlen) == NULL ||
+		    mdlen != 32)
+			return -1;
+		memcpy(out + n, ",\"mac\":\"", 8);
+		n += 8;
+		to_hex(md, 32, out + n);
+		n += AUDIT_HASH_HEX;
+		out[n++] = '"';
+		audit_chain_key_evolve(ch->key);
+	}
+	out[n++] = '}';
+	audit_hash_hex(out, n, ch->prev);
+	out[n++] = '\n';
+	ch->seq++;
+	return (long)n;
+}
+
+/* *<v> = *<v> * 10 + digit <c>: 0, or -1 on overflow. */
+static int
+digit(uint64_t *v, char c)
+{
+	unsigned d = (unsigned)(c - '0');
+
+	if (*v > UINT64_MAX / 10 || (*v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+		return -1;
+	*v = *v * 10 + d;
+	return 0;
+}
+
+int
+audit_line_seq(const char *line, size_t len, uint64_t *seq)
+{
+	static const char pre[] = "{\"seq\":";
+	uint64_t v = 0;
+	size_t i = sizeof(pre) - 1;
+
+	if (len < i + 2 || memcmp(line, pre, i) != 0)
+		return -1;
+	if (line[i] < '1' || line[i] > '9')
+		return -1;
+	for (; i < len && line[i] >= '0' && line[i] <= '9'; i++)
+		if (digit(&v, line[i]) != 0)
+			return -1;
+	if (i >= len || line[i] != ',')
+		return -1;
+	*seq = v;
+	return 0;
+}
+
+int
+audit_keyfile_parse(const char *buf, size_t len, uint64_t *seq, uint8_t key[AUDIT_KEY_LEN])
+{
+	static const char pre[] = "sluice-audit-key v1 ";
+	uint8_t k[AUDIT_KEY_LEN];
+	uint64_t v = 0;
+	size_t i = sizeof(pre) - 1, j;
+	int hi, lo;
+
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len < i + 2 + 2 * AUDIT_KEY_LEN || memcmp(buf, pre, i) != 0)
+		return -1;
+	if (buf[i] < '1' || buf[i] > '9')
+		return -1;
+	for (; i < len && buf[i] >= '0' && buf[i] <= '9'; i++)
+		if (digit(&v, buf[i]) != 0)
+			return -1;
+	if (i >= len || buf[i] != ' ' || len - i - 1 != 2 * AUDIT_KEY_LEN)
+		return -1;
+	i++;
+	for (j = 0; j < AUDIT_KEY_LEN; j++) {
+		/* lowercase only: the file is written by us or by keygen */
+		hi = buf[i + 2 * j] >= 'A' && buf[i + 2 * j] <= 'F' ? -1 : sluice_hexval(buf[i + 2 * j]);
+		lo = buf[i + 2 * j + 1] >= 'A' && buf[i + 2 * j + 1] <= 'F' ? -1 : sluice_hexval(buf[i + 2 * j + 1]);
+		if (hi < 0 || lo < 0) {
+			OPENSSL_cleanse(k, sizeof(k));
+			return -1;
+		}
+		k[j] = (uint8_t)(hi << 4 | lo);
+	}
+	*seq = v;
+	memcpy(key, k, AUDIT_KEY_LEN);
+	OPENSSL_cleanse(k, sizeof(k));
+	return 0;
+}
+
+int
+audit_keyfile_format(uint64_t seq, const uint8_t key[AUDIT_KEY_LEN], char *out, size_t cap)
+{
+	char hex[2 * AUDIT_KEY_LEN + 1];
+	int n;
+
+	to_hex(key, AUDIT_KEY_LEN, hex);
+	n = snprintf(out, cap, "sluice-audit-key v1 %" PRIu64 " %s\n", seq, hex);
+	OPENSSL_cleanse(hex, sizeof(hex));
+	if (n < 0 || (size_t)n >= cap) {
+		if (cap > 0)
+			OPENSSL_cleanse(out, cap);
+		return -1;
+	}
+	return n;
+}

@@ -1,0 +1,202 @@
+/*
+ * proxy/audit_int.h - private to proxy/audit*.c: the writer's state, the
+ * chain arithmetic and the pieces the unit tests reach.
+ *
+ * Who does what (docs/audit-schema.md fixes the bytes):
+ *   workers (audit.c)         format a record's members ("time", "type",
+ *                             "sandbox", fields) and queue them with a seq;
+ *   the writer (audit_writer.c) one thread: wraps each in seq order as
+ *                             {"seq":N,<members>,"prev":"<hex>"[,"mac":"<hex>"]},
+ *                             appends with one write(2) per batch, fsyncs,
+ *                             rotates, writes checkpoints, then publishes
+ *                             how far the file is written so parked requests
+ *                             go on (audit_park);
+ *   audit_chain.c             the pure functions: wrapping, hashes, the
+ *                             forward-secure key, the key file's text;
+ *   audit_file.c              opening, crash recovery, rotation, the key file;
+ *   audit_export.c            the copy of each line to syslog (RFC 5424).
+ */
+#ifndef SLUICE_PROXY_AUDIT_INT_H
+#define SLUICE_PROXY_AUDIT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proxy/proxy_int.h"
+
+#define AUDIT_HASH_HEX 64                       /* lowercase hex of a SHA-256 */
+#define AUDIT_KEY_LEN 32                        /* K_n */
+#define AUDIT_KEY_LABEL "sluice-audit-key-v1"   /* K_{n+1} = SHA-256(label || K_n) */
+#define AUDIT_BODY_MAX 8192                     /* a record's members; a longer path is cut to fit */
+#define AUDIT_PATH_CUT 2048                     /* ... to this many bytes */
+#define AUDIT_WRAP_EXTRA 192                    /* {"seq":N, ,"prev":"<64>" ,"mac":"<64>" } and "\n" */
+#define AUDIT_LINE_MAX (AUDIT_BODY_MAX + AUDIT_WRAP_EXTRA)
+#define AUDIT_KEYFILE_MAX 256                   /* bytes of a key file read */
+#define AUDIT_TAIL_MAX (2 * AUDIT_LINE_MAX)     /* bytes read back from a file's end to find its last line */
+#define AUDIT_RETRY_MS 250                      /* a failed write or fsync is retried this often */
+#define AUDIT_STOP_GIVEUP_MS 5000               /* at stop, a failing log is retried this long */
+#define AUDIT_EXPORT_BUF_MAX (1024 * 1024)      /* bytes queued toward a TCP syslog collector */
+#define AUDIT_RUN_HEX 16                        /* the start record's run id */
+#define AUDIT_BATCH_BYTES (1024 * 1024)         /* bytes of lines per write(2): a larger batch goes in parts */
+#define AUDIT_ROTATE_HOLD_MS 60000              /* after a failed rotation */
+#define AUDIT_LAZY_MS 20                        /* a record nothing waits for is written within this */
+
+/* ---- audit_chain.c: pure functions ---- */
+
+struct audit_chain {
+	uint64_t seq;                         /* the seq the next record gets */
+	char prev[AUDIT_HASH_HEX + 1];        /* hex SHA-256 of the previous line, or 64 '0' */
+	int keyed;                            /* <key> is K_seq: records carry a mac */
+	uint8_t key[AUDIT_KEY_LEN];
+};
+
+/* Sets <ch> at <seq> after a line hashing to <prev_hex> (NULL: genesis), with K_seq <key> (NULL: no mac). */
+void audit_chain_init(struct audit_chain *ch, uint64_t seq, const char *prev_hex, const uint8_t *key);
+/* Wipes the key. */
+void audit_chain_wipe(struct audit_chain *ch);
+/*
+ * Wraps members <body>/<blen> (a JSON object's inside, no braces) into the
+ * record line for ch->seq, "\n" included, in <out>/<cap>; then advances:
+ * seq + 1, prev = the line's hash, K evolved and the old one wiped.
+ * Returns the line's length, or -1 when <cap> is too small (nothing changes).
+ */
+long audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *out, size_t cap);
+/* K_{n+1} from K_n, in place (the old key is overwritten). */
+void audit_chain_key_evolve(uint8_t key[AUDIT_KEY_LEN]);
+/* Lowercase hex SHA-256 of <p>/<n> into <hex> (65 bytes with the NUL). */
+void audit_hash_hex(const void *p, size_t n, char *hex);
+/* The seq of record line <line>/<len>, which must start `{"seq":<digits>,`: 0, or -1. */
+int audit_line_seq(const char *line, size_t len, uint64_t *seq);
+/*
+ * Key file text "sluice-audit-key v1 <seq> <64 hex>" and an optional "\n",
+ * nothing else: 0 with *<seq> and <key>, or -1.
+ */
+int audit_keyfile_parse(const char *buf, size_t len, uint64_t *seq, uint8_t key[AUDIT_KEY_LEN]);
+/* The key file's text for (<seq>, <key>) into <out>/<cap>: its length, or -1. */
+int audit_keyfile_format(uint64_t seq, const uint8_t key[AUDIT_KEY_LEN], char *out, size_t cap);
+
+/* ---- audit.c: record members ---- */
+
+/*
+ * The members of <r> for its type ("time" first, then "type", "sandbox",
+ * the type's fields), as a JSON object "{...}" in <buf>/<cap>; <path_max>
+ * bounds the path.  Returns the length, or -1 when it does not fit.
+ */
+long audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max);
+
+/* ---- the writer's state ---- */
+
+struct audit_item {
+	struct audit_item *next;
+	uint64_t seq;
+	size_t len;
+	char body[];                      /* the members, no braces */
+};
+
+struct audit_waker;
+struct audit_export;
+struct metrics;
+
+struct audit {
+	/* settings, fixed at open */
+	char *path;                       /* NULL: no log (records only counted) */
+	char *key_path;
+	char *ckpt_path;
+	char *config_path;
+	unsigned fsync_ms;                /* 0: fsync after every write, before the records count as written */
+	unsigned ckpt_ms;
+	uint64_t rotate_size;             /* 0: never by size */
+	unsigned rotate_ms;               /* 0: never by age */
+	size_t queue_max;
+	char run[AUDIT_RUN_HEX + 1];
+	uint64_t recovered;               /* bytes of a partial last line cut off at open */
+	struct metrics *metrics;
+
+	/* the queue: <mu> */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct audit_item *head, **tail;
+	size_t depth;                     /* records queued or formatted, not yet written */
+	uint64_t next_seq;                /* the seq the next queued record gets */
+	int writer_waiting;
+	int signalled;
+	int stop;
+	const char *stop_reason;          /* static text */
+	int closed;                       /* the stop record is formatted: nothing more is queued */
+	int rotate_req;
+	int full;                         /* depth reached queue_max: refusing until it halves */
+	struct audit_waker *wakers;       /* worker threads that may park requests */
+
+	/* published */
+	_Atomic uint64_t written;         /* every record up to this seq is in the file */
+	atomic_int healthy;
+	_Atomic uint64_t errors;          /* failed write/fsync calls, and records dropped (queue full) */
+
+	/* the writer thread's own */
+	pthread_t thread;
+	int started;
+	int fd;
+	int ckpt_fd;
+	dev_t dev;
+	ino_t ino;
+	uint64_t file_size;
+	uint64_t file_opened_ms;          /* CLOCK_MONOTONIC of the current file's opening */
+	struct audit_chain chain;
+	char *wbuf;                       /* formatted lines not yet written: [woff, wlen) */
+	size_t wlen, woff, wcap;
+	size_t wcount;                    /* records in wbuf */
+	uint64_t wlast;                   /* seq of the last record in wbuf */
+	int failing;                      /* the last write or fsync failed */
+	int fsync_failed;
+	int said_unhealthy;               /* what stderr was last told */
+	int dirty;                        /* written, not fsynced */
+	uint64_t synced_seq;              /* fsynced up to */
+	uint64_t next_fsync_ms;
+	uint64_t next_ckpt_ms;
+	uint64_t retry_ms;
+	uint64_t rotate_hold_ms;          /* a failed rotation is not retried before this */
+	int fail_errno;
+	const char *fail_what;
+	uint64_t ckpt_head;               /* seq of the last checkpoint record */
+	uint64_t ckpt_out_seq;            /* a checkpoint written, to announce once fsynced (0: none) */
+	char ckpt_out_hash[AUDIT_HASH_HEX + 1];
+	uint64_t records;                 /* written this run */
+	struct audit_export *exp;
+	int ident_open;
+	int key_failing;                  /* the last key file rewrite failed (said once) */
+};
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t audit_now_ms(void);
+/* Now as RFC 3339 UTC with milliseconds ("2026-12-01T04:07:07.123Z") into <out>/<cap> (24 bytes and more). */
+void audit_time_now(char *out, size_t cap);
+/* The writer wrote every record up to <done>: make active the event of each worker with a request parked on one. */
+void audit_wake_workers(struct audit *a, uint64_t done);
+
+/* audit_file.c */
+/* Opens a->path, cuts a partial last line, sets a->chain from the last record; key file read and evolved. */
+int audit_file_open(struct audit *a, char *err, size_t cap);
+/* Rotates: renames the file (unless it was moved away already) and opens a fresh one; the chain goes on. */
+int audit_file_rotate(struct audit *a);
+/* Rewrites the key file with (chain.seq, K) atomically.  0 or -1. */
+int audit_key_save(struct audit *a);
+
+/* audit_writer.c */
+void *audit_writer_main(void *arg);
+/*
+ * Queues <body>/<len> under a->mu; <bounded>: refused past queue_max;
+ * <signal>: wake the writer now (else the caller does, audit_signal_writer).
+ * The seq, or 0.
+ */
+uint64_t audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int signal);
+/* Wakes the writer if it waits and something is queued. */
+void audit_signal_writer(struct audit *a);
+
+/* audit_export.c: "local" (/dev/log), "udp://host:port", "tcp://host:port". */
+struct audit_export *audit_export_open(const char *address, char *err, size_t cap);
+void audit_export_line(struct audit_export *e, const char *line, size_t len);
+void audit_export_close(struct audit_export *e);
+
+#endif

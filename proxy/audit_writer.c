@@ -1,0 +1,427 @@
+/*
+ * proxy/audit_writer.c - the audit writer thread: the queue, the chain, the
+ * file, fsync, checkpoints, rotation, and failing closed.
+ *
+ * Each round the writer takes what the workers queued (up to
+ * AUDIT_BATCH_BYTES), wraps each record in seq order (seq, prev, mac),
+ * appends them with one write(2), and only then publishes how far the file
+ * is written: parked requests go upstream after that (audit.c).  With
+ * `fsync: record` it also fsyncs before publishing; otherwise every
+ * audit.fsync.  After each fsync the key file is rewritten with the key of
+ * the next record (the keys of records already written are gone).
+ *
+ * Failing closed.  A failed write(2) or fsync(2) (ENOSPC, EIO), or a queue
+ * at audit.queue, makes audit_healthy() 0: the gateway refuses new requests
+ * with 503 until the writer can write again.  The lines of a failed write
+ * stay in the writer's buffer and are retried every AUDIT_RETRY_MS; their
+ * requests stay parked, so nothing the gateway let through is missing from
+ * the log.  stderr says when this starts and when it ends.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/json.h"
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/audit_int.h"
+
+void
+audit_signal_writer(struct audit *a)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->writer_waiting && !a->signalled && a->head != NULL) {
+		a->signalled = 1;
+		pthread_cond_signal(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
+uint64_t
+audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int signal)
+{
+	struct audit_item *it = try_malloc(sizeof(*it) + len);
+	uint64_t seq = 0;
+
+	if (it == NULL) {
+		atomic_fetch_add(&a->errors, 1);
+		return 0;
+	}
+	it->next = NULL;
+	it->len = len;
+	memcpy(it->body, body, len);
+	pthread_mutex_lock(&a->mu);
+	if (a->closed || (bounded && a->depth >= a->queue_max)) {
+		if (!a->closed) {
+			a->full = 1;
+			atomic_store(&a->healthy, 0);
+			if (a->writer_waiting && !a->signalled) {
+				a->signalled = 1;   /* let it say so on stderr */
+				pthread_cond_signal(&a->cv);
+			}
+		}
+		pthread_mutex_unlock(&a->mu);
+		free(it);
+		atomic_fetch_add(&a->errors, 1);
+		return 0;
+	}
+	seq = a->next_seq++;
+	it->seq = seq;
+	*a->tail = it;
+	a->tail = &it->next;
+	a->depth++;
+	if (signal && a->writer_waiting && !a->signalled) {
+		a->signalled = 1;
+		pthread_cond_signal(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return seq;
+}
+
+static void
+say_health(struct audit *a)
+{
+	int full, healthy;
+	size_t depth;
+
+	pthread_mutex_lock(&a->mu);
+	if (a->full && a->depth <= a->queue_max / 2)
+		a->full = 0;
+	full = a->full;
+	depth = a->depth;
+	healthy = !a->failing && !full;
+	atomic_store(&a->healthy, healthy);
+	pthread_mutex_unlock(&a->mu);
+	if (healthy == !a->said_unhealthy)
+		return;
+	a->said_unhealthy = !healthy;
+	if (healthy)
+		log_warnx("audit: %s is written again (%zu records pending): accepting new requests", a->path, depth);
+	else if (a->failing)
+		log_warnx("audit: cannot %s %s: %s: refusing new requests (503) until the log can be written; "
+		          "%zu records pending, retried every %d ms", a->fail_what, a->path, strerror(a->fail_errno), depth,
+		          AUDIT_RETRY_MS);
+	else
+		log_warnx("audit: %zu records wait for %s (audit.queue %zu): refusing new requests (503)", depth, a->path,
+		          a->queue_max);
+}
+
+static void
+fail(struct audit *a, const char *what, int err)
+{
+	atomic_fetch_add(&a->errors, 1);
+	a->failing = 1;
+	a->fail_what = what;
+	a->fail_errno = err;
+	a->retry_ms = audit_now_ms() + AUDIT_RETRY_MS;
+	atomic_store(&a->healthy, 0);
+	say_health(a);
+}
+
+static void
+wbuf_reserve(struct audit *a, size_t n)
+{
+	if (a->wlen + n <= a->wcap)
+		return;
+	a->wcap = a->wcap * 2 > a->wlen + n ? a->wcap * 2 : a->wlen + n + AUDIT_LINE_MAX;
+	a->wbuf = xrealloc(a->wbuf, a->wcap);
+}
+
+/* Wraps members <body>/<len> as record <seq> at the end of the write buffer. */
+static void
+append(struct audit *a, uint64_t seq, const char *body, size_t len)
+{
+	long n;
+
+	if (seq != a->chain.seq)  /* the queue hands out seqs in order: this cannot happen */
+		fatalx("audit: record %" PRIu64 " where %" PRIu64 " was due", seq, a->chain.seq);
+	wbuf_reserve(a, len + AUDIT_WRAP_EXTRA);
+	n = audit_chain_wrap(&a->chain, body, len, a->wbuf + a->wlen, a->wcap - a->wlen);
+	if (n < 0)
+		fatalx("audit: cannot wrap record %" PRIu64, seq);
+	a->wlen += (size_t)n;
+	a->wcount++;
+	a->wlast = seq;
+}
+
+/* A record the writer makes itself (checkpoint, stop): members from <jb> after time, type, sandbox. */
+static void
+own_record(struct audit *a, uint64_t seq, const char *type, uint64_t head_seq, const char *head_hash,
+           const char *reason)
+{
+	char buf[1024], now[40];
+	struct jbuf jb;
+	long n;
+
+	audit_time_now(now, sizeof(now));
+	jb_init(&jb, buf, sizeof(buf));
+	jb_str(&jb, "time", now);
+	jb_str(&jb, "type", type);
+	jb_str(&jb, "sandbox", "-");
+	if (strcmp(type, "checkpoint") == 0) {
+		jb_int(&jb, "head_seq", (int64_t)head_seq);
+		jb_str(&jb, "head_hash", head_hash);
+	} else {
+		jb_str(&jb, "reason", reason);
+		/* this run's records, the stop record included */
+		jb_int(&jb, "records", (int64_t)(a->records + a->wcount + 1));
+	}
+	n = jb_finish(&jb, 0);
+	if (n < 2)
+		fatalx("audit: cannot format a %s record", type);
+	append(a, seq, buf + 1, (size_t)n - 2);
+}
+
+static void
+export_lines(struct audit *a)
+{
+	const char *p = a->wbuf, *end = a->wbuf + a->wlen, *nl;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			break;
+		audit_export_line(a->exp, p, (size_t)(nl - p));
+	}
+}
+
+/* Writes the buffer; when all of it is in the file (and fsynced with `fsync: record`), publishes it. */
+static void
+flush(struct audit *a)
+{
+	ssize_t n;
+
+	if (a->wlen == 0)
+		return;
+	while (a->woff < a->wlen) {
+		n = write(a->fd, a->wbuf + a->woff, a->wlen - a->woff);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fail(a, "write", errno);
+			return;
+		}
+		if (!a->dirty) {
+			a->dirty = 1;
+			a->next_fsync_ms = audit_now_ms() + a->fsync_ms;
+		}
+		a->woff += (size_t)n;
+		a->file_size += (uint64_t)n;
+	}
+	if (a->fsync_ms == 0) {
+		if (fdatasync(a->fd) == -1) {
+			fail(a, "fsync", errno);
+			return;
+		}
+		a->dirty = 0;
+		a->synced_seq = a->wlast;
+	}
+	a->failing = 0;
+	/* in the file: the requests waiting for these records may go upstream */
+	atomic_store(&a->written, a->wlast);
+	audit_wake_workers(a, a->wlast);
+	pthread_mutex_lock(&a->mu);
+	a->depth -= a->wcount;
+	pthread_mutex_unlock(&a->mu);
+	a->records += a->wcount;
+	if (a->exp != NULL)
+		export_lines(a);
+	a->wlen = a->woff = a->wcount = 0;
+	if (a->fsync_ms == 0)
+		audit_key_save(a);
+}
+
+static void
+sync_if_due(struct audit *a, uint64_t now, int force)
+{
+	if (a->failing || !a->dirty || a->wlen != 0 || (!force && now < a->next_fsync_ms))
+		return;
+	if (fdatasync(a->fd) == -1) {
+		fail(a, "fsync", errno);
+		return;
+	}
+	a->dirty = 0;
+	a->synced_seq = atomic_load(&a->written);
+	audit_key_save(a);  /* every record before a->chain.seq is in the file: only its key remains */
+}
+
+/* Once the checkpoint record is fsynced: its seq and hash to syslog and the checkpoint file. */
+static void
+announce_checkpoint(struct audit *a)
+{
+	char line[4096 + 160];
+	int n;
+
+	if (a->ckpt_out_seq == 0 || a->synced_seq < a->ckpt_out_seq)
+		return;
+	n = snprintf(line, sizeof(line), "sluice-audit checkpoint file=%s seq=%" PRIu64 " hash=%s", a->path,
+	             a->ckpt_out_seq, a->ckpt_out_hash);
+	a->ckpt_out_seq = 0;
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		return;
+	if (!a->ident_open) {
+		openlog("sluice", LOG_PID, LOG_AUTHPRIV);
+		a->ident_open = 1;
+	}
+	syslog(LOG_AUTHPRIV | LOG_INFO, "%s", line);
+	if (a->ckpt_fd != -1) {
+		line[n++] = '\n';
+		if (write(a->ckpt_fd, line, (size_t)n) != n || fdatasync(a->ckpt_fd) == -1)
+			log_warn("audit: cannot append to audit.checkpoint_file %s", a->ckpt_path);
+	}
+}
+
+static void
+rotate_if_due(struct audit *a, uint64_t now, int asked)
+{
+	int due;
+
+	if (a->failing || a->wlen != 0)
+		return;
+	due = asked || (now >= a->rotate_hold_ms &&
+	                ((a->rotate_size > 0 && a->file_size >= a->rotate_size) ||
+	                 (a->rotate_ms > 0 && now >= a->file_opened_ms + a->rotate_ms)));
+	if (!due)
+		return;
+	if (!asked && a->file_size == 0) {  /* an empty file is not worth a rotated copy */
+		a->file_opened_ms = now;
+		return;
+	}
+	if (audit_file_rotate(a) != 0) {
+		atomic_fetch_add(&a->errors, 1);
+		a->rotate_hold_ms = now + AUDIT_ROTATE_HOLD_MS;
+		return;
+	}
+	a->dirty = 0;
+}
+
+static uint64_t
+deadline(const struct audit *a, uint64_t stop_by)
+{
+	uint64_t d = audit_now_ms() + AUDIT_LAZY_MS, t;  /* records nobody woke us for wait this long at most */
+
+	if (a->failing && a->retry_ms < d)
+		d = a->retry_ms;
+	if (a->dirty && a->fsync_ms > 0 && a->next_fsync_ms < d)
+		d = a->next_fsync_ms;
+	if (a->ckpt_ms > 0 && a->next_ckpt_ms < d)
+		d = a->next_ckpt_ms;
+	if (a->rotate_ms > 0) {
+		t = a->file_opened_ms + a->rotate_ms;
+		if (t < a->rotate_hold_ms)
+			t = a->rotate_hold_ms;
+		if (t < d)
+			d = t;
+	}
+	if (stop_by != 0 && stop_by < d)
+		d = stop_by;
+	return d;
+}
+
+static void
+wait_until(struct audit *a, uint64_t ms)
+{
+	struct timespec ts;
+
+	if (ms == UINT64_MAX) {
+		pthread_cond_wait(&a->cv, &a->mu);
+		return;
+	}
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+}
+
+/* Takes every queued record (under a->mu): O(1), the lock is held no longer than a swap. */
+static struct audit_item *
+take(struct audit *a)
+{
+	struct audit_item *batch = a->head;
+
+	a->head = NULL;
+	a->tail = &a->head;
+	return batch;
+}
+
+void *
+audit_writer_main(void *arg)
+{
+	struct audit *a = arg;
+	struct audit_item *batch, *it, *next;
+	uint64_t now, ck_seq, stop_seq, stop_by = 0, dl;
+	int rot;
+
+	now = audit_now_ms();
+	a->next_fsync_ms = now + a->fsync_ms;
+	a->next_ckpt_ms = now + a->ckpt_ms;
+	for (;;) {
+		pthread_mutex_lock(&a->mu);
+		dl = deadline(a, stop_by);
+		while (!a->rotate_req && (a->failing || (a->head == NULL && !(a->stop && !a->closed))) &&
+		       audit_now_ms() < dl) {
+			a->writer_waiting = 1;
+			wait_until(a, dl);
+			a->writer_waiting = 0;
+			a->signalled = 0;
+		}
+		now = audit_now_ms();
+		batch = NULL;
+		ck_seq = stop_seq = 0;
+		if (!a->failing) {
+			batch = take(a);
+			if (a->ckpt_ms > 0 && now >= a->next_ckpt_ms) {
+				a->next_ckpt_ms = now + a->ckpt_ms;
+				if (a->next_seq - 1 != a->ckpt_head) {  /* something was written since the last one */
+					ck_seq = a->next_seq++;
+					a->depth++;
+				}
+			}
+			if (a->stop && !a->closed) {
+				stop_seq = a->next_seq++;
+				a->depth++;
+				a->closed = 1;
+			}
+		}
+		rot = a->rotate_req;
+		a->rotate_req = 0;
+		pthread_mutex_unlock(&a->mu);
+
+		for (it = batch; it != NULL; it = next) {
+			next = it->next;
+			append(a, it->seq, it->body, it->len);
+			free(it);
+			if (a->wlen >= AUDIT_BATCH_BYTES && !a->failing)
+				flush(a);  /* one write(2) per AUDIT_BATCH_BYTES at most; a failure keeps the rest */
+		}
+		if (ck_seq != 0) {
+			own_record(a, ck_seq, "checkpoint", ck_seq - 1, a->chain.prev, NULL);
+			a->ckpt_head = ck_seq;
+			a->ckpt_out_seq = ck_seq;
+			memcpy(a->ckpt_out_hash, a->chain.prev, sizeof(a->ckpt_out_hash));
+		}
+		if (stop_seq != 0)
+			own_record(a, stop_seq, "stop", 0, NULL, a->stop_reason);
+		if (a->failing && now >= a->retry_ms)
+			a->failing = 0;  /* try again */
+		if (!a->failing)
+			flush(a);
+		sync_if_due(a, now, ck_seq != 0 || a->closed);
+		announce_checkpoint(a);
+		rotate_if_due(a, now, rot);
+		say_health(a);
+		if (a->closed && a->wlen == 0 && !a->failing && !a->dirty)
+			break;
+		if (a->stop && stop_by == 0)
+			stop_by = now + AUDIT_STOP_GIVEUP_MS;
+		if (a->stop && a->failing && now >= stop_by) {
+			log_warnx("audit: stopping with %zu records that could not be written to %s", a->depth, a->path);
+			break;
+		}
+	}
+	if (a->ident_open)
+		closelog();
+	return NULL;
+}

@@ -1,0 +1,553 @@
+/*
+ * test_audit_writer.c - the audit writer thread and its files
+ * (proxy/audit_writer.c, audit_file.c): seq and prev continue across
+ * restarts and rotations; a partial last line is cut and reported, an
+ * unreadable last line refuses; macs verify from the initial key, and the
+ * key file moves forward and never keeps a used key; a key file ahead of
+ * the log refuses; checkpoints name the right line; a parked request
+ * resumes once its record is written; a log that cannot be written fails
+ * closed (/dev/full).  Hashes and macs are checked with OpenSSL directly.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include "proxy/audit_int.h"
+#include "proxy/proxy_int.h"
+
+static char dir[] = "/tmp/sluice-test-auditw-XXXXXX";
+static char logp[256], keyp[256], ckp[256];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(logp, sizeof(logp), "%s/audit.jsonl", dir);
+	snprintf(keyp, sizeof(keyp), "%s/audit.key", dir);
+	snprintf(ckp, sizeof(ckp), "%s/checkpoints", dir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[512];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Empties the directory between tests. */
+static void
+clean(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/* '%s'/.[!.]* 2>/dev/null; true", dir, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static struct policy_config
+cfg_for(const char *key, unsigned ckpt_ms)
+{
+	struct policy_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.audit_file = logp;
+	c.audit_key_file = (char *)key;
+	c.audit_fsync_ms = 1000;
+	c.audit_checkpoint_ms = ckpt_ms;
+	c.audit_checkpoint_file = ckpt_ms ? ckp : NULL;
+	c.audit_queue = 1024;
+	return c;
+}
+
+static struct audit *
+start(const char *key, unsigned ckpt_ms)
+{
+	struct policy_config c = cfg_for(key, ckpt_ms);
+	const char *err = NULL;
+	struct audit *a = audit_open(&c, "cfg.yaml", NULL, &err);
+
+	if (a == NULL)
+		fail_msg("audit_open: %s", err);
+	assert_int_equal(audit_start(a, &err), 0);
+	return a;
+}
+
+static uint64_t
+put(struct audit *a, const char *host)
+{
+	struct audit_rec r = {
+		.type = "dns", .sandbox = "sb", .client = "10.0.0.2", .host = host, .dns_qtype = "A",
+		.dns_answer = "NXDOMAIN", .verdict = "deny", .status = -1, .bytes_up = -1, .bytes_down = -1,
+		.duration_ms = -1, .upstream_tls = -1,
+	};
+
+	return audit_write(a, &r);
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		fail_msg("cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void
+sha_hex(const void *p, size_t n, char out[65])
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned len = 0, i;
+
+	assert_int_equal(EVP_Digest(p, n, md, &len, EVP_sha256(), NULL), 1);
+	for (i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+struct chain {
+	uint64_t seq;            /* the last seq seen */
+	char prev[65];           /* hash of the last line */
+	int keyed;
+	uint8_t key[32];         /* K_(seq+1) */
+	uint64_t nlines;
+};
+
+static void
+evolve(uint8_t key[32])
+{
+	uint8_t in[51], md[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+
+	memcpy(in, "sluice-audit-key-v1", 19);
+	memcpy(in + 19, key, 32);
+	assert_int_equal(EVP_Digest(in, sizeof(in), md, &len, EVP_sha256(), NULL), 1);
+	memcpy(key, md, 32);
+}
+
+/* Verifies the lines of <path> against <ch> (seq contiguous, prev, mac); the text is returned for more checks. */
+static char *
+verify_file(const char *path, struct chain *ch)
+{
+	size_t len, off = 0, n;
+	char *buf = slurp(path, &len), h[65], mac[65];
+	uint8_t md[32];
+	unsigned mdlen = 0;
+	uint64_t seq;
+
+	assert_true(len == 0 || buf[len - 1] == '\n');
+	while (off < len) {
+		char *line = buf + off, *nl = memchr(line, '\n', len - off), *p, *m;
+
+		n = (size_t)(nl - line);
+		assert_int_equal(audit_line_seq(line, n, &seq), 0);
+		if (ch->seq != 0 || seq != 1)
+			assert_true(seq == ch->seq + 1);
+		p = strstr(line, ",\"prev\":\"");
+		assert_true(p != NULL && p < nl);
+		if (ch->seq == 0)
+			assert_memory_equal(p + 9, "0000000000000000000000000000000000000000000000000000000000000000", 64);
+		else
+			assert_memory_equal(p + 9, ch->prev, 64);
+		m = strstr(line, ",\"mac\":\"");
+		if (ch->keyed) {
+			char cov[AUDIT_LINE_MAX];
+
+			assert_true(m != NULL && m < nl);
+			assert_int_equal((size_t)(m - line) + 8 + 64 + 2, n);
+			memcpy(cov, line, (size_t)(m - line));
+			cov[m - line] = '}';
+			assert_non_null(HMAC(EVP_sha256(), ch->key, 32, (uint8_t *)cov, (size_t)(m - line) + 1, md, &mdlen));
+			for (unsigned i = 0; i < 32; i++)
+				snprintf(mac + 2 * i, 3, "%02x", md[i]);
+			assert_memory_equal(m + 8, mac, 64);
+			evolve(ch->key);
+		} else {
+			assert_true(m == NULL || m > nl);
+		}
+		sha_hex(line, n, h);
+		memcpy(ch->prev, h, 65);
+		ch->seq = seq;
+		ch->nlines++;
+		off += n + 1;
+	}
+	return buf;
+}
+
+static void
+test_chain_across_restarts(void **state)
+{
+	struct chain ch = {0};
+	struct audit *a;
+	char *text;
+	int i;
+
+	(void)state;
+	clean();
+	a = start(NULL, 0);
+	for (i = 0; i < 5; i++)
+		assert_true(put(a, "a.test") == (uint64_t)i + 2);
+	audit_close(a);
+	a = start(NULL, 0);
+	assert_true(put(a, "b.test") == 9);  /* start 1, 5, stop 7; start 8 */
+	audit_close(a);
+	text = verify_file(logp, &ch);
+	assert_true(ch.seq == 10);
+	assert_non_null(strstr(text, "{\"seq\":7,"));
+	assert_non_null(strstr(strstr(text, "{\"seq\":7,"), "\"type\":\"stop\",\"sandbox\":\"-\",\"reason\":\"exit\",\"records\":7,"));
+	assert_non_null(strstr(strstr(text, "{\"seq\":8,"), "\"type\":\"start\""));
+	free(text);
+}
+
+static void
+test_partial_line_cut_and_reported(void **state)
+{
+	struct chain ch = {0};
+	struct audit *a;
+	char *text;
+	const char *s;
+	FILE *f;
+
+	(void)state;
+	clean();
+	a = start(NULL, 0);
+	put(a, "a.test");
+	audit_close(a);
+	/* a crash inside a write: the file ends in part of a line */
+	f = fopen(logp, "a");
+	fputs("{\"seq\":4,\"time\":\"2026-", f);
+	fclose(f);
+	a = start(NULL, 0);
+	assert_true(put(a, "after.test") == 5);
+	audit_close(a);
+	text = verify_file(logp, &ch);
+	assert_true(ch.seq == 6);
+	s = strstr(text, "{\"seq\":4,");
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"type\":\"start\""));
+	assert_non_null(strstr(s, ",\"recovered_bytes\":22,"));
+	assert_null(strstr(text, "2026-{"));
+	free(text);
+}
+
+static void
+test_unreadable_last_line_refuses(void **state)
+{
+	struct policy_config c = cfg_for(NULL, 0);
+	const char *err = NULL;
+	char want[512];
+	FILE *f;
+
+	(void)state;
+	clean();
+	f = fopen(logp, "w");
+	fputs("{\"time\":\"old format, no seq\"}\n", f);
+	fclose(f);
+	assert_null(audit_open(&c, NULL, NULL, &err));
+	snprintf(want, sizeof(want), "audit file %s: last record unreadable; rotate it away", logp);
+	assert_string_equal(err, want);
+	/* and the file is left as it was */
+	{
+		size_t len;
+		char *t = slurp(logp, &len);
+		assert_string_equal(t, "{\"time\":\"old format, no seq\"}\n");
+		free(t);
+	}
+}
+
+static void
+write_key(uint64_t seq, const uint8_t key[32])
+{
+	char buf[256];
+	int n = audit_keyfile_format(seq, key, buf, sizeof(buf));
+	FILE *f = fopen(keyp, "w");
+
+	assert_true(n > 0);
+	fwrite(buf, 1, (size_t)n, f);
+	fclose(f);
+}
+
+static void
+test_macs_and_key_file(void **state)
+{
+	struct chain ch = {0};
+	struct policy_config c;
+	struct audit *a;
+	uint8_t k1[32], kf[32];
+	uint64_t kseq;
+	const char *err = NULL;
+	char *text, want[512];
+	size_t len;
+	int i;
+
+	(void)state;
+	clean();
+	for (i = 0; i < 32; i++)
+		k1[i] = (uint8_t)(0xa0 + i);
+	write_key(1, k1);
+	a = start(keyp, 0);
+	for (i = 0; i < 10; i++)
+		put(a, "k.test");
+	audit_close(a);
+	/* every mac verifies from the initial key */
+	ch.keyed = 1;
+	memcpy(ch.key, k1, 32);
+	text = verify_file(logp, &ch);
+	free(text);
+	assert_true(ch.seq == 12);
+	/* the key file now holds K_13 only: ch.key has been evolved to exactly that */
+	text = slurp(keyp, &len);
+	assert_int_equal(audit_keyfile_parse(text, len, &kseq, kf), 0);
+	assert_true(kseq == 13);
+	assert_memory_equal(kf, ch.key, 32);
+	assert_memory_not_equal(kf, k1, 32);
+	free(text);
+	{
+		struct stat st;
+		assert_int_equal(stat(keyp, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0600);
+	}
+	/* a key file behind the log is evolved forward: the macs still verify */
+	write_key(1, k1);
+	a = start(keyp, 0);
+	put(a, "k2.test");
+	audit_close(a);
+	memset(&ch, 0, sizeof(ch));
+	ch.keyed = 1;
+	memcpy(ch.key, k1, 32);
+	text = verify_file(logp, &ch);
+	free(text);
+	assert_true(ch.seq == 15);
+	/* a key file ahead of the log means records were cut off the end: refused */
+	write_key(99, k1);
+	c = cfg_for(keyp, 0);
+	assert_null(audit_open(&c, NULL, NULL, &err));
+	snprintf(want, sizeof(want), "audit.key_file %s holds the key of record 99 but the log's next record is 16: "
+	         "records were cut off the end of the log (or the key belongs to another log)", keyp);
+	assert_string_equal(err, want);
+	/* not a key file */
+	{
+		FILE *f = fopen(keyp, "w");
+		fputs("sluice-audit-key v1 1 zz\n", f);
+		fclose(f);
+	}
+	assert_null(audit_open(&c, NULL, NULL, &err));
+	assert_non_null(strstr(err, "not a key file"));
+}
+
+static void
+test_rotation_continues_chain(void **state)
+{
+	struct chain ch = {0};
+	struct audit *a;
+	char cmd[600], rotated[512], *text;
+	FILE *p;
+	int i;
+
+	(void)state;
+	clean();
+	a = start(NULL, 0);
+	for (i = 0; i < 3; i++)
+		put(a, "before.test");
+	while (!audit_written(a, 4))
+		usleep(1000);
+	audit_rotate(a);
+	for (i = 0; i < 200; i++) {
+		struct stat st;
+		if (stat(logp, &st) == 0 && st.st_size == 0)
+			break;
+		usleep(10000);
+	}
+	put(a, "after.test");
+	audit_close(a);
+	snprintf(cmd, sizeof(cmd), "ls '%s' | grep -E '^audit\\.jsonl\\.[0-9]{8}T[0-9]{6}Z$'", dir);
+	p = popen(cmd, "r");
+	assert_non_null(fgets(rotated, sizeof(rotated), p));
+	pclose(p);
+	rotated[strcspn(rotated, "\n")] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s/%s", dir, rotated);
+	text = verify_file(cmd, &ch);
+	assert_true(ch.seq == 4);
+	free(text);
+	text = verify_file(logp, &ch);  /* the new file's first prev is the old file's last hash */
+	assert_true(ch.seq == 6);
+	assert_memory_equal(text, "{\"seq\":5,", 9);
+	free(text);
+	/* logrotate moved the file away and nothing made a new one: the chain goes on from the newest rotated file */
+	snprintf(cmd, sizeof(cmd), "%s/audit.jsonl.29991231T235959Z", dir);
+	assert_int_equal(rename(logp, cmd), 0);
+	a = start(NULL, 0);
+	audit_close(a);
+	text = verify_file(logp, &ch);
+	assert_true(ch.seq == 8);
+	assert_memory_equal(text, "{\"seq\":7,", 9);
+	free(text);
+}
+
+static void
+test_checkpoints(void **state)
+{
+	struct chain ch = {0};
+	struct audit *a;
+	char *text, *ck, want[512], *line, *save = NULL;
+	char hashes[16][65];
+	size_t len;
+	uint64_t seq;
+	int found = 0;
+
+	(void)state;
+	clean();
+	a = start(NULL, 100);
+	put(a, "c.test");
+	put(a, "c.test");
+	usleep(400 * 1000);
+	audit_close(a);
+	text = verify_file(logp, &ch);
+	assert_true(ch.seq < 16);
+	/* hash of each line by seq */
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		assert_int_equal(audit_line_seq(line, strlen(line), &seq), 0);
+		sha_hex(line, strlen(line), hashes[seq]);
+		if (strstr(line, "\"type\":\"checkpoint\"") != NULL) {
+			snprintf(want, sizeof(want), "\"head_seq\":%llu,\"head_hash\":\"%s\",",
+			         (unsigned long long)seq - 1, hashes[seq - 1]);
+			assert_non_null(strstr(line, want));
+			found++;
+		}
+	}
+	/* one checkpoint: nothing was written after it, so no second one */
+	assert_int_equal(found, 1);
+	ck = slurp(ckp, &len);
+	for (seq = 1; seq < 16; seq++) {
+		snprintf(want, sizeof(want), "sluice-audit checkpoint file=%s seq=%llu hash=%s\n", logp,
+		         (unsigned long long)seq, hashes[seq]);
+		if (strcmp(ck, want) == 0)
+			break;
+	}
+	assert_true(seq < 16);
+	free(ck);
+	free(text);
+}
+
+static int resumed;
+
+static void
+on_resume(void *arg)
+{
+	resumed += *(int *)arg;
+}
+
+static void
+test_park_until_written(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct policy_config c = cfg_for(NULL, 0);
+	const char *err = NULL;
+	struct audit *a;
+	int one = 1, hundred = 100, i;
+	uint64_t seq;
+
+	(void)state;
+	clean();
+	a = audit_open(&c, NULL, NULL, &err);
+	assert_non_null(a);
+	audit_worker_attach(a, base);
+	/* no writer yet: the record cannot be written, so the request waits */
+	seq = put(a, "p.test");
+	assert_true(seq == 1);
+	assert_false(audit_written(a, seq));
+	assert_int_equal(audit_park(a, seq, on_resume, &one), 0);
+	assert_int_equal(audit_park(a, seq, on_resume, &hundred), 0);
+	audit_unpark(&hundred);  /* that one went away */
+	resumed = 0;
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(resumed, 0);
+	assert_int_equal(audit_start(a, &err), 0);  /* start is seq 2, after ours */
+	for (i = 0; i < 500 && resumed == 0; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		usleep(2000);
+	}
+	assert_int_equal(resumed, 1);
+	assert_true(audit_written(a, seq));
+	/* once written, parking says go on at once */
+	assert_int_equal(audit_park(a, seq, on_resume, &one), 1);
+	audit_worker_detach();
+	audit_close(a);
+	event_base_free(base);
+}
+
+static void
+test_fails_closed_on_a_full_disk(void **state)
+{
+	struct policy_config c = cfg_for(NULL, 0);
+	const char *err = NULL;
+	struct audit *a;
+	uint64_t got = 0;
+	int i;
+
+	(void)state;
+	c.audit_file = (char *)"/dev/full";  /* every write(2): ENOSPC */
+	c.audit_queue = 16;
+	a = audit_open(&c, NULL, NULL, &err);
+	if (a == NULL)
+		skip();
+	assert_true(audit_healthy(a));
+	assert_int_equal(audit_start(a, &err), 0);
+	for (i = 0; i < 300 && audit_healthy(a); i++)
+		usleep(10000);
+	assert_false(audit_healthy(a));
+	assert_true(audit_write_errors(a) >= 1);
+	assert_false(audit_written(a, 1));
+	/* bounded: past audit.queue new records are refused and counted */
+	for (i = 0; i < 20; i++)
+		got += put(a, "full.test") != 0;
+	assert_true(got == 15);  /* 16 pending: the start record and 15 of these */
+	assert_int_equal(audit_queue_depth(a), 16);
+	assert_true(audit_write_errors(a) >= 6);
+	audit_close(a);  /* gives up after AUDIT_STOP_GIVEUP_MS */
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_across_restarts),
+		cmocka_unit_test(test_partial_line_cut_and_reported),
+		cmocka_unit_test(test_unreadable_last_line_refuses),
+		cmocka_unit_test(test_macs_and_key_file),
+		cmocka_unit_test(test_rotation_continues_chain),
+		cmocka_unit_test(test_checkpoints),
+		cmocka_unit_test(test_park_until_written),
+		cmocka_unit_test(test_fails_closed_on_a_full_disk),
+	};
+
+	evthread_use_pthreads();  /* the writer thread makes a worker's event active, as in the gateway */
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
