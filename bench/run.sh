@@ -22,6 +22,8 @@
 #   BENCH_KEEP=1            keep the run directory (logs, configs) afterwards
 #   BENCH_ONLY              measure only these (space-separated of: mem lat ka
 #                           nc big h2 cred); rows left out print as not run
+#   BENCH_AUDIT=off         run the gateway without an audit log (to measure what
+#                           the audit writer costs: compare with a run with it on)
 #
 # Traffic goes only over loopback and the veth pair this script creates.
 # Everything it creates is removed on exit, also on failure or Ctrl-C.
@@ -280,6 +282,8 @@ BENCH_PH=sluice_ph_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 BENCH_SECRET=real$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CA_DIRECT=$DIR/pki/root.pem
 start_gateway() {
+	local AUDIT_CONF="audit: { file: $DIR/audit.jsonl }"
+	[ "${BENCH_AUDIT:-on}" = off ] && AUDIT_CONF="# no audit log (BENCH_AUDIT=off)"
 	"$SLUICE" ca init --dir "$DIR/ca" >"$DIR/ca.log" 2>&1 || return 1
 	[ -s "$CA_THROUGH" ] || return 1
 	cat >"$DIR/sluice.yaml" <<EOF
@@ -287,7 +291,7 @@ listen: { transparent: "[::]:$TP", proxy: "127.0.0.1:$PP", admin: "unix:$DIR/adm
 user: root
 ca: $DIR/ca
 upstream: { ca_bundle: $DIR/pki/root.pem, resolve: { $NAME: $UPADDR } }
-audit: { file: $DIR/audit.jsonl }
+$AUDIT_CONF
 workers: 2
 limits: { conns_per_client: 4096 }
 default: deny
