@@ -1,0 +1,126 @@
+/*
+ * proxy/audit_api.h - the audit log as the rest of the gateway uses it: one
+ * record (struct audit_rec) and the calls workers and the main thread make
+ * (audit.c, audit_*.c).  Internal to proxy/; proxy_int.h includes it.
+ */
+#ifndef SLUICE_PROXY_AUDIT_API_H
+#define SLUICE_PROXY_AUDIT_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include "policy/policy.h"
+
+struct metrics;
+
+/* ---- audit.c, audit_*.c: the tamper-evident audit log (docs/audit-schema.md) ---- */
+
+/*
+ * One audit record.  Which members are written depends on <type> (see
+ * audit_rec_format): "connection", "denial", "request", "response", "dns",
+ * "exfiltration_attempt", "scrub", "config_reload", "checkpoint", "start",
+ * "stop".  NULL strings and negative numbers are omitted.  A "connection"
+ * with verdict "deny" is written as a "denial".  Fields a type does not
+ * write (a response's host) may still be set: metrics_audit reads them.
+ */
+struct audit_rec {
+	const char *type;
+	const char *sandbox;      /* NULL: "-" (records no sandbox caused) */
+	const char *id;           /* request id "<conn>-<n>" (request, response, exfiltration_attempt, scrub) */
+	const char *client;
+	const char *dest;
+	const char *sni;
+	const char *host;
+	const char *method;
+	const char *path;
+	const char *http_version;
+	const char *verdict;      /* "allow" / "deny" */
+	const char *rule;
+	const char *reason;
+	int status;               /* -1: none */
+	int64_t bytes_up;
+	int64_t bytes_down;
+	int64_t duration_ms;
+	int upstream_tls;         /* -1: not applicable */
+	uint64_t conn_id;         /* 0: none */
+	const char *event;        /* "exfiltration_attempt" on such records (metrics; not written) */
+	const char *secret;       /* exfiltration_attempt: the secret and where its placeholder was */
+	const char *place;
+	const char *const *secret_names;  /* secrets injected: names and places (never values) */
+	const char *const *secret_places;
+	size_t nsecrets;
+	const char *const *scrubbed;      /* secrets whose values were scrubbed from the response */
+	size_t nscrubbed;
+	const char *dns_qtype;            /* type "dns": the question's type ("A", "AAAA", "TYPE15") */
+	const char *dns_answer;           /* ... and the answer ("A 198.18.0.7", "NXDOMAIN", ...) */
+	const char *result;               /* config_reload: "ok" / "error", with <generation>, <error> */
+	int64_t generation;
+	const char *error;
+	int64_t warnings;                 /* config_reload: the new policy's warnings (count); -1: none given */
+	const char *decision;             /* approval: "approved", "rejected", "timeout", "shutdown", "cancelled" */
+	const char *by;                   /* approval: who decided ("uid:N(name)", "timeout", "shutdown", "client") */
+	const char *body_sha256;          /* approval: hex SHA-256 of the held body the decision binds */
+	const char *request_id;           /* approval: the held request's id (<id> is the approval's) */
+};
+
+struct metrics;
+
+/*
+ * Opens the audit log of <cfg> (audit.file and the other audit.* keys):
+ * recovers the file after a crash (a partial last line is cut off and
+ * reported in the start record; an unreadable last record refuses), reads
+ * and evolves the key file.  With no audit.file the log is off: records are
+ * only counted (<m>, borrowed, may be NULL).  NULL with *<err> on failure
+ * (static text, valid until the next call).  Main thread, before any other
+ * audit call.
+ */
+struct audit *audit_open(const struct policy_config *cfg, const char *config_path, struct metrics *m,
+                         const char **err);
+/* Starts the writer thread and queues the start record.  0, or -1 with *<err>. */
+int audit_start(struct audit *a, const char **err);
+/*
+ * Queues <rec> (any thread): its members are formatted here, its seq, prev
+ * and mac are added by the writer thread in seq order.  Returns its seq, or
+ * 0 when it was not queued: the log is off, or the queue is at audit.queue
+ * (then the gateway is failing closed and the record is counted as lost).
+ * A request's record must be written before its first byte goes upstream:
+ * see audit_park.
+ */
+uint64_t audit_write(struct audit *a, const struct audit_rec *rec);
+/* 1 when audit.file is set (records are written), 0 when the log is off. */
+int audit_enabled(struct audit *a);
+/* 1 when the log takes new work (writable, queue below audit.queue, or off); 0: refuse new requests (503). */
+int audit_healthy(struct audit *a);
+/* Records queued or being written, not yet in the file. */
+size_t audit_queue_depth(struct audit *a);
+/* Failed write(2)/fsync(2) calls plus records dropped because the queue was full. */
+uint64_t audit_write_errors(struct audit *a);
+/* 1 when record <seq> is in the file (0 and the log off count as written). */
+int audit_written(struct audit *a, uint64_t seq);
+/*
+ * Worker threads: audit_worker_attach() once the thread's <base> exists,
+ * audit_worker_detach() at its end.  In between, audit_park() waits for
+ * record <seq>: 1 when it is written already (go on), 0 when parked: the
+ * writer wakes the thread and <resume>(<arg>) runs on it once the record is
+ * in the file.  audit_unpark(<arg>) cancels every wait of <arg> (a
+ * connection going away must call it).
+ */
+void audit_worker_attach(struct audit *a, struct event_base *base);
+void audit_worker_detach(void);
+int audit_park(struct audit *a, uint64_t seq, void (*resume)(void *), void *arg);
+void audit_unpark(void *arg);
+/*
+ * A passthrough tunnel may move client bytes once the connection record
+ * that allowed it (type "connection", verdict "allow", conn <conn_id>,
+ * queued on this thread) is written: 0 go on, 1 parked (<resume>(<arg>)
+ * follows).
+ */
+int audit_conn_gate(struct audit *a, uint64_t conn_id, void (*resume)(void *), void *arg);
+/* SIGUSR1 (any thread): the writer rotates the file (or reopens it, when logrotate moved it). */
+void audit_rotate(struct audit *a);
+/* Queues the stop record (<reason>), writes everything, fsyncs and stops the writer.  Idempotent. */
+void audit_stop(struct audit *a, const char *reason);
+/* Stops (if needed) and frees; the key is wiped.  NULL is fine. */
+void audit_close(struct audit *a);
+
+#endif
