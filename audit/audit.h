@@ -5,7 +5,7 @@
  * proxy/audit*.c); nothing here writes a log.
  *
  * Everything read from a log is hostile: every line is bounded
- * (AUDIT_LINE_MAX), every value shown on a terminal goes through
+ * (AUDIT_READ_LINE_MAX), every value shown on a terminal goes through
  * audit_term_escape(), and no input can make these functions abort.
  */
 #ifndef SLUICE_AUDIT_AUDIT_H
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <jansson.h>
 
-#define AUDIT_LINE_MAX (1024 * 1024)      /* bytes in one record line, without its "\n" */
+#define AUDIT_READ_LINE_MAX (1024 * 1024)      /* bytes in one record line, without its "\n" */
 #define AUDIT_HASH_HEX 64                 /* lowercase hex of a SHA-256 */
 #define AUDIT_KEY_BYTES 32                /* K_n */
 #define AUDIT_KEY_LABEL "sluice-audit-key-v1"
@@ -63,6 +63,8 @@ size_t audit_reader_pending(const struct audit_reader *r);
 
 /* Writes the lowercase hex SHA-256 of <p>/<n> and a NUL into <hex> (AUDIT_HASH_HEX + 1 bytes). */
 void audit_sha256_hex(const void *p, size_t n, char *hex);
+/* <n> bytes as lowercase hex into <out> (2*<n>+1 bytes, NUL-terminated); the writer (proxy/audit_chain.c) uses it too. */
+void audit_hex(const uint8_t *p, size_t n, char *out);
 /* K_{n+1} = SHA-256("sluice-audit-key-v1" || K_n), in place. */
 void audit_key_evolve(uint8_t key[AUDIT_KEY_BYTES]);
 
@@ -107,7 +109,7 @@ struct audit_checkpoints {
 };
 
 /*
- * Adds every checkpoint in <buf>/<len>: each line (up to AUDIT_LINE_MAX; longer
+ * Adds every checkpoint in <buf>/<len>: each line (up to AUDIT_READ_LINE_MAX; longer
  * ones are ignored) holding ` seq=<N> hash=<64 hex>` (or starting with
  * `seq=`).  Call audit_checkpoints_sort() after the last buffer.  Returns the
  * number added, or SLUICE_ETOOBIG past AUDIT_CHECKPOINTS_MAX.
@@ -150,7 +152,7 @@ void audit_verify_file(struct audit_verify *v, const char *name);
  * 1 once the verdict is final (a fault: the caller may stop reading).
  */
 int audit_verify_line(struct audit_verify *v, const char *line, size_t len, uint64_t lineno, int complete);
-/* Line <lineno> of the current file exceeded AUDIT_LINE_MAX (a fault).  Returns as audit_verify_line(). */
+/* Line <lineno> of the current file exceeded AUDIT_READ_LINE_MAX (a fault).  Returns as audit_verify_line(). */
 int audit_verify_too_long(struct audit_verify *v, uint64_t lineno);
 /*
  * Ends the chain.  Returns the fault (AUDIT_FAULT_NONE for a good log), and

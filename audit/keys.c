@@ -17,8 +17,8 @@
 #define MAC_MEMBER ",\"mac\":\""
 #define MAC_TAIL_LEN (sizeof(MAC_MEMBER) - 1 + AUDIT_HASH_HEX + 2)  /* ,"mac":"<64>"} */
 
-static void
-hex_encode(const uint8_t *p, size_t n, char *out)
+void
+audit_hex(const uint8_t *p, size_t n, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
@@ -53,7 +53,7 @@ audit_sha256_hex(const void *p, size_t n, char *hex)
 	uint8_t md[SHA256_DIGEST_LENGTH];
 
 	SHA256(p, n, md);
-	hex_encode(md, sizeof(md), hex);
+	audit_hex(md, sizeof(md), hex);
 }
 
 void
@@ -155,7 +155,7 @@ audit_key_generate(const char *path, const char **err)
 		*err = "RAND_priv_bytes failed";
 		goto out;
 	}
-	hex_encode(key, sizeof(key), hex);
+	audit_hex(key, sizeof(key), hex);
 	n = snprintf(line, sizeof(line), "%s1 %s\n", KEY_MAGIC, hex);
 	if (n < 0 || (size_t)n >= sizeof(line)) {
 		*err = "internal: key line too long";
@@ -286,7 +286,7 @@ audit_checkpoints_parse(struct audit_checkpoints *cp, const char *buf, size_t le
 		eol = memchr(p, '\n', (size_t)(end - p));
 		if (eol == NULL)
 			eol = end;
-		if (eol - p > AUDIT_LINE_MAX)
+		if (eol - p > AUDIT_READ_LINE_MAX)
 			continue;
 		for (s = p; s + 4 <= eol; s++) {
 			s = memmem(s, (size_t)(eol - s), "seq=", 4);
@@ -346,7 +346,7 @@ audit_checkpoints_load(struct audit_checkpoints *cp, const char *path, const cha
 	}
 	free(cp->path);
 	cp->path = xstrdup(path);
-	audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+	audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 	for (;;) {
 		rc = audit_reader_next(&r, &line, &len);
 		if (rc == SLUICE_ETOOBIG)

@@ -444,7 +444,7 @@ audit_verify_too_long(struct audit_verify *v, uint64_t lineno)
 	if (v->pending == PEND_PREV)
 		resolve_prev(v, NULL, NULL);
 	fail(v, AUDIT_FAULT_UNREADABLE, cur_file(v), lineno, v->have_last ? v->last.seq + 1 : 0,
-	     "unreadable (the line is longer than %d bytes)", AUDIT_LINE_MAX);
+	     "unreadable (the line is longer than %d bytes)", AUDIT_READ_LINE_MAX);
 	return 1;
 }
 

@@ -94,7 +94,7 @@ verify_file(struct audit_verify *v, const char *path)
 	if (fd == -1)
 		return -1;
 	audit_verify_file(v, path);
-	audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+	audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 	while (!done) {
 		rc = audit_reader_next(&r, &line, &len);
 		if (rc == 1) {
@@ -366,7 +366,7 @@ scan(const struct qargs *q, struct audit_join *j, struct audit_reader *r, const 
 		if (rc == SLUICE_ETOOBIG) {
 			if (warn)
 				fprintf(stderr, "sluice audit: %s:%llu: skipped: longer than %d bytes\n", path,
-				        (unsigned long long)r->lineno, AUDIT_LINE_MAX);
+				        (unsigned long long)r->lineno, AUDIT_READ_LINE_MAX);
 			continue;
 		}
 		if (rc < 0) {
@@ -416,7 +416,7 @@ cmd_query(int argc, char **argv)
 			ret = 1;
 			break;
 		}
-		audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+		audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 		if (scan(&q, j, &r, q.files[i], 1, emit_print, NULL) != 0)
 			ret = 1;
 		if (audit_reader_pending(&r) > 0)
@@ -488,7 +488,7 @@ cmd_tail(int argc, char **argv)
 	rg.n = (size_t)q.tail_n;
 	rg.v = xcalloc(rg.n + 1, sizeof(*rg.v));
 	rg.head = rg.count = 0;
-	audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+	audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 	if (scan(&q, j, &r, path, 0, emit_ring, &rg) != 0)
 		ret = 1;
 	if (!q.json)
@@ -516,7 +516,7 @@ cmd_tail(int argc, char **argv)
 				/* truncated in place (copytruncate): start over */
 				audit_reader_dispose(&r);
 				lseek(fd, 0, SEEK_SET);
-				audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+				audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 			}
 			continue;
 		}
@@ -529,7 +529,7 @@ cmd_tail(int argc, char **argv)
 		audit_reader_dispose(&r);
 		close(fd);
 		fd = nfd;
-		audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+		audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 	}
 	audit_reader_dispose(&r);
 	close(fd);
@@ -564,7 +564,7 @@ cmd_summary(int argc, char **argv)
 			ret = 1;
 			break;
 		}
-		audit_reader_init(&r, fd, AUDIT_LINE_MAX);
+		audit_reader_init(&r, fd, AUDIT_READ_LINE_MAX);
 		while ((rc = audit_reader_next(&r, &line, &len)) != 0) {
 			if (rc == SLUICE_ETOOBIG)
 				continue;

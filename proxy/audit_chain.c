@@ -21,40 +21,6 @@
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
 
-static const char hexd[] = "0123456789abcdef";
-
-static void
-to_hex(const uint8_t *p, size_t n, char *out)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hexd[p[i] >> 4];
-		out[2 * i + 1] = hexd[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-void
-audit_hash_hex(const void *p, size_t n, char *hex)
-{
-	uint8_t md[SHA256_DIGEST_LENGTH];
-
-	SHA256(p, n, md);
-	to_hex(md, sizeof(md), hex);
-}
-
-void
-audit_chain_key_evolve(uint8_t key[AUDIT_KEY_LEN])
-{
-	uint8_t in[sizeof(AUDIT_KEY_LABEL) - 1 + AUDIT_KEY_LEN];
-
-	memcpy(in, AUDIT_KEY_LABEL, sizeof(AUDIT_KEY_LABEL) - 1);
-	memcpy(in + sizeof(AUDIT_KEY_LABEL) - 1, key, AUDIT_KEY_LEN);
-	SHA256(in, sizeof(in), key);
-	OPENSSL_cleanse(in, sizeof(in));
-}
-
 void
 audit_chain_init(struct audit_chain *ch, uint64_t seq, const char *prev_hex, const uint8_t *key)
 {
@@ -109,13 +75,13 @@ audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *ou
 			return -1;
 		memcpy(out + n, ",\"mac\":\"", 8);
 		n += 8;
-		to_hex(md, 32, out + n);
+		audit_hex(md, 32, out + n);
 		n += AUDIT_HASH_HEX;
 		out[n++] = '"';
-		audit_chain_key_evolve(ch->key);
+		audit_key_evolve(ch->key);
 	}
 	out[n++] = '}';
-	audit_hash_hex(out, n, ch->prev);
+	audit_sha256_hex(out, n, ch->prev);
 	out[n++] = '\n';
 	ch->seq++;
 	return (long)n;
@@ -196,7 +162,7 @@ audit_keyfile_format(uint64_t seq, const uint8_t key[AUDIT_KEY_LEN], char *out, 
 	char hex[2 * AUDIT_KEY_LEN + 1];
 	int n;
 
-	to_hex(key, AUDIT_KEY_LEN, hex);
+	audit_hex(key, AUDIT_KEY_LEN, hex);
 	n = snprintf(out, cap, "sluice-audit-key v1 %" PRIu64 " %s\n", seq, hex);
 	OPENSSL_cleanse(hex, sizeof(hex));
 	if (n < 0 || (size_t)n >= cap) {

@@ -120,7 +120,7 @@ last_record(int fd, uint64_t size, uint64_t *seq, char hash[AUDIT_HASH_HEX + 1],
 		ret = -1;
 		goto out;
 	}
-	audit_hash_hex(buf + s, e - s, hash);
+	audit_sha256_hex(buf + s, e - s, hash);
 	ret = 1;
 out:
 	free(buf);
@@ -219,7 +219,7 @@ key_load(struct audit *a, char *err, size_t cap)
 		goto out;
 	}
 	for (; kseq < a->chain.seq; kseq++, steps++)
-		audit_chain_key_evolve(key);
+		audit_key_evolve(key);
 	if (steps > 0)
 		log_info("audit: key file %s evolved %" PRIu64 " steps to record %" PRIu64, a->key_path, steps, kseq);
 	a->chain.keyed = 1;

@@ -24,11 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "audit/audit.h"     /* AUDIT_HASH_HEX, AUDIT_KEY_LABEL, the hashes and the key evolution */
 #include "proxy/proxy_int.h"
 
-#define AUDIT_HASH_HEX 64                       /* lowercase hex of a SHA-256 */
 #define AUDIT_KEY_LEN 32                        /* K_n */
-#define AUDIT_KEY_LABEL "sluice-audit-key-v1"   /* K_{n+1} = SHA-256(label || K_n) */
 #define AUDIT_BODY_MAX 8192                     /* a record's members; a longer path is cut to fit */
 #define AUDIT_PATH_CUT 2048                     /* ... to this many bytes */
 #define AUDIT_WRAP_EXTRA 192                    /* {"seq":N, ,"prev":"<64>" ,"mac":"<64>" } and "\n" */
@@ -63,10 +62,7 @@ void audit_chain_wipe(struct audit_chain *ch);
  * Returns the line's length, or -1 when <cap> is too small (nothing changes).
  */
 long audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *out, size_t cap);
-/* K_{n+1} from K_n, in place (the old key is overwritten). */
-void audit_chain_key_evolve(uint8_t key[AUDIT_KEY_LEN]);
-/* Lowercase hex SHA-256 of <p>/<n> into <hex> (65 bytes with the NUL). */
-void audit_hash_hex(const void *p, size_t n, char *hex);
+/* (The key evolution, SHA-256 hex and hex encoding are the reader's: audit/audit.h.) */
 /* The seq of record line <line>/<len>, which must start `{"seq":<digits>,`: 0, or -1. */
 int audit_line_seq(const char *line, size_t len, uint64_t *seq);
 /*

@@ -177,7 +177,7 @@ test_evolve_matches_reference(void **state)
 	memset(a, 0x5a, sizeof(a));
 	memcpy(b, a, 32);
 	for (i = 0; i < 100; i++) {
-		audit_chain_key_evolve(a);
+		audit_key_evolve(a);
 		evolve_ref(b);
 	}
 	assert_memory_equal(a, b, 32);
