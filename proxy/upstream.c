@@ -366,8 +366,6 @@ tls_filter(struct worker *w, struct bufferevent *sock, SSL *ssl)
 		fatalx("out of memory");  /* who owns the SSL after a failure is unclear: only memory fails here */
 	/* a filter finishes its handshake only while enabled (libevent 2.1) */
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	/* each SSL_read goes into space reserved up to this much: a heap chain, not an mmap per response */
-	bufferevent_set_max_single_read(bev, UP_READ_CHUNK);
 	/*
 	 * The filter encrypts into the socket side's buffer only up to this
 	 * bound; past it, bytes wait in the filter's own output, where the
@@ -425,6 +423,12 @@ start_connect(struct upstream *up)
 		up->bev = up->tls ? tls_filter(w, sock, up->ssl) : sock;
 	}
 	bufferevent_setcb(up->bev, up_readcb, NULL, up_eventcb, up);
+	/*
+	 * On either kind, libevent reserves room for each read up to this: past
+	 * 16 KiB the chain would come from mmap (PROXY_MMAP_THRESHOLD), one
+	 * mmap and one munmap (a TLB shoot-down) per response.
+	 */
+	bufferevent_set_max_single_read(up->bev, UP_READ_CHUNK);
 	up->state = UP_S_CONNECTING;
 	if (bufferevent_socket_connect(sock, (struct sockaddr *)&up->addr, up->addrlen) == -1) {
 		snprintf(up->errbuf, sizeof(up->errbuf), "upstream connect to %s failed: %s", up->addr_str,
