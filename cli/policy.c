@@ -265,7 +265,7 @@ cmd_check(int argc, char **argv)
 		fputs(usage_policy, stderr);
 		return EXIT_USAGE;
 	}
-	if (policy_load_file(argv[optind], &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
+	if (policy_load_file_flags(argv[optind], POLICY_LOAD_LINT_ERRORS_OK, &cfg, &pol, errbuf, sizeof(errbuf)) != 0) {
 		fprintf(stderr, "%s\n", errbuf);
 		return 1;
 	}

@@ -355,6 +355,21 @@ slimits_free(struct policy_slimit *v, size_t n)
 	free(v);
 }
 
+/* The first lint error goes to the error buffer (it is already "file:line:col: error: ..."). */
+static int
+lint_refuse(struct policy_ld *l, const struct policy *pol)
+{
+	size_t i;
+
+	for (i = 0; i < pol->nwarnings; i++)
+		if (strstr(pol->warnings[i], ": error: ") != NULL)
+			break;
+	if (l->err != NULL && l->errlen > 0)
+		snprintf(l->err, l->errlen, "%s%s", i < pol->nwarnings ? pol->warnings[i] : "lint error",
+		         pol->nlint_errors > 1 ? " (and more: `sluice policy check` lists them)" : "");
+	return SLUICE_EINVAL;
+}
+
 static int
 load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **polp)
 {
@@ -415,6 +430,10 @@ load_document(struct policy_ld *l, struct policy_config **cfgp, struct policy **
 	sl = NULL;
 	nsl = 0;
 	policy_lint(l, vals[TOP_SECRETS], pol);
+	if (pol->nlint_errors > 0 && !(l->flags & POLICY_LOAD_LINT_ERRORS_OK)) {
+		ret = lint_refuse(l, pol);
+		goto out;
+	}
 	pol->mctx = pcre2_match_context_create(NULL);
 	if (pol->mctx == NULL)
 		fatalx("out of memory");
@@ -441,7 +460,14 @@ int
 policy_load_buffer(const char *name, const char *buf, size_t len, struct policy_config **cfg,
                    struct policy **pol, char *errbuf, size_t errlen)
 {
-	struct policy_ld l = {name != NULL ? name : "<buffer>", NULL, errbuf, errlen};
+	return policy_load_buffer_flags(name, buf, len, 0, cfg, pol, errbuf, errlen);
+}
+
+int
+policy_load_buffer_flags(const char *name, const char *buf, size_t len, unsigned flags,
+                         struct policy_config **cfg, struct policy **pol, char *errbuf, size_t errlen)
+{
+	struct policy_ld l = {name != NULL ? name : "<buffer>", NULL, errbuf, errlen, flags};
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	int ret;
@@ -484,6 +510,13 @@ policy_load_buffer(const char *name, const char *buf, size_t len, struct policy_
 int
 policy_load_file(const char *path, struct policy_config **cfg, struct policy **pol,
                  char *errbuf, size_t errlen)
+{
+	return policy_load_file_flags(path, 0, cfg, pol, errbuf, errlen);
+}
+
+int
+policy_load_file_flags(const char *path, unsigned flags, struct policy_config **cfg, struct policy **pol,
+                       char *errbuf, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -543,7 +576,7 @@ policy_load_file(const char *path, struct policy_config **cfg, struct policy **p
 			break;
 		got += (size_t)n;
 	}
-	ret = policy_load_buffer(path, buf, got, cfg, pol, errbuf, errlen);
+	ret = policy_load_buffer_flags(path, buf, got, flags, cfg, pol, errbuf, errlen);
 out:
 	free(buf);
 	close(fd);

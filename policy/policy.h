@@ -90,6 +90,20 @@ int policy_load_file(const char *path, struct policy_config **cfg, struct policy
 int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy_config **cfg,
                        struct policy **pol, char *errbuf, size_t errlen);
 
+/*
+ * A policy whose lint finds an error (a secret bound to a host that has no
+ * entry, so it could never be used) does not load: the loaders above fail
+ * with SLUICE_EINVAL and the first such finding in <errbuf>, so neither the
+ * gateway nor a reload runs it.  `sluice policy check` wants every finding
+ * instead: with POLICY_LOAD_LINT_ERRORS_OK the policy loads and
+ * policy_lint_errors counts them.
+ */
+#define POLICY_LOAD_LINT_ERRORS_OK 1u
+int policy_load_file_flags(const char *path, unsigned flags, struct policy_config **cfg, struct policy **pol,
+                           char *errbuf, size_t errlen);
+int policy_load_buffer_flags(const char *name, const char *buf, size_t len, unsigned flags,
+                             struct policy_config **cfg, struct policy **pol, char *errbuf, size_t errlen);
+
 void policy_config_free(struct policy_config *cfg);
 
 /* Reference counting (atomic). policy_unref frees at zero. NULL is fine. */

@@ -284,6 +284,7 @@ struct policy_ld {
 	yaml_document_t *doc;
 	char *err;
 	size_t errlen;
+	unsigned flags;             /* POLICY_LOAD_* */
 };
 
 /* Formats "name:line:col: message" for <node> into the error buffer; returns SLUICE_EINVAL. */

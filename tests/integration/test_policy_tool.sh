@@ -59,6 +59,9 @@ check_eq "check: a secret bound to a host without an entry is an error" "secret.
 secret.yaml:9:30: error: secret 'token' is bound to host 'nowhere.test', which has no entry in hosts (and default is deny): it can never be used
 secret.yaml: 1 error, 1 warning
 rc=1" "$(run "$SLUICE" policy check secret.yaml)"
+check_match "serve: the same file does not load (the first error, the process exits 1)" \
+  "secret.yaml:9:30: error: secret 'token' is bound to host 'nowhere.test', which has no entry in hosts .*
+rc=1$" "$(run timeout 10 "$SLUICE" serve -c secret.yaml)"
 
 printf 'ca: /x\nhosts:\n  a.test:\n    rules:\n      - allow: { method: GET, json: { "$.a": { regex: "(" } } }\n' >regex.yaml
 check_eq "check: a bad regex" "regex.yaml:5:55: bad regex in hosts.a.test.rules[0].allow.json.\$.a at offset 1: missing closing parenthesis

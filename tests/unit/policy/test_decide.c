@@ -433,6 +433,15 @@ test_lint(void **state)
 	expect_lint(shadow_yaml, shadow_want, 4, 0);
 	expect_lint(overlap_yaml, overlap_want, 2, 0);
 	expect_lint(secrets_yaml, secrets_want, 5, 2);
+	{
+		/* the gateway's load (no flag) refuses it, naming the first error */
+		char err[1024];
+
+		assert_string_equal(st_load_err(secrets_yaml, err, sizeof(err)),
+		                    "s.yaml:16:32: error: secret 's' is bound to host 'missing.test', which has no entry in "
+		                    "hosts (and default is deny): it can never be used (and more: `sluice policy check` "
+		                    "lists them)");
+	}
 	p = st_load(secrets_yaml);
 	l = policy_secret_limit(p, "s");
 	assert_non_null(l);
