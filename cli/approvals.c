@@ -10,25 +10,19 @@
  * escape sequence, control byte, bidi override or look-alike reaches the
  * terminal, and what is shown is exactly what will be sent.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
-#include <unistd.h>
 #include <jansson.h>
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "proxy/approvals.h"
+#include "sandbox-glue/run.h"
 
 #define EXIT_USAGE 2
 #define REPLY_MAX (64u * 1024 * 1024)   /* the gateway's answer, head and body: 1024 large approvals fit */
-#define HEAD_MAX 512                    /* our request head */
-#define IO_TIMEOUT_S 10
 
 static const char usage_approvals[] =
 	"usage: sluice approvals list -c FILE [--json]\n"
@@ -39,92 +33,17 @@ static const char usage_approvals[] =
 	"SHA-256 of the body held (bytes outside printable ASCII are shown as \\xNN). approve / reject: decide\n"
 	"one; the gateway audits who decided. Exit 1 when ID is unknown or already decided.\n";
 
-/*
- * One request over the unix socket <sock>; the whole reply read into a
- * buffer (at most REPLY_MAX).  0 with *<status> and <body> (NUL-terminated,
- * the caller frees it), or -1 with a message on stderr.
- */
+/* One request to the admin socket <sock>: 0 with *<status> and <body> (the caller frees it), or -1 (stderr says why). */
 static int
 admin_call(const char *sock, const char *method, const char *path, int *status, char **body)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct timeval tv = {IO_TIMEOUT_S, 0};
-	char head[HEAD_MAX], *in = NULL, *end, *p;
-	size_t hl, off, got = 0, cap = 65536;
-	unsigned long code;
-	int fd = -1, ret = -1, n;
+	char err[512];
 
-	*body = NULL;
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "sluice approvals: admin socket path too long: %s\n", sock);
+	if (run_admin_request(sock, method, path, NULL, REPLY_MAX, status, body, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluice approvals: the gateway's admin socket %s\n", err);
 		return -1;
 	}
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-	             method, path);
-	if (n < 0 || (size_t)n >= sizeof(head))
-		return -1;
-	hl = (size_t)n;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-		fprintf(stderr, "sluice approvals: the gateway's admin socket %s: %s\n", sock, strerror(errno));
-		goto out;
-	}
-	for (off = 0; off < hl;) {
-		ssize_t w = send(fd, head + off, hl - off, MSG_NOSIGNAL);
-
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "sluice approvals: %s: sending: %s\n", sock, strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	in = xmalloc(cap + 1);
-	for (;;) {
-		ssize_t r;
-
-		if (got == cap) {
-			if (cap >= REPLY_MAX) {
-				fprintf(stderr, "sluice approvals: the gateway's answer is over %u bytes\n", REPLY_MAX);
-				goto out;
-			}
-			cap = cap * 2 > REPLY_MAX ? REPLY_MAX : cap * 2;
-			in = xrealloc(in, cap + 1);
-		}
-		r = recv(fd, in + got, cap - got, 0);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			fprintf(stderr, "sluice approvals: %s: reading: %s\n", sock, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	in[got] = '\0';
-	errno = 0;
-	if (got < 12 || memcmp(in, "HTTP/1.", 7) != 0 || in[8] != ' ' ||
-	    (code = strtoul(in + 9, &end, 10), errno != 0 || end != in + 12 || code < 100 || code > 599) ||
-	    (p = strstr(in, "\r\n\r\n")) == NULL) {
-		fprintf(stderr, "sluice approvals: %s: not an HTTP reply\n", sock);
-		goto out;
-	}
-	*status = (int)code;
-	p += 4;
-	memmove(in, p, got - (size_t)(p - in) + 1);
-	*body = in;
-	in = NULL;
-	ret = 0;
-out:
-	free(in);
-	if (fd != -1)
-		close(fd);
-	return ret;
+	return 0;
 }
 
 /*

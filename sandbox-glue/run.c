@@ -177,19 +177,18 @@ run_env_free(char **envp)
 /* ---------------------------------------------------------------- admin socket */
 
 int
-run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status, char *resp,
-               size_t cap, char *err, size_t errcap)
+run_admin_request(const char *sock, const char *method, const char *path, const char *body, size_t max,
+                  int *status, char **resp, char *err, size_t errcap)
 {
 	struct sockaddr_un sa;
 	struct timeval tv = {RUN_ADMIN_TIMEOUT_MS / 1000, (RUN_ADMIN_TIMEOUT_MS % 1000) * 1000};
 	char head[512], *in = NULL, *p, *end;
-	size_t hl, bl = body != NULL ? strlen(body) : 0, got = 0, off;
+	size_t hl, bl = body != NULL ? strlen(body) : 0, got = 0, off, cap = max < 65536 ? max + 1 : 65536;
 	unsigned long code;
 	int fd = -1, ret = SLUICE_EIO;
 
 	*status = 0;
-	if (resp != NULL && cap > 0)
-		resp[0] = '\0';
+	*resp = NULL;
 	if (strlen(sock) >= sizeof(sa.sun_path)) {
 		snprintf(err, errcap, "admin socket path too long");
 		return SLUICE_EINVAL;
@@ -225,10 +224,20 @@ run_admin_call(const char *sock, const char *method, const char *path, const cha
 		}
 		off += (size_t)w;
 	}
-	in = xmalloc(RUN_HTTP_MAX + 1);
+	in = xmalloc(cap + 1);
 	for (;;) {
-		ssize_t r = recv(fd, in + got, RUN_HTTP_MAX + 1 - got, 0);
+		ssize_t r;
 
+		if (got == cap) {
+			if (got > max) {
+				snprintf(err, errcap, "%s: reply over %zu bytes", sock, max);
+				ret = SLUICE_ETOOBIG;
+				goto out;
+			}
+			cap = cap > max / 2 ? max + 1 : cap * 2;
+			in = xrealloc(in, cap + 1);
+		}
+		r = recv(fd, in + got, cap - got, 0);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1) {
@@ -238,11 +247,6 @@ run_admin_call(const char *sock, const char *method, const char *path, const cha
 		if (r == 0)
 			break;
 		got += (size_t)r;
-		if (got > RUN_HTTP_MAX) {
-			snprintf(err, errcap, "%s: reply over %u bytes", sock, (unsigned)RUN_HTTP_MAX);
-			ret = SLUICE_ETOOBIG;
-			goto out;
-		}
 	}
 	in[got] = '\0';
 	ret = SLUICE_EPARSE;
@@ -256,21 +260,45 @@ run_admin_call(const char *sock, const char *method, const char *path, const cha
 		snprintf(err, errcap, "%s: bad HTTP status line", sock);
 		goto out;
 	}
-	*status = (int)code;
-	if (resp != NULL && cap > 0 && (p = strstr(in, "\r\n\r\n")) != NULL) {
-		size_t n = got - (size_t)(p + 4 - in);
-
-		if (n >= cap)
-			n = cap - 1;
-		memcpy(resp, p + 4, n);
-		resp[n] = '\0';
+	if ((p = strstr(in, "\r\n\r\n")) == NULL) {
+		snprintf(err, errcap, "%s: reply head not ended", sock);
+		goto out;
 	}
+	*status = (int)code;
+	p += 4;
+	memmove(in, p, got - (size_t)(p - in) + 1);
+	*resp = in;
+	in = NULL;
 	ret = 0;
 out:
 	free(in);
 	if (fd != -1)
 		close(fd);
 	return ret;
+}
+
+int
+run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status, char *resp,
+               size_t cap, char *err, size_t errcap)
+{
+	char *in;
+	int ret;
+
+	if (resp != NULL && cap > 0)
+		resp[0] = '\0';
+	ret = run_admin_request(sock, method, path, body, RUN_HTTP_MAX, status, &in, err, errcap);
+	if (ret != 0)
+		return ret;
+	if (resp != NULL && cap > 0) {
+		size_t n = strlen(in);
+
+		if (n >= cap)
+			n = cap - 1;
+		memcpy(resp, in, n);
+		resp[n] = '\0';
+	}
+	free(in);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- registration */

@@ -108,6 +108,14 @@ int run_admin_call(const char *sock, const char *method, const char *path, const
                    char *resp, size_t cap, char *err, size_t errcap);
 
 /*
+ * The same, with the reply bounded by <max> bytes (head and body) instead of
+ * RUN_HTTP_MAX, and its body returned whole in *<resp> (NUL-terminated,
+ * xmalloc'd: the caller frees it; NULL on error).
+ */
+int run_admin_request(const char *sock, const char *method, const char *path, const char *body, size_t max,
+                      int *status, char **resp, char *err, size_t errcap);
+
+/*
  * Parses the JSON documents bubblewrap writes on --json-status-fd, as read
  * so far (<buf>, NUL-terminated): sets *<child_pid> and *<exit_code> when
  * their keys appear (values 1..INT32_MAX and 0..255), leaves them else.
