@@ -79,6 +79,13 @@ struct audit_key {
  * a static reason.
  */
 int audit_key_parse(const char *buf, size_t len, struct audit_key *out, const char **err);
+/*
+ * The text of key file <k>, "sluice-audit-key v1 <seq> <64 hex>\n", into
+ * <out>: returns its length, or -1 (and <out> wiped) when <cap> is too small
+ * (AUDIT_KEY_FILE_MAX is enough).  The writer's key file and keygen's.
+ */
+#define AUDIT_KEY_FILE_MAX 256  /* bytes of a key file: read at most this, written well under it */
+int audit_key_format(const struct audit_key *k, char *out, size_t cap);
 /* Reads and parses key file <path> (at most 256 bytes).  Returns 0 or a SLUICE_E* with *<err>. */
 int audit_key_load(const char *path, struct audit_key *out, const char **err);
 /*

@@ -1,6 +1,8 @@
 /* audit/keys.c - line hashes, the evolving mac key, key files, checkpoints files */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 #include "common/sluice.h"
 #include "audit/audit.h"
 
-#define KEY_FILE_MAX 256  /* bytes read from a key file */
 #define KEY_MAGIC "sluice-audit-key v1 "
 #define MAC_MEMBER ",\"mac\":\""
 #define MAC_TAIL_LEN (sizeof(MAC_MEMBER) - 1 + AUDIT_HASH_HEX + 2)  /* ,"mac":"<64>"} */
@@ -70,6 +71,7 @@ audit_key_evolve(uint8_t key[AUDIT_KEY_BYTES])
 int
 audit_key_parse(const char *buf, size_t len, struct audit_key *out, const char **err)
 {
+	uint8_t key[AUDIT_KEY_BYTES];
 	size_t i = sizeof(KEY_MAGIC) - 1, digits = 0;
 	int64_t seq = 0;
 
@@ -89,19 +91,39 @@ audit_key_parse(const char *buf, size_t len, struct audit_key *out, const char *
 		return SLUICE_EPARSE;
 	}
 	i++;
-	if (len - i != 2 * AUDIT_KEY_BYTES || hex_decode(buf + i, out->key, AUDIT_KEY_BYTES) != 0) {
-		sluice_wipe(out->key, sizeof(out->key));
+	if (len - i != 2 * AUDIT_KEY_BYTES || hex_decode(buf + i, key, AUDIT_KEY_BYTES) != 0) {
+		sluice_wipe(key, sizeof(key));
 		*err = "the key in the key file is not 64 hex digits";
 		return SLUICE_EPARSE;
 	}
+	/* <out> changes only on success */
 	out->seq = seq;
+	memcpy(out->key, key, sizeof(key));
+	sluice_wipe(key, sizeof(key));
 	return 0;
+}
+
+int
+audit_key_format(const struct audit_key *k, char *out, size_t cap)
+{
+	char hex[2 * AUDIT_KEY_BYTES + 1];
+	int n;
+
+	audit_hex(k->key, AUDIT_KEY_BYTES, hex);
+	n = snprintf(out, cap, "%s%" PRId64 " %s\n", KEY_MAGIC, k->seq, hex);
+	sluice_wipe(hex, sizeof(hex));
+	if (n < 0 || (size_t)n >= cap) {
+		if (cap > 0)
+			sluice_wipe(out, cap);
+		return -1;
+	}
+	return n;
 }
 
 int
 audit_key_load(const char *path, struct audit_key *out, const char **err)
 {
-	char buf[KEY_FILE_MAX + 1];
+	char buf[AUDIT_KEY_FILE_MAX + 1];
 	size_t len = 0;
 	ssize_t n;
 	int fd, ret;
@@ -126,7 +148,7 @@ audit_key_load(const char *path, struct audit_key *out, const char **err)
 		len += (size_t)n;
 	}
 	close(fd);
-	if (len > KEY_FILE_MAX) {
+	if (len > AUDIT_KEY_FILE_MAX) {
 		*err = "key file too long";
 		ret = SLUICE_EPARSE;
 	} else {
@@ -139,9 +161,8 @@ audit_key_load(const char *path, struct audit_key *out, const char **err)
 int
 audit_key_generate(const char *path, const char **err)
 {
-	uint8_t key[AUDIT_KEY_BYTES];
-	char line[sizeof(KEY_MAGIC) + 4 + 2 * AUDIT_KEY_BYTES + 2];
-	char hex[2 * AUDIT_KEY_BYTES + 1];
+	struct audit_key k = {1, {0}};
+	char line[AUDIT_KEY_FILE_MAX];
 	int fd, n, ret = SLUICE_EIO;
 	size_t off = 0;
 	ssize_t w;
@@ -151,13 +172,12 @@ audit_key_generate(const char *path, const char **err)
 		*err = strerror(errno);
 		return errno == EEXIST ? SLUICE_EEXIST : SLUICE_EIO;
 	}
-	if (RAND_priv_bytes(key, sizeof(key)) != 1) {
+	if (RAND_priv_bytes(k.key, sizeof(k.key)) != 1) {
 		*err = "RAND_priv_bytes failed";
 		goto out;
 	}
-	audit_hex(key, sizeof(key), hex);
-	n = snprintf(line, sizeof(line), "%s1 %s\n", KEY_MAGIC, hex);
-	if (n < 0 || (size_t)n >= sizeof(line)) {
+	n = audit_key_format(&k, line, sizeof(line));
+	if (n < 0) {
 		*err = "internal: key line too long";
 		goto out;
 	}
@@ -177,8 +197,7 @@ audit_key_generate(const char *path, const char **err)
 	}
 	ret = 0;
 out:
-	sluice_wipe(key, sizeof(key));
-	sluice_wipe(hex, sizeof(hex));
+	sluice_wipe(k.key, sizeof(k.key));
 	sluice_wipe(line, sizeof(line));
 	if (close(fd) == -1 && ret == 0) {
 		*err = strerror(errno);

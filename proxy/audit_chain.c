@@ -1,7 +1,8 @@
 /*
  * proxy/audit_chain.c - the audit chain's arithmetic, no I/O: wrapping a
  * record's members into its line (seq first, prev, then mac last), the
- * line hash, the forward-secure key and the key file's text.
+ * line hash and the forward-secure key (the key file's text is the reader's,
+ * audit/keys.c).
  *
  * The bytes (docs/audit-schema.md):
  *   line    = {"seq":N,<members>,"prev":"<hex>"[,"mac":"<hex>"]}
@@ -117,58 +118,4 @@ audit_line_seq(const char *line, size_t len, uint64_t *seq)
 		return -1;
 	*seq = v;
 	return 0;
-}
-
-int
-audit_keyfile_parse(const char *buf, size_t len, uint64_t *seq, uint8_t key[AUDIT_KEY_LEN])
-{
-	static const char pre[] = "sluice-audit-key v1 ";
-	uint8_t k[AUDIT_KEY_LEN];
-	uint64_t v = 0;
-	size_t i = sizeof(pre) - 1, j;
-	int hi, lo;
-
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	if (len < i + 2 + 2 * AUDIT_KEY_LEN || memcmp(buf, pre, i) != 0)
-		return -1;
-	if (buf[i] < '1' || buf[i] > '9')
-		return -1;
-	for (; i < len && buf[i] >= '0' && buf[i] <= '9'; i++)
-		if (digit(&v, buf[i]) != 0)
-			return -1;
-	if (i >= len || buf[i] != ' ' || len - i - 1 != 2 * AUDIT_KEY_LEN)
-		return -1;
-	i++;
-	for (j = 0; j < AUDIT_KEY_LEN; j++) {
-		/* lowercase only: the file is written by us or by keygen */
-		hi = buf[i + 2 * j] >= 'A' && buf[i + 2 * j] <= 'F' ? -1 : sluice_hexval(buf[i + 2 * j]);
-		lo = buf[i + 2 * j + 1] >= 'A' && buf[i + 2 * j + 1] <= 'F' ? -1 : sluice_hexval(buf[i + 2 * j + 1]);
-		if (hi < 0 || lo < 0) {
-			OPENSSL_cleanse(k, sizeof(k));
-			return -1;
-		}
-		k[j] = (uint8_t)(hi << 4 | lo);
-	}
-	*seq = v;
-	memcpy(key, k, AUDIT_KEY_LEN);
-	OPENSSL_cleanse(k, sizeof(k));
-	return 0;
-}
-
-int
-audit_keyfile_format(uint64_t seq, const uint8_t key[AUDIT_KEY_LEN], char *out, size_t cap)
-{
-	char hex[2 * AUDIT_KEY_LEN + 1];
-	int n;
-
-	audit_hex(key, AUDIT_KEY_LEN, hex);
-	n = snprintf(out, cap, "sluice-audit-key v1 %" PRIu64 " %s\n", seq, hex);
-	OPENSSL_cleanse(hex, sizeof(hex));
-	if (n < 0 || (size_t)n >= cap) {
-		if (cap > 0)
-			OPENSSL_cleanse(out, cap);
-		return -1;
-	}
-	return n;
 }

@@ -193,25 +193,23 @@ newest_rotated(const struct audit *a, char *out, size_t cap)
 static int
 key_load(struct audit *a, char *err, size_t cap)
 {
-	char buf[AUDIT_KEYFILE_MAX];
-	uint8_t key[AUDIT_KEY_LEN];
+	struct audit_key k;
+	const char *why = NULL;
 	uint64_t kseq, steps = 0;
-	ssize_t n;
-	int fd, ret = -1;
+	int ret;
 
-	fd = open(a->key_path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1) {
-		snprintf(err, cap, "audit.key_file %s: %s (make one with `sluice audit keygen FILE`)", a->key_path,
-		         strerror(errno));
+	ret = audit_key_load(a->key_path, &k, &why);
+	if (ret == SLUICE_ENOENT || ret == SLUICE_EIO) {
+		snprintf(err, cap, "audit.key_file %s: %s%s", a->key_path, why,
+		         ret == SLUICE_ENOENT ? " (make one with `sluice audit keygen FILE`)" : "");
 		return -1;
 	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n <= 0 || (size_t)n == sizeof(buf) || audit_keyfile_parse(buf, (size_t)n, &kseq, key) != 0) {
-		snprintf(err, cap, "audit.key_file %s: not a key file (expected one line "
-		         "\"sluice-audit-key v1 <seq> <64 hex>\")", a->key_path);
-		goto out;
+	if (ret != 0) {
+		snprintf(err, cap, "audit.key_file %s: not a key file (%s)", a->key_path, why);
+		return -1;
 	}
+	kseq = (uint64_t)k.seq;
+	ret = -1;
 	if (kseq > a->chain.seq) {
 		snprintf(err, cap, "audit.key_file %s holds the key of record %" PRIu64 " but the log's next record is %"
 		         PRIu64 ": records were cut off the end of the log (or the key belongs to another log)",
@@ -219,15 +217,14 @@ key_load(struct audit *a, char *err, size_t cap)
 		goto out;
 	}
 	for (; kseq < a->chain.seq; kseq++, steps++)
-		audit_key_evolve(key);
+		audit_key_evolve(k.key);
 	if (steps > 0)
 		log_info("audit: key file %s evolved %" PRIu64 " steps to record %" PRIu64, a->key_path, steps, kseq);
 	a->chain.keyed = 1;
-	memcpy(a->chain.key, key, AUDIT_KEY_LEN);
+	memcpy(a->chain.key, k.key, AUDIT_KEY_LEN);
 	ret = 0;
 out:
-	OPENSSL_cleanse(buf, sizeof(buf));
-	OPENSSL_cleanse(key, sizeof(key));
+	sluice_wipe(k.key, sizeof(k.key));
 	return ret;
 }
 
@@ -363,7 +360,8 @@ audit_file_rotate(struct audit *a)
 int
 audit_key_save(struct audit *a)
 {
-	char tmp[4096], buf[AUDIT_KEYFILE_MAX];
+	char tmp[4096], buf[AUDIT_KEY_FILE_MAX];
+	struct audit_key k;
 	int fd, n, ret = -1;
 	ssize_t w;
 
@@ -371,7 +369,10 @@ audit_key_save(struct audit *a)
 		return 0;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", a->key_path) >= sizeof(tmp))
 		return -1;
-	n = audit_keyfile_format(a->chain.seq, a->chain.key, buf, sizeof(buf));
+	k.seq = (int64_t)a->chain.seq;
+	memcpy(k.key, a->chain.key, sizeof(k.key));
+	n = audit_key_format(&k, buf, sizeof(buf));
+	sluice_wipe(k.key, sizeof(k.key));
 	if (n < 0)
 		return -1;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

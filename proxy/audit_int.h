@@ -32,7 +32,6 @@
 #define AUDIT_PATH_CUT 2048                     /* ... to this many bytes */
 #define AUDIT_WRAP_EXTRA 192                    /* {"seq":N, ,"prev":"<64>" ,"mac":"<64>" } and "\n" */
 #define AUDIT_LINE_MAX (AUDIT_BODY_MAX + AUDIT_WRAP_EXTRA)
-#define AUDIT_KEYFILE_MAX 256                   /* bytes of a key file read */
 #define AUDIT_TAIL_MAX (2 * AUDIT_LINE_MAX)     /* bytes read back from a file's end to find its last line */
 #define AUDIT_RETRY_MS 250                      /* a failed write or fsync is retried this often */
 #define AUDIT_STOP_GIVEUP_MS 5000               /* at stop, a failing log is retried this long */
@@ -65,13 +64,7 @@ long audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, cha
 /* (The key evolution, SHA-256 hex and hex encoding are the reader's: audit/audit.h.) */
 /* The seq of record line <line>/<len>, which must start `{"seq":<digits>,`: 0, or -1. */
 int audit_line_seq(const char *line, size_t len, uint64_t *seq);
-/*
- * Key file text "sluice-audit-key v1 <seq> <64 hex>" and an optional "\n",
- * nothing else: 0 with *<seq> and <key>, or -1.
- */
-int audit_keyfile_parse(const char *buf, size_t len, uint64_t *seq, uint8_t key[AUDIT_KEY_LEN]);
-/* The key file's text for (<seq>, <key>) into <out>/<cap>: its length, or -1. */
-int audit_keyfile_format(uint64_t seq, const uint8_t key[AUDIT_KEY_LEN], char *out, size_t cap);
+/* (The key file's text is the reader's too: audit_key_parse, audit_key_load, audit_key_format.) */
 
 /* ---- audit.c: record members ---- */
 

@@ -1,7 +1,8 @@
 /*
- * fuzz_audit_keyfile.c - the audit writer's text parsers (proxy/audit_chain.c):
- * the key file "sluice-audit-key v1 <seq> <64 hex>", a record line's leading
- * seq, and the wrapping of arbitrary members into a line at every capacity.
+ * fuzz_audit_keyfile.c - the audit writer's text parsers: the key file
+ * "sluice-audit-key v1 <seq> <64 hex>" (audit/keys.c, which the writer and
+ * keygen share), a record line's leading seq (proxy/audit_chain.c), and the
+ * wrapping of arbitrary members into a line at every capacity.
  * A parsed key file must format back to text that parses to the same key;
  * nothing may read or write out of bounds.
  */
@@ -15,9 +16,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t key[AUDIT_KEY_LEN], key2[AUDIT_KEY_LEN];
-	uint64_t seq, seq2;
-	char text[AUDIT_KEYFILE_MAX], *buf, *out;
+	uint8_t key[AUDIT_KEY_LEN];
+	struct audit_key k, k2;
+	const char *err;
+	uint64_t seq;
+	char text[AUDIT_KEY_FILE_MAX], *buf, *out;
 	struct audit_chain ch, before;
 	size_t cap;
 	long n;
@@ -28,10 +31,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (buf == NULL)
 		return 0;
 	memcpy(buf, data, size);
-	if (audit_keyfile_parse(buf, size, &seq, key) == 0) {
-		len = audit_keyfile_format(seq, key, text, sizeof(text));
-		if (len < 0 || audit_keyfile_parse(text, (size_t)len, &seq2, key2) != 0 || seq2 != seq ||
-		    memcmp(key, key2, sizeof(key)) != 0)
+	if (audit_key_parse(buf, size, &k, &err) == 0) {
+		len = audit_key_format(&k, text, sizeof(text));
+		if (len < 0 || audit_key_parse(text, (size_t)len, &k2, &err) != 0 || k2.seq != k.seq ||
+		    memcmp(k.key, k2.key, sizeof(k.key)) != 0)
 			abort();
 	}
 	(void)audit_line_seq(buf, size, &seq);

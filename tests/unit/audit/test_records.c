@@ -387,10 +387,21 @@ test_keys(void **state)
 		"sluice-audit-key v1 99999999999999999999 0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20\n",
 	};
 	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		struct audit_key before;
+
+		memset(&k, 0xee, sizeof(k));
+		before = k;
 		err = NULL;
 		assert_int_equal(audit_key_parse(bad[b], strlen(bad[b]), &k, &err), SLUICE_EPARSE);
 		assert_non_null(err);
+		assert_memory_equal(&k, &before, sizeof(k));  /* untouched on failure */
 	}
+	/* format (the writer's key file, keygen's) gives back the parsed text */
+	assert_int_equal(audit_key_parse(good, strlen(good), &k, &err), 0);
+	assert_int_equal(audit_key_format(&k, buf, sizeof(buf)), (int)strlen(good));
+	assert_string_equal(buf, good);
+	assert_int_equal(audit_key_format(&k, buf, 20), -1);
+	assert_int_equal(buf[0], 0);  /* wiped */
 	/* keygen: 0600, seq 1, refuses to overwrite; load reads it back */
 	fd = mkstemp(path);
 	assert_true(fd >= 0);

@@ -215,52 +215,6 @@ test_line_seq(void **state)
 	}
 }
 
-static void
-test_keyfile(void **state)
-{
-	static const char hex[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-	static const char *const bad[] = {
-		"sluice-audit-key v1 0 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1 1 000102030405060708090A0B0C0D0E0F101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1 1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1\n",
-		"sluice-audit-key v1 1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f0\n",
-		"sluice-audit-key v1 1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f \n",
-		"sluice-audit-key v1 1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n\n",
-		"sluice-audit-key v2 1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1  1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1 1x 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1 18446744073709551616 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"sluice-audit-key v1 1 00010203040506070809zz0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-		"",
-	};
-	uint8_t key[32], want[32];
-	uint64_t seq = 0;
-	char buf[256], line[256];
-	size_t i;
-	int n;
-
-	(void)state;
-	for (i = 0; i < 32; i++)
-		want[i] = (uint8_t)i;
-	snprintf(line, sizeof(line), "sluice-audit-key v1 123456789 %s\n", hex);
-	assert_int_equal(audit_keyfile_parse(line, strlen(line), &seq, key), 0);
-	assert_true(seq == 123456789);
-	assert_memory_equal(key, want, 32);
-	/* the final newline is optional */
-	assert_int_equal(audit_keyfile_parse(line, strlen(line) - 1, &seq, key), 0);
-	/* format gives back the same text */
-	n = audit_keyfile_format(123456789, want, buf, sizeof(buf));
-	assert_int_equal(n, (int)strlen(line));
-	assert_string_equal(buf, line);
-	assert_int_equal(audit_keyfile_format(1, want, buf, 20), -1);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		memset(key, 0xee, sizeof(key));
-		assert_int_equal(audit_keyfile_parse(bad[i], strlen(bad[i]), &seq, key), -1);
-		for (n = 0; n < 32; n++)
-			assert_int_equal(key[n], 0xee);  /* untouched on failure */
-	}
-}
-
 int
 main(void)
 {
@@ -270,7 +224,6 @@ main(void)
 		cmocka_unit_test(test_wrap_too_small_changes_nothing),
 		cmocka_unit_test(test_evolve_matches_reference),
 		cmocka_unit_test(test_line_seq),
-		cmocka_unit_test(test_keyfile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

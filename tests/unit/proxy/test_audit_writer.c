@@ -285,9 +285,13 @@ test_unreadable_last_line_refuses(void **state)
 static void
 write_key(uint64_t seq, const uint8_t key[32])
 {
-	char buf[256];
-	int n = audit_keyfile_format(seq, key, buf, sizeof(buf));
+	struct audit_key k = {(int64_t)seq, {0}};
+	char buf[AUDIT_KEY_FILE_MAX];
+	int n;
 	FILE *f = fopen(keyp, "w");
+
+	memcpy(k.key, key, sizeof(k.key));
+	n = audit_key_format(&k, buf, sizeof(buf));
 
 	assert_true(n > 0);
 	fwrite(buf, 1, (size_t)n, f);
@@ -300,8 +304,8 @@ test_macs_and_key_file(void **state)
 	struct chain ch = {0};
 	struct policy_config c;
 	struct audit *a;
-	uint8_t k1[32], kf[32];
-	uint64_t kseq;
+	uint8_t k1[32];
+	struct audit_key kf;
 	const char *err = NULL;
 	char *text, want[512];
 	size_t len;
@@ -324,10 +328,10 @@ test_macs_and_key_file(void **state)
 	assert_true(ch.seq == 12);
 	/* the key file now holds K_13 only: ch.key has been evolved to exactly that */
 	text = slurp(keyp, &len);
-	assert_int_equal(audit_keyfile_parse(text, len, &kseq, kf), 0);
-	assert_true(kseq == 13);
-	assert_memory_equal(kf, ch.key, 32);
-	assert_memory_not_equal(kf, k1, 32);
+	assert_int_equal(audit_key_parse(text, len, &kf, &err), 0);
+	assert_true(kf.seq == 13);
+	assert_memory_equal(kf.key, ch.key, 32);
+	assert_memory_not_equal(kf.key, k1, 32);
 	free(text);
 	{
 		struct stat st;
