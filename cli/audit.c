@@ -50,17 +50,6 @@ static const char usage_summary[] =
 	"usage: sluice audit summary FILE... [--since T] [--until T]\n"
 	"Per sandbox: requests, denials, exfiltration attempts, secrets used, hosts contacted (with counts).\n";
 
-static int
-wants_help(int argc, char **argv)
-{
-	int i;
-
-	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return 1;
-	return 0;
-}
-
 static int64_t
 now_ms(void)
 {
@@ -132,7 +121,7 @@ cmd_verify(int argc, char **argv)
 	const char *cpath = NULL, *kpath = NULL, *err = NULL;
 	int ch, i, rc, ret = 1;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_verify, stdout);
 		return 0;
 	}
@@ -193,7 +182,7 @@ cmd_keygen(int argc, char **argv)
 	const char *err = NULL;
 	int r;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_keygen, stdout);
 		return 0;
 	}
@@ -399,7 +388,7 @@ cmd_query(int argc, char **argv)
 	struct qargs q;
 	int i, fd, ret = 0;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_audit, stdout);
 		return 0;
 	}
@@ -472,7 +461,7 @@ cmd_tail(int argc, char **argv)
 	size_t i;
 	int fd, nfd, ret = 0;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_audit, stdout);
 		return 0;
 	}
@@ -548,7 +537,7 @@ cmd_summary(int argc, char **argv)
 	size_t len;
 	int i, fd, rc, ret = 0;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_summary, stdout);
 		return 0;
 	}

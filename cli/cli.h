@@ -20,6 +20,9 @@
  */
 int cli_placeholder(const struct policy_secret *s, const uint8_t *key, char *out, size_t cap, int *derived);
 
+/* 1 when one of argv[1..argc-1] is --help or -h (cli/placeholder.c). */
+int cli_wants_help(int argc, char **argv);
+
 /* `sluice run` (cli/run.c). */
 int cmd_run(int argc, char **argv);
 

@@ -59,17 +59,6 @@ static const char usage_secrets_list[] =
 	"For each secret FILE declares: its placeholder (what sandboxes hold), the hosts, places and sandboxes\n"
 	"it is bound to, and whether its source can be read now. Never prints a value.\n";
 
-static int
-wants_help(int argc, char **argv)
-{
-	int i;
-
-	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return 1;
-	return 0;
-}
-
 /* Parses "--dir DIR [--force]" for the ca subcommands. */
 static int
 ca_args(int argc, char **argv, const char *usage, const char **dir, int *force, int allow_force)
@@ -128,7 +117,7 @@ cmd_ca(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "init") == 0) {
-		if (wants_help(argc - 1, argv + 1)) {
+		if (cli_wants_help(argc - 1, argv + 1)) {
 			fputs(usage_ca_init, stdout);
 			return 0;
 		}
@@ -152,7 +141,7 @@ cmd_ca(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "show") == 0) {
-		if (wants_help(argc - 1, argv + 1)) {
+		if (cli_wants_help(argc - 1, argv + 1)) {
 			fputs(usage_ca_show, stdout);
 			return 0;
 		}
@@ -215,7 +204,7 @@ cmd_secrets(int argc, char **argv)
 	size_t i, k;
 	int r, derived;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_secrets_list, stdout);
 		return 0;
 	}
@@ -283,7 +272,7 @@ cmd_serve(int argc, char **argv)
 	char errbuf[1024];
 	int ch, verbose = 0, ret = 1;
 
-	if (wants_help(argc, argv)) {
+	if (cli_wants_help(argc, argv)) {
 		fputs(usage_serve, stdout);
 		return 0;
 	}

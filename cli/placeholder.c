@@ -1,5 +1,6 @@
 /*
- * cli/placeholder.c - a secret's placeholder as sandboxes see it (cli.h).
+ * cli/placeholder.c - a secret's placeholder as sandboxes see it, and the --help test every
+ * subcommand makes (cli.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,4 +25,15 @@ cli_placeholder(const struct policy_secret *s, const uint8_t *key, char *out, si
 		return SLUICE_ENOENT;
 	*derived = 1;
 	return secret_placeholder(key, s->name, s->format, out, cap, &err);
+}
+
+int
+cli_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
 }
