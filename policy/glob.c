@@ -18,23 +18,6 @@ enum {
 	TOK_DSTAR = 257,
 };
 
-static int
-is_unreserved(unsigned c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-static int
-is_pchar_raw(unsigned c)
-{
-	/* unreserved, sub-delims, ':' and '@' (RFC 3986 pchar without pct-encoded) */
-	return is_unreserved(c) || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
-	       c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' ||
-	       c == '@';
-}
-
-
 static void
 bit_set(uint64_t *w, unsigned i)
 {
@@ -88,7 +71,7 @@ policy_glob_compile(struct policy_glob *g, const char *src, size_t len, const ch
 				return -1;
 			}
 			i += 3;
-			if (is_unreserved(c)) {
+			if (policy_is_unreserved(c)) {
 				t = c;
 			} else {
 				static const char hex[] = "0123456789ABCDEF";
@@ -101,7 +84,7 @@ policy_glob_compile(struct policy_glob *g, const char *src, size_t len, const ch
 				tok[ntok++] = (unsigned char)hex[c >> 4];
 				t = (unsigned char)hex[c & 15];
 			}
-		} else if (c == '/' || is_pchar_raw(c)) {
+		} else if (c == '/' || policy_is_pchar(c)) {
 			t = c;
 			i++;
 		} else {

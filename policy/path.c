@@ -10,22 +10,23 @@
 
 #include "common/sluice.h"
 #include "policy/policy.h"
+#include "policy/policy_int.h"
 
-static int
-is_unreserved(unsigned c)
+int
+policy_is_unreserved(unsigned c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-static int
-is_pchar_raw(unsigned c)
+int
+policy_is_pchar(unsigned c)
 {
-	return is_unreserved(c) || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
+	/* unreserved, sub-delims, ':' and '@' (RFC 3986 pchar without pct-encoded) */
+	return policy_is_unreserved(c) || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
 	       c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' ||
 	       c == '@';
 }
-
 
 /*
  * Decodes the segment <in>[*<i>..] up to the next '/' or <len> into <out> at
@@ -58,7 +59,7 @@ segment_copy(const char *in, size_t len, size_t *i, int keep_slashes, char *out,
 				*err = c == '/' ? "encoded slash in path" : "encoded backslash in path";
 				return -1;
 			}
-			if (is_unreserved(c)) {
+			if (policy_is_unreserved(c)) {
 				if (*o + 1 >= cap)
 					goto small;
 				out[(*o)++] = (char)c;
@@ -71,7 +72,7 @@ segment_copy(const char *in, size_t len, size_t *i, int keep_slashes, char *out,
 			}
 			continue;
 		}
-		if (!is_pchar_raw(c)) {
+		if (!policy_is_pchar(c)) {
 			*err = "invalid character in path";
 			return -1;
 		}

@@ -287,6 +287,10 @@ struct policy_ld {
 	unsigned flags;             /* POLICY_LOAD_* */
 };
 
+/* RFC 3986 characters a path may hold as they are (path.c; the glob compiler agrees with the normaliser). */
+int policy_is_unreserved(unsigned c);
+int policy_is_pchar(unsigned c);  /* unreserved, sub-delims, ':' and '@' */
+
 /* Formats "name:line:col: message" for <node> into the error buffer; returns SLUICE_EINVAL. */
 int policy_ld_error(struct policy_ld *l, const yaml_node_t *node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
