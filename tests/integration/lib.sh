@@ -659,3 +659,32 @@ sandbox_cleanup() {
   cleanup
 }
 track_sandbox_objects() { SBX_BEFORE=$(snap_objects); trap sandbox_cleanup EXIT; }
+
+# host_listeners_start PORT: TCP (sends a banner) and UDP (answers) listeners on every host address that a
+# sandbox must not reach; each logs what reaches it in $T/hostlisten.log, which starts empty after a positive
+# control from the host itself.
+host_listeners_start() {
+  cat >"$T/hostlisten.py" <<'PY'
+import socket, sys, threading
+port, log = int(sys.argv[1]), sys.argv[2]
+def note(s):
+    with open(log, "a") as f: f.write(s + "\n")
+def tcp():
+    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0); s.bind(("::", port)); s.listen(16)
+    while True:
+        c, a = s.accept(); note("tcp %s" % (a[0],)); c.sendall(b"HOST-LISTENER\n"); c.close()
+def udp():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", port))
+    while True:
+        d, a = s.recvfrom(2048); note("udp %s" % (a[0],)); s.sendto(b"HOST-UDP\n", a)
+threading.Thread(target=tcp, daemon=True).start(); udp()
+PY
+  : >"$T/hostlisten.log"
+  spawn "$T/hostlisten.out" "$PY" "$T/hostlisten.py" "$1" "$T/hostlisten.log"
+  wait_listen "$1" 5 || die "host listener did not start"
+  check_match "control: the host-side TCP listener answers on the host" HOST-LISTENER \
+    "$(timeout 5 "$PY" -c "import socket;s=socket.create_connection(('127.0.0.1',$1),3);print(s.recv(64).decode())" 2>&1)"
+  : >"$T/hostlisten.log"
+}

@@ -43,31 +43,7 @@ mkdir -p "$WS"
 chown 1000:1000 "$WS"
 XP=$(freeport) UP=$(freeport)
 
-# host-side listeners the sandbox must not reach: TCP (sends a banner) and UDP (answers), both logging
-cat >"$T/hostlisten.py" <<'PY'
-import socket, sys, threading
-port, log = int(sys.argv[1]), sys.argv[2]
-def note(s):
-    with open(log, "a") as f: f.write(s + "\n")
-def tcp():
-    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0); s.bind(("::", port)); s.listen(16)
-    while True:
-        c, a = s.accept(); note("tcp %s" % (a[0],)); c.sendall(b"HOST-LISTENER\n"); c.close()
-def udp():
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    s.bind(("::", port))
-    while True:
-        d, a = s.recvfrom(2048); note("udp %s" % (a[0],)); s.sendto(b"HOST-UDP\n", a)
-threading.Thread(target=tcp, daemon=True).start(); udp()
-PY
-touch "$T/hostlisten.log"
-spawn "$T/hostlisten.out" "$PY" "$T/hostlisten.py" "$XP" "$T/hostlisten.log"
-wait_listen "$XP" 5 || die "host listener did not start"
-# positive control: the listeners answer from the host itself
-check_match "control: the host-side TCP listener answers on the host" HOST-LISTENER \
-  "$(timeout 5 "$PY" -c "import socket;s=socket.create_connection(('127.0.0.1',$XP),3);print(s.recv(64).decode())" 2>&1)"
-: >"$T/hostlisten.log"
+host_listeners_start "$XP"
 
 # probes run inside the sandbox; they print "key=value" lines
 cat >"$WS/net.py" <<'PY'

@@ -60,31 +60,8 @@ gw_start
 PH=$("$SLUICE" secrets list -c "$GWCONF" | sed -n 's/^  placeholder: \([^ ]*\).*/\1/p' | head -n 1)
 [ -n "$PH" ] || die "no placeholder from sluice secrets list"
 
-# host-side TCP and UDP listeners (every address) that the guest must not reach; they log what reaches them
 XP=$(freeport)
-cat >"$T/hostlisten.py" <<'PY'
-import socket, sys, threading
-port, log = int(sys.argv[1]), sys.argv[2]
-def note(s):
-    with open(log, "a") as f: f.write(s + "\n")
-def tcp():
-    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0); s.bind(("::", port)); s.listen(16)
-    while True:
-        c, a = s.accept(); note("tcp %s" % (a[0],)); c.sendall(b"HOST-LISTENER\n"); c.close()
-def udp():
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    s.bind(("::", port))
-    while True:
-        d, a = s.recvfrom(2048); note("udp %s" % (a[0],)); s.sendto(b"HOST-UDP\n", a)
-threading.Thread(target=tcp, daemon=True).start(); udp()
-PY
-: >"$T/hostlisten.log"
-spawn "$T/hostlisten.out" "$PY" "$T/hostlisten.py" "$XP" "$T/hostlisten.log"
-wait_listen "$XP" 5 || die "host listener did not start"
-check_match "control: the host-side TCP listener answers on the host" HOST-LISTENER \
-  "$(timeout 5 "$PY" -c "import socket;s=socket.create_connection(('127.0.0.1',$XP),3);print(s.recv(64).decode())" 2>&1)"
-: >"$T/hostlisten.log"
+host_listeners_start "$XP"
 
 # ---------------------------------------------------------------- one microVM
 NAME=vmq-$ID
