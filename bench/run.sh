@@ -21,7 +21,7 @@
 #   BENCH_IDLE_CONNS        idle connections for the memory figure (default 1000)
 #   BENCH_KEEP=1            keep the run directory (logs, configs) afterwards
 #   BENCH_ONLY              measure only these (space-separated of: mem lat ka
-#                           nc big h2 cred); rows left out print as not run
+#                           nc big h2 cred semantic); rows left out print as not run
 #   BENCH_AUDIT=off         run the gateway without an audit log (to measure what
 #                           the audit writer costs: compare with a run with it on)
 #
@@ -226,6 +226,7 @@ http {
         listen $HOST_IP:$DIRECT_PORT ssl http2;
         server_name $NAME;
         location = /small { default_type text/plain; return 200 "ok\n"; }
+        location = /json { default_type text/plain; return 200 "ok\n"; }
         location = /big { root $DIR/www; }
         location / { return 404; }
     }
@@ -296,7 +297,12 @@ workers: 2
 limits: { conns_per_client: 4096 }
 default: deny
 hosts:
-  $NAME: { allow_private: true, rules: [ { allow: { method: GET } } ] }
+  $NAME:
+    allow_private: true
+    rules:
+      - { allow: { method: GET } }
+      - { id: sem-path, allow: { method: POST, path: /small } }
+      - { id: sem-json, allow: { method: POST, path: /json, json: { "\$.channel": { in: [C0BOTS, C0ALERTS] } } } }
 secrets:
   bench: { source: "env:SLUICE_BENCH_SECRET", placeholder: "$BENCH_PH", hosts: [ $NAME ] }
 sandboxes:
@@ -388,7 +394,7 @@ out=$(tlsload direct latency -N 5 -d 10 2>"$DIR/sanity-direct.err") ||
 	{ cat "$DIR/sanity-direct.err" >&2; die "direct requests fail"; }
 
 declare -A R  # R[metric.path] = value; R[metric.path.note] = note
-ONLY=" ${BENCH_ONLY:-mem lat ka nc big h2 cred} "
+ONLY=" ${BENCH_ONLY:-mem lat ka nc big h2 cred semantic} "
 want() { [[ $ONLY == *" $1 "* ]]; }
 
 rss_kib() { # pid -> VmRSS of it and its children, KiB
@@ -573,6 +579,43 @@ if [[ $PATHS == *through* ]] && want cred; then
 	R[cred.scrubbed_bodies]=$(grep '"path":"/big"' "$DIR/audit.jsonl" | grep -c '"secrets":\[' || true)
 fi
 
+# ---------------------------------------------------------------- semantic policy
+# Keep-alive POSTs of one 1 KiB JSON body through the gateway, to a path
+# whose rule reads only the method and path (sem-path) and to one whose rule
+# reads $.channel with `in` (sem-json: the body is held, parsed and judged
+# before anything goes upstream). Same client as the keep-alive rows (wrk),
+# alternated twice, the better run of each counts.
+sem_run() { # key urlpath -> R[sem.key]: the better of two runs; R[sem.key.cpu]: gateway CPU per request
+	local k=$1 out v c0 n
+	c0=$(cpu_ticks "$GW_PID")
+	out=$(in_ns "$CA_THROUGH" timeout -k 5 $((DUR + 30)) wrk -t1 -c"$CONC" -d"${DUR}s" \
+	    --timeout 5s -s "$DIR/post.lua" "${P_URL[through]}$2" 2>>"$DIR/wrk-sem.err" | grep '^wrk ') || true
+	flag_errors sem "$k" "$out" errors status_errors
+	v=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" \
+	    'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6); else print 0 }')
+	R[sem.$k.runs]="${R[sem.$k.runs]:+${R[sem.$k.runs]} / }$v"
+	n=$(kv "$out" requests)
+	R[sem.$k.cpu]="${R[sem.$k.cpu]:+${R[sem.$k.cpu]} / }$(awk -v a="$c0" -v b="$(cpu_ticks "$GW_PID")" -v n="${n:-0}" \
+	    -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1e6 / hz / n; else print "-" }')"
+	R[sem.$k]=$(awk -v a="${R[sem.$k]:-0}" -v b="$v" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+}
+if [[ $PATHS == *through* ]] && want semantic; then
+	log "semantic: keep-alive POSTs of a 1 KiB JSON body, path-only rule vs JSON rule"
+	SEM_BODY=$(awk 'BEGIN { s = "{\"channel\":\"C0BOTS\",\"text\":\""; while (length(s) < 1022) s = s "x"; printf "%s\"}", s }')
+	[ ${#SEM_BODY} -eq 1024 ] || die "the semantic row's body is ${#SEM_BODY} bytes, not 1024"
+	{
+		echo 'wrk.method = "POST"'
+		echo "wrk.body = '$SEM_BODY'"
+		echo 'wrk.headers["Content-Type"] = "application/json"'
+		cat "$DIR/report.lua"
+	} >"$DIR/post.lua"
+	for _ in 1 2; do sem_run path /small; sem_run json /json; done
+	if [ "${BENCH_AUDIT:-on}" != off ]; then
+		R[sem.audit]="Audit lines: $(grep -c '"rule":"sem-path"' "$DIR/audit.jsonl" || true) sem-path,"
+		R[sem.audit]="${R[sem.audit]} $(grep -c '"rule":"sem-json"' "$DIR/audit.jsonl" || true) sem-json."
+	fi
+fi
+
 # ---------------------------------------------------------------- report
 NM=${GW_NOTE:-not measured}
 val() { # metric.path -> value, "-" if missing, "!" appended if it had errors
@@ -678,6 +721,21 @@ REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 		    "${R[cred.ka_secret.2]} with; 1 MiB ${R[cred.big.1]} / ${R[cred.big.2]} without, ${R[cred.big_secret.1]} /" \
 		    "${R[cred.big_secret.2]} with. Audit lines with the secret injected: ${R[cred.injected]}" \
 		    "(1 MiB downloads among them: ${R[cred.scrubbed_bodies]})."
+		echo
+	fi
+	if [ -n "${R[sem.path]:-}" ]; then
+		echo "Semantic policy (through the gateway, keep-alive POSTs of a 1 KiB JSON body; best of two runs each):"
+		echo
+		echo "| metric | path-only rule | JSON rule (\$.channel in) | ratio | goal | met? |"
+		echo "|---|---|---|---|---|---|"
+		a=${R[sem.path]} b=${R[sem.json]}
+		r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')
+		met=$(awk -v a="$a" -v b="$b" 'BEGIN { print (a > 0 && b / a >= 0.80) ? "yes" : "NO" }')
+		[ -n "${R[sem.path.bad]:-}${R[sem.json.bad]:-}" ] && met="invalid (errors)"
+		printf '| keep-alive POSTs, wrk -c%s (req/s) | %s | %s | %s | >= 0.80x | %s |\n' "$CONC" "$a" "$b" "$r" "$met"
+		echo
+		echo "Runs: path-only ${R[sem.path.runs]}, JSON rule ${R[sem.json.runs]} req/s; gateway CPU per request:" \
+		    "path-only ${R[sem.path.cpu]}, JSON rule ${R[sem.json.cpu]} us. ${R[sem.audit]:-}"
 		echo
 	fi
 	echo "A value marked ! had errors (failed connections or non-2xx answers): see Details."

@@ -113,6 +113,67 @@ path_member(struct jbuf *jb, const struct audit_rec *r, size_t path_max)
 		jb_strn(jb, "path", r->path, strnlen(r->path, path_max));
 }
 
+/*
+ * "<key>":<obj> where <obj> is a complete object written by a jbuf of its own
+ * (common/json.h has no nesting): the member is started as null and the null
+ * replaced, so an overflow of either marks the record unusable as usual.
+ */
+static void
+object_member(struct jbuf *jb, const char *key, struct jbuf *obj)
+{
+	long n = jb_finish(obj, 0);
+
+	jb_null(jb, key);
+	if (jb->overflow)
+		return;
+	jb->len -= 4;
+	if (n < 0 || jb->len + (size_t)n >= jb->cap) {
+		jb->overflow = 1;
+		return;
+	}
+	memcpy(jb->buf + jb->len, obj->buf, (size_t)n);
+	jb->len += (size_t)n;
+}
+
+/* The request record's semantic members (issue 6): mode, report, limit, hold, budget. */
+static void
+semantic_members(struct jbuf *jb, const struct audit_rec *r)
+{
+	char tmp[AUDIT_BODY_MAX];  /* a nested object is bounded by the record's own bound */
+	struct jbuf o;
+
+	jb_str(jb, "mode", r->mode);
+	if (r->report_verdict != NULL) {
+		jb_init(&o, tmp, sizeof(tmp));
+		jb_str(&o, "verdict", r->report_verdict);
+		jb_str(&o, "rule", r->report_rule);
+		jb_str(&o, "reason", r->report_reason);
+		object_member(jb, "report", &o);
+	}
+	if (r->limit_key != NULL) {
+		jb_init(&o, tmp, sizeof(tmp));
+		jb_str(&o, "key", r->limit_key);
+		jb_str(&o, "kind", r->limit_kind);
+		if (r->limit_retry_after >= 0)
+			jb_int(&o, "retry_after", r->limit_retry_after);
+		jb_str(&o, "reset", r->limit_reset);
+		object_member(jb, "limit", &o);
+	}
+	if (r->hold_id != NULL) {
+		jb_init(&o, tmp, sizeof(tmp));
+		jb_str(&o, "id", r->hold_id);
+		jb_str(&o, "outcome", r->hold_outcome);
+		jb_str(&o, "by", r->hold_by);
+		object_member(jb, "hold", &o);
+	}
+	if (r->budget_key != NULL) {
+		jb_init(&o, tmp, sizeof(tmp));
+		jb_str(&o, "key", r->budget_key);
+		jb_str(&o, "amount", r->budget_amount);
+		object_member(jb, "budget", &o);
+	}
+}
+
 long
 audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_max)
 {
@@ -140,6 +201,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
+		semantic_members(&jb, r);
 	} else if (is(t, "response")) {
 		jb_str(&jb, "id", r->id);
 		if (r->status >= 0)

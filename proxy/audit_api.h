@@ -61,6 +61,20 @@ struct audit_rec {
 	const char *by;                   /* approval: who decided ("uid:N(name)", "timeout", "shutdown", "client") */
 	const char *body_sha256;          /* approval: hex SHA-256 of the held body the decision binds */
 	const char *request_id;           /* approval: the held request's id (<id> is the approval's) */
+	/* request (issue 6, proxy/semantic.c): the semantic decision's members; NULL: omitted */
+	const char *mode;                 /* "report": the request passed only because of report mode */
+	const char *report_verdict;       /* "report":{"verdict","rule","reason"}: what a report-mode rule, */
+	const char *report_rule;          /* or enforcement on a host in report mode, would have done */
+	const char *report_reason;
+	const char *limit_key;            /* "limit":{"key","kind","retry_after","reset"}: the counter that refused (429) */
+	const char *limit_kind;           /* "rate" / "budget" */
+	int64_t limit_retry_after;        /* seconds */
+	const char *limit_reset;          /* RFC 3339 UTC */
+	const char *hold_id;              /* "hold":{"id","outcome","by"}: the approval the request waited for */
+	const char *hold_outcome;         /* approvals_decision_name() */
+	const char *hold_by;
+	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
+	const char *budget_amount;        /* its amount, a decimal */
 };
 
 struct metrics;

@@ -13,6 +13,12 @@
  * streams through the placeholder search instead (credreq.c), where any
  * placeholder is refused.
  *
+ * A body held for a semantic rule (semantic.c) is held here too, once: the
+ * rule reads it as the sandbox sent it (placeholders, never values), and
+ * then it goes through the same search and injection; one larger than the
+ * bounds above is searched whole and any placeholder in it refused, as if it
+ * had streamed.
+ *
  * Injection replaces the placeholder in the raw body (JSON-escaped, or
  * percent-encoded) and never re-serialises, so numbers, key order and
  * spacing reach the upstream as the client wrote them.  For JSON the result
@@ -28,6 +34,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "proxy/semantic.h"
 
 #define JSON_PLACE_MAX 1024   /* bytes of a concrete JSON path named in a place */
 
@@ -89,12 +96,13 @@ int
 cred_hold_begin(struct conn *c, const struct h1_message *m)
 {
 	struct req *r = c->req;
+	int sem = sem_holds_body(c);
 
-	if (r->body == H1_BODY_NONE || policy_secret_count(c->pol) == 0)
+	if (r->body == H1_BODY_NONE || (policy_secret_count(c->pol) == 0 && !sem))
 		return 0;
 	r->body_type = body_type(m);
 	r->hold_max = injectable(c, r->body_type) ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
-	if (r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
+	if (!sem && r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
 		return 0;  /* streams through the search */
 	r->body_total = r->body_left;
 	r->expect_continue = m->minor_version == 1 && h1_find_header(m, "expect") != NULL;
@@ -429,6 +437,29 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 }
 
 /*
+ * 0 when no placeholder can be in <body>, written as it is or decoded: none
+ * appears in its bytes, and nothing in it decodes (no JSON escape, no form
+ * %XX or '+'), so searching its fields would find nothing.  Most bodies: this saves
+ * parsing them a second time (a semantic rule parsed it already).
+ */
+static int
+placeholder_possible(struct conn *c, enum cred_body_type type, const char *body, size_t len)
+{
+	const struct cred_entry *e;
+	size_t i;
+
+	if ((type == CRED_BODY_JSON && memchr(body, '\\', len) != NULL) ||
+	    (type == CRED_BODY_FORM && (memchr(body, '%', len) != NULL || memchr(body, '+', len) != NULL)))
+		return 1;
+	for (i = 0; i < policy_secret_count(c->pol); i++) {
+		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
+		if (e != NULL && count(body, len, cred_placeholder(e), strlen(cred_placeholder(e))) > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * The whole body is held: find its placeholders, take the values of those in
  * bound places (cred_found), and build the body to send into <out>.  0, or -1
  * when the request was refused (answered).
@@ -444,6 +475,10 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	size_t i, raw, before = r->nuses;
 	int bad = 0, ret = 0;
 
+	if (!placeholder_possible(c, type, body, len)) {
+		evbuffer_add(out, body, len);
+		return 0;
+	}
 	if (type == CRED_BODY_JSON &&
 	    (doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL)) == NULL)
 		type = CRED_BODY_OTHER;  /* not JSON: nothing in it is a field */
@@ -489,20 +524,57 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	return ret;
 }
 
-/* The body is whole: search it, inject, and send the request with a Content-Length. */
-static void
-hold_done(struct conn *c)
+/*
+ * A body held for a semantic rule beyond what secrets may be injected into:
+ * searched whole, and any placeholder in it refused, as the streaming search
+ * would.  0, or -1 when refused (answered).
+ */
+static int
+search_only(struct conn *c, const char *body, size_t len)
+{
+	const struct policy_secret *s;
+	const struct cred_entry *e;
+	char why[160];
+	size_t i;
+
+	for (i = 0; i < policy_secret_count(c->pol); i++) {
+		s = policy_secret_get(c->pol, i);
+		if ((e = cred_entry_of(c->w->gw->creds, s)) == NULL ||
+		    count(body, len, cred_placeholder(e), strlen(cred_placeholder(e))) == 0)
+			continue;
+		snprintf(why, sizeof(why), "a body too large to hold (over %zu bytes) is never injected into", c->req->hold_max);
+		return cred_refuse(c, s, "body", why);
+	}
+	return 0;
+}
+
+void
+cred_hold_done(struct conn *c)
 {
 	struct req *r = c->req;
-	struct evbuffer *out = evbuffer_new();
+	struct evbuffer *out;
 	size_t len = evbuffer_get_length(r->hold);
-	const char *body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
+	const char *body;
 
 	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
-	if (inject_body(c, body, len, out) != 0) {
+	if (policy_secret_count(c->pol) == 0) {
+		/* nothing to search for (a body held for a semantic rule): it goes as it came */
+		evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
+		evbuffer_add_buffer(r->up_head, r->hold);
+		r->bytes_up = len;
+		evbuffer_free(r->hold);
+		r->hold = NULL;
+		relay_dial(c);
+		return;
+	}
+	out = evbuffer_new();
+	body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
+	if (len > r->hold_max ? search_only(c, body, len) != 0 : inject_body(c, body, len, out) != 0) {
 		wipe_free(out);
 		return;
 	}
+	if (len > r->hold_max)
+		evbuffer_add(out, body, len);  /* searched: nothing to inject */
 	len = evbuffer_get_length(out);
 	evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
 	evbuffer_add_buffer(r->up_head, out);  /* sent with the head, wiped with it (cred_release) */
@@ -554,7 +626,7 @@ cred_hold_pump(struct conn *c)
 		progress = 1;
 	}
 	if (r->body_done) {
-		hold_done(c);
+		cred_hold_done(c);
 		return;
 	}
 	if (evbuffer_get_length(r->hold) > r->hold_max) {

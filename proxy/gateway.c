@@ -225,6 +225,31 @@ server_ctx_create(int http2, const char **err)
 	return ctx;
 }
 
+/*
+ * Every outcome of a held request (approvals.h's note hook) becomes its
+ * `approval` audit record (admin.c).  The operator's listing shows the path
+ * with its query (it is part of what is approved); the audit record keeps
+ * the query only with audit.log_query, as every other record does.
+ */
+static void
+approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by)
+{
+	struct gateway *gw = arg;
+	struct approval_info cut;
+	const char *q = info->path != NULL ? strchr(info->path, '?') : NULL;
+	char *path;
+
+	if (q == NULL || gw->cfg->audit_log_query) {
+		admin_approval_note(arg, id, info, decision, by);
+		return;
+	}
+	cut = *info;
+	path = xstrndup(info->path, (size_t)(q - info->path));
+	cut.path = path;
+	admin_approval_note(arg, id, &cut, decision, by);
+	free(path);
+}
+
 struct gateway *
 gateway_create(const char *config_path, const struct policy_config *cfg, struct policy *pol, struct ca *ca,
                const char **err)
@@ -252,7 +277,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	pthread_mutex_init(&gw->memo_mu, NULL);
 	gw->sbx = sbxreg_new();
 	gw->approvals = approvals_new(APPROVALS_MAX_PENDING);
-	approvals_set_note(gw->approvals, admin_approval_note, gw);
+	approvals_set_note(gw->approvals, approval_note, gw);
 	gw->synth = synth_new();
 	gw->dns_fd = -1;
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
@@ -379,6 +404,8 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	gw->stopping = 1;
 	log_info("signal %d: draining open requests (up to %u ms)", (int)sig, ms);
+	/* requests waiting for an operator are answered now (503), not at the drain deadline */
+	approvals_shutdown(gw->approvals);
 	for (i = 0; i < gw->nworkers; i++)
 		worker_post(&gw->workers[i], NULL, 1);
 	event_base_once(gw->base, -1, EV_TIMEOUT, drain_deadline, gw, &(struct timeval){ms / 1000, (ms % 1000) * 1000});

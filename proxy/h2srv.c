@@ -50,6 +50,7 @@
 #include "common/sluice.h"
 #include "proxy/h2srv_int.h"
 #include "proxy/metrics.h"
+#include "proxy/semantic.h"
 
 /* ---- the virtual connection of a stream ---- */
 
@@ -245,6 +246,28 @@ h2srv_stream_abort(struct conn *vc)
 
 	if (st != NULL)
 		h2srv_stream_reset(st, NGHTTP2_INTERNAL_ERROR);
+}
+
+size_t *
+h2srv_held(struct conn *vc)
+{
+	struct h2stream *st = vc->h2_stream ? vc->h2 : NULL;
+
+	return st != NULL ? &st->s->held : NULL;
+}
+
+int
+h2srv_waiting(struct conn *c)
+{
+	struct h2srv *s = c->h2_conn ? c->h2 : NULL;
+	struct h2stream *st;
+
+	if (s == NULL)
+		return 0;
+	LIST_FOREACH(st, &s->streams, link)
+		if (st->vc != NULL && sem_waiting(st->vc))
+			return 1;
+	return 0;
 }
 
 /* ---- request: the client's frames ---- */

@@ -59,6 +59,7 @@ struct h2srv {
 	struct timespec reset_t;
 	LIST_HEAD(, h2stream) streams;
 	unsigned nstreams;
+	size_t held;                  /* request body bytes its streams hold for semantic rules (PROXY_H2_HELD_MAX) */
 };
 
 /* Asks for a RST_STREAM with <code> (submitted by h2srv_pump); at most one per stream. */

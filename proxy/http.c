@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "proxy/semantic.h"
 
 
 static int read_request(struct conn *c);
@@ -25,6 +26,7 @@ http_req_reset(struct conn *c)
 	audit_unpark(c);  /* a request or passthrough waiting for its audit record */
 	if (r == NULL)
 		return;
+	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
 	cred_release(r);
 	cred_hold_free(r);
 	ws_tunnel_free(r);
@@ -56,9 +58,8 @@ http_limits(struct conn *c)
 	return &c->w->gw->cfg->limits;
 }
 
-/* The request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
-static const char *
-req_id(struct conn *c)
+const char *
+http_req_id(struct conn *c)
 {
 	struct req *r = c->req;
 
@@ -88,7 +89,7 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 	struct audit_rec a = {
 		.type = "request",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = req_id(c),
+		.id = http_req_id(c),
 		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
@@ -108,7 +109,10 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 		.duration_ms = -1,
 		.upstream_tls = -1,
 		.conn_id = c->id,
+		.limit_retry_after = -1,
 	};
+	if (r->sem != NULL)
+		sem_audit_fill(r, &a);
 	return audit_write(c->w->gw->audit, &a);
 }
 
@@ -121,7 +125,7 @@ audit_exfil_rec(struct conn *c)
 		.type = "exfiltration_attempt",
 		.event = "exfiltration_attempt",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = req_id(c),
+		.id = http_req_id(c),
 		.secret = r->event_secret,
 		.place = r->event_place,
 		.host = c->host[0] ? c->host : NULL,
@@ -157,7 +161,7 @@ audit_response_rec(struct conn *c)
 	struct audit_rec a = {
 		.type = "scrub",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = req_id(c),
+		.id = http_req_id(c),
 		.host = c->host[0] ? c->host : NULL,
 		.scrubbed = scrubbed,
 		.nscrubbed = n,
@@ -261,17 +265,32 @@ http_next_request(struct conn *c, int keep)
  * Answers the current request ourselves.  The request body (if any) was not
  * read, so the connection closes after the answer unless there was none.
  */
+int
+http_answer_keep(const struct conn *c, int status)
+{
+	const struct req *r = c->req;
+
+	return r->client_keep_alive && r->body == H1_BODY_NONE && status != 400 && status != 408 && status != 431 &&
+	       status != 414 && status < 500;
+}
+
 void
 http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
+	int keep = http_answer_keep(c, status);
+
+	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
+	http_answer_end(c, status, rule, reason, audit, keep);
+}
+
+void
+http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep)
+{
 	struct req *r = c->req;
-	int keep = r->client_keep_alive && r->body == H1_BODY_NONE && status != 400 && status != 408 &&
-	           status != 431 && status != 414 && status < 500;
 
 	r->status = status;
 	r->rule = rule;
 	r->reason = reason;
-	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
 	if (audit)
 		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
 		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
@@ -455,7 +474,6 @@ read_request(struct conn *c)
 	struct evbuffer *in = cio_in(c);
 	struct h1_message *m = c->w->msg;
 	struct req *r;
-	struct policy_req_decision d;
 	size_t len = evbuffer_get_length(in), cap, path_len = 0, plen;
 	const char *err = NULL, *path = NULL, *q;
 	char *head;
@@ -538,12 +556,9 @@ read_request(struct conn *c)
 		            "the audit log cannot be written: new requests are refused until it can", 1);
 		return 1;
 	}
-	policy_decide_request(c->pol, c->entry, r->method, r->method_len, r->path, r->path_len, &d);
-	r->rule = d.rule;
-	r->reason = d.reason;
-	if (!d.allow) {
+	/* semantic rules (semantic.c): decided now, or once the body a rule reads is held */
+	if (sem_head(c, m) != 0) {
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, 403, "denied by policy", d.rule, d.reason ? d.reason : "denied", 1);
 		return 1;
 	}
 	if (c->mode == CONN_MODE_EXPLICIT && !c->tls && cred_client_auth(c, m) != 0) {
@@ -557,7 +572,10 @@ read_request(struct conn *c)
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
-	/* with secrets declared a body is held and searched whole before dialling, if it is small enough */
+	/*
+	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
+	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
+	 */
 	if ((hold = cred_hold_begin(c, m)) < 0) {
 		evbuffer_drain(in, (size_t)n);
 		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
@@ -607,6 +625,10 @@ read_request(struct conn *c)
 		cred_hold_start(c);
 		return 1;
 	}
+	if (sem_park_pending(c)) {  /* a hold with no body: it waits for an operator now */
+		sem_park_start(c);
+		return 1;
+	}
 	if (r->body != H1_BODY_NONE && policy_secret_count(c->pol) > 0 && cred_scan_begin(c) != 0) {
 		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
 		return 1;
@@ -633,7 +655,10 @@ http_pump(struct conn *c)
 			relay_pump(c);
 			return;
 		case CONN_S_HOLD:
-			cred_hold_pump(c);
+			if (sem_pumps(c))
+				sem_hold_pump(c);
+			else
+				cred_hold_pump(c);
 			if (c->state == CONN_S_HOLD)
 				return;
 			break;
@@ -674,9 +699,22 @@ http_timeout(struct conn *c)
 		http_answer(c, 504, "upstream failed", "limits.upstream_connect", "upstream connect timed out", 1);
 		return;
 	case CONN_S_RELAY:
+		if (relay_up_progress(c)) {
+			conn_arm_timer(c, http_limits(c)->body_ms);
+			return;
+		}
 		relay_abort(c, "no progress in time (limits.body)", 504);
 		return;
+	case CONN_S_H2:
+		if (h2srv_waiting(c)) {  /* a stream waits for an operator: the connection is not idle */
+			conn_arm_timer(c, http_limits(c)->idle_ms);
+			return;
+		}
+		conn_close(c);
+		return;
 	case CONN_S_HOLD:
+		if (sem_timeout(c))
+			return;
 		c->req->client_keep_alive = 0;
 		http_answer(c, 408, "request timeout", "limits.body", "request body not received in time", 1);
 		return;

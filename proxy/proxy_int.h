@@ -49,6 +49,11 @@
 #define PROXY_TRIM_SECONDS 5           /* how often freed heap pages go back to the kernel */
 #define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
+/* semantic rules (semantic.c): bodies held for a decision or an approval */
+#define PROXY_HOLD_BODY_MAX (1024 * 1024)  /* the body held for approval when the hold rule reads none (max_body's default) */
+#define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
+#define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
+#define PROXY_HOLD_GRACE_MS 5000           /* a request waiting for approval: its connection's deadline after the hold's */
 
 struct gateway;
 struct worker;
@@ -64,6 +69,7 @@ struct unzip;
 struct up_memo;
 struct limits;
 struct reload_state;
+struct sem_req;
 
 /* ---- cred.c: the secret store (values fetched on the main thread, shared by the workers) ---- */
 
@@ -308,6 +314,8 @@ struct req {
 	unsigned char audit_done;       /* the outcome is recorded (response, or the denied request) */
 	unsigned char audit_exfil;      /* its exfiltration_attempt record is queued */
 	unsigned char audit_parked;     /* waiting for its record before the first byte goes upstream */
+	struct sem_req *sem;            /* semantic.c: a held body, a hold, limits, report mode; NULL when none */
+	size_t up_queued;               /* relay.c: bytes queued toward the upstream when the body timer was last armed */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -443,6 +451,12 @@ void http_audit_request(struct conn *c, const char *verdict);
 void http_next_request(struct conn *c, int keep);
 /* Answers the current request with a JSON refusal, audits it when <audit>, and moves on. */
 void http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit);
+/* http_answer in two halves, for answers written by their caller: 1 when the connection may stay open after <status>, */
+int http_answer_keep(const struct conn *c, int status);
+/* ... and, once the answer is queued on cio_out(), the rest: records <status>, <rule>, <reason>, audits, moves on. */
+void http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep);
+/* The current request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
+const char *http_req_id(struct conn *c);
 int http_append_header(struct evbuffer *out, const struct h1_header *h);
 /* Copies <m>'s end-to-end headers (no hop-by-hop, no Content-Length), minus <skip1>/<skip2>. */
 void http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2);
@@ -454,6 +468,12 @@ void relay_dial(struct conn *c);
 void relay_pump(struct conn *c);
 /* Fails the request in flight: a JSON answer if no response head went out yet, else a truncating close. */
 void relay_abort(struct conn *c, const char *why, int status);
+/*
+ * The body timer ran out in RELAY: 1 when the upstream took some of the
+ * bytes queued toward it since the timer was armed (a held body, queued
+ * whole, going out slowly), so the exchange is not stalled; else 0.
+ */
+int relay_up_progress(struct conn *c);
 void http_req_reset(struct conn *c);
 void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);
@@ -524,6 +544,8 @@ enum cred_body_type { CRED_BODY_OTHER = 0, CRED_BODY_JSON = 1, CRED_BODY_FORM = 
 int cred_hold_begin(struct conn *c, const struct h1_message *m);
 void cred_hold_start(struct conn *c);
 void cred_hold_pump(struct conn *c);
+/* The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse. */
+void cred_hold_done(struct conn *c);
 void cred_hold_free(struct req *r);
 /* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
 int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
@@ -566,6 +588,10 @@ void h2srv_trailers(struct conn *vc, struct evbuffer *lines);
  * sees the truncation.  The connection still closes as usual.
  */
 void h2srv_stream_abort(struct conn *vc);
+/* Stream connection <vc>'s HTTP/2 connection's count of held body bytes (PROXY_H2_HELD_MAX), NULL for others. */
+size_t *h2srv_held(struct conn *vc);
+/* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
+int h2srv_waiting(struct conn *c);
 /*
  * An upstream answered 101 to the WebSocket upgrade of stream connection
  * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept
@@ -677,6 +703,7 @@ struct gateway {
 	struct approvals *approvals;     /* requests held for an operator (approvals.h) */
 	struct limits *limits;           /* counters of rate limits and budgets (limits.h), any thread; saved by reload.c */
 	struct reload_state *reload;     /* reload.c: generation, config file watch, counters' save timer */
+	atomic_size_t held;              /* bytes of request bodies held for semantic rules (semantic.c, PROXY_HELD_MAX) */
 };
 
 /*

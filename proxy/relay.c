@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
+#include "proxy/semantic.h"
 
 #define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 #define RESP_HEAD_MIN 32768
@@ -99,9 +100,12 @@ send_head(struct conn *c)
 	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
 	conn_set_state(c, CONN_S_RELAY);
 	r->resp = RESP_S_HEAD;
-	r->body_done = r->body == H1_BODY_NONE;
+	r->body_done = r->body_done || r->body == H1_BODY_NONE;  /* a git push's body may be whole already (semantic.c) */
+	if (r->sem != NULL)
+		sem_sent(r);
 	conn_arm_timer(c, http_limits(c)->body_ms);
 	cio_read(c, 1);
+	r->up_queued = evbuffer_get_length(uout);
 }
 
 void
@@ -131,6 +135,9 @@ relay_dial(struct conn *c)
 			alpn = UPSTREAM_ALPN_H1;
 	}
 
+	/* allowed: the limits of its rule and secrets (429, or 503 when they cannot be counted) */
+	if (sem_admit(c) != 0)
+		return;
 	/* decided and allowed: its record is queued now, and written before its first byte goes up */
 	if (!c->req->audit_decided && http_audit_decide(c) != 0) {
 		c->req->client_keep_alive = 0;
@@ -628,9 +635,26 @@ relay_pump(struct conn *c)
 		}
 	}
 wait:
-	if (progress)
+	if (progress) {
 		conn_arm_timer(c, http_limits(c)->body_ms);
+		r->up_queued = evbuffer_get_length(bufferevent_get_output(c->up->bev));
+	}
 	relay_backpressure(c);
+}
+
+int
+relay_up_progress(struct conn *c)
+{
+	struct req *r = c->req;
+	size_t q;
+
+	if (r == NULL || c->up == NULL || c->up->bev == NULL)
+		return 0;
+	q = evbuffer_get_length(bufferevent_get_output(c->up->bev));
+	if (q == 0 || q >= r->up_queued)
+		return 0;
+	r->up_queued = q;
+	return 1;
 }
 
 static void

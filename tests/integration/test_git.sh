@@ -7,6 +7,10 @@
 # http.postBuffer (git sends it chunked), a wrong placeholder (401 from the upstream), the placeholder toward a host
 # it is not bound to (403, exfiltration_attempt, place basic), the audit's secrets entries, and at the end no file
 # of the run nor this test's output holds the value (a hit prints "value found in FILE").
+# Semantic git rules (issue 6) on a third name of the same upstream, git3.test, with github-agent-like rules: a push
+# to refs/heads/agent/x passes, to main is denied (403, git reports it), deleting agent/x is denied, git's 0000 probe
+# passes, malformed pkt-lines (raw POSTs) are refused before the upstream, and a 50 MiB incompressible pack pushed
+# to agent/big streams through with the gateway's RSS growing by less than 20 MiB.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 OUT=$T/test.out
 exec > >(tee -a "$OUT") 2>&1
@@ -75,7 +79,7 @@ HOME=$T/home git init -q -b main "$T/src" && printf 'hello from git %s\n' "$ID" 
 
 # ---------------------------------------------------------------- the upstream: nginx + fcgiwrap + git http-backend
 pki_init
-pki_server git "DNS:git.test,DNS:git2.test"
+pki_server git "DNS:git.test,DNS:git2.test,DNS:git3.test"
 printf 'x-access-token:%s\n' "$(printf '%s\n' "$VALUE" | openssl passwd -apr1 -stdin)" >"$T/htpasswd" \
   || die "htpasswd"
 grep -q '^x-access-token:\$apr1\$' "$T/htpasswd" || die "htpasswd has no apr1 hash"
@@ -125,7 +129,8 @@ check_eq "upstream (direct): the placeholder is refused with 401" 401 "$code"
 netns_make g; netns_redirect "$GITPORT"
 # shellcheck disable=SC2034  # read by gw_conf (lib.sh)
 GW_RESOLVE="git.test: 127.0.0.1
-git2.test: 127.0.0.1"
+git2.test: 127.0.0.1
+git3.test: 127.0.0.1"
 policy_base <<YAML | gw_conf
   git.test:
     allow_private: true
@@ -137,11 +142,21 @@ policy_base <<YAML | gw_conf
     ports: [$GITPORT]
     rules:
       - allow: { method: [GET, POST], path: "/repo.git/**" }
+  git3.test:
+    allow_private: true
+    ports: [$GITPORT]
+    rules:
+      - id: git-discovery
+        allow: { method: GET, path: /repo.git/info/refs, query: { service: { in: [git-upload-pack, git-receive-pack] } } }
+      - { id: git-fetch, allow: { method: POST, path: /repo.git/git-upload-pack } }
+      - { id: protect-main, deny: { path: /repo.git/git-receive-pack, git: { refs: [refs/heads/main] } } }
+      - id: agent-branches
+        allow: { method: POST, path: /repo.git/git-receive-pack, git: { refs: ["refs/heads/agent/**"], deny: [delete] } }
 secrets:
   gitpw:
     source: env:SLUICE_IT_GITPW
     placeholder: "$PH"
-    hosts: [git.test]
+    hosts: [git.test, git3.test]
     inject: [basic]
 sandboxes:
   local:
@@ -149,7 +164,11 @@ sandboxes:
   gitns:
     addresses: [$NS_ADDR/32]
 YAML
-SLUICE_IT_GITPW="$VALUE" gw_start
+# under AddressSanitizer, freed memory waits in a quarantine (256 MiB by default) before it is reused, so the RSS
+# bound of the 50 MiB push below would measure the quarantine: keep it small for this gateway
+ASANQ=${ASAN_OPTIONS:-}
+ldd "$SLUICE" 2>/dev/null | grep -q libasan && ASANQ="${ASANQ:+$ASANQ:}quarantine_size_mb=8:thread_local_quarantine_size_kb=256"
+SLUICE_IT_GITPW="$VALUE" ASAN_OPTIONS="$ASANQ" gw_start
 
 # G ARGS...: git through the explicit proxy, clean environment, the gateway's CA only, every command bounded
 G() {
@@ -243,6 +262,102 @@ git_rc "transparent: git clone from a known namespace exits 0" "$rc" "$T/git-clo
 check_eq "transparent: the clone has the latest commit" "$(C rev-parse HEAD)" "$(git -C "$T/clone-ns" rev-parse HEAD 2>&1)"
 check "transparent: audit names sandbox gitns and the injected secret" \
   audit_wait ".host==\"git.test\" and .sandbox==\"gitns\" and .status==200 and $has_gitpw"
+
+# ---------------------------------------------------------------- 4b. semantic git rules (git3.test)
+URL3="https://x-access-token:$PH@git3.test:$GITPORT/repo.git"
+C3() { git -C "$T/clone3" -c user.email=t@t -c user.name=t "$@"; }
+bare() { git --git-dir="$T/repos/repo.git" rev-parse --verify -q "$1" 2>/dev/null; }
+G clone "$URL3" "$T/clone3" >"$T/git-clone3.out" 2>&1; rc=$?
+git_rc "git rules: clone through git3.test (discovery and upload-pack allowed) exits 0" "$rc" "$T/git-clone3.out"
+printf 'agent change %s\n' "$ID" >"$T/clone3/agent.txt"
+C3 add agent.txt && C3 commit -qm "agent $ID" || bad "could not commit on clone3"
+G -C "$T/clone3" push origin HEAD:refs/heads/agent/x >"$T/git-push-agent.out" 2>&1; rc=$?
+git_rc "git rules: a push to refs/heads/agent/x exits 0" "$rc" "$T/git-push-agent.out"
+check_eq "  the bare repository has agent/x at the pushed commit" "$(C3 rev-parse HEAD)" "$(bare refs/heads/agent/x)"
+check "  audit: git-receive-pack allowed by rule agent-branches, 200" audit_wait \
+  '.type == "request" and .host == "git3.test" and .path == "/repo.git/git-receive-pack" and .rule == "agent-branches" and .status == 200'
+MAIN0=$(bare refs/heads/main)
+G -C "$T/clone3" push origin HEAD:main >"$T/git-push-main.out" 2>&1; rc=$?
+check "git rules: a push to main fails" test "$rc" -ne 0
+check_match "  git reports the 403" '403' "$(cat "$T/git-push-main.out")"
+check_eq "  main did not move" "$MAIN0" "$(bare refs/heads/main)"
+check "  audit: denied by rule protect-main, 403" audit_wait \
+  '.type == "request" and .host == "git3.test" and .path == "/repo.git/git-receive-pack" and .rule == "protect-main" and .status == 403'
+G -C "$T/clone3" push origin HEAD:refs/heads/agent/y HEAD:main >"$T/git-push-two.out" 2>&1; rc=$?
+check "git rules: one push updating agent/y and main fails as a whole" test "$rc" -ne 0
+check_eq "  agent/y was not created, main did not move" "- $MAIN0" "$(bare refs/heads/agent/y || echo -) $(bare refs/heads/main)"
+AGX=$(bare refs/heads/agent/x)
+G -C "$T/clone3" push origin :refs/heads/agent/x >"$T/git-push-del.out" 2>&1; rc=$?
+check "git rules: deleting agent/x fails" test "$rc" -ne 0
+check_match "  git reports the 403" '403' "$(cat "$T/git-push-del.out")"
+check_eq "  agent/x is still there" "$AGX" "$(bare refs/heads/agent/x)"
+check "  audit: the deletion fell through to default deny, 403" audit_wait \
+  '.type == "request" and .host == "git3.test" and .path == "/repo.git/git-receive-pack" and .rule == "default" and .status == 403'
+
+# raw POSTs: RP NAME BODYFILE -> the status; the marker ?c=NAME must never reach the upstream when refused
+RP() {
+  pcurl -o "$T/rp.body" -w '%{http_code}' -u "x-access-token:$PH" -H 'Content-Type: application/x-git-receive-pack-request' \
+    --data-binary "@$2" "https://git3.test:$GITPORT/repo.git/git-receive-pack?c=$1" 2>&1
+}
+printf '0000' >"$T/pkt-probe"
+mark
+code=$(RP probe "$T/pkt-probe")
+check_eq "git rules: the 0000 probe (no commands) passes to the upstream" 200 "$code"
+check "  the upstream received it (cl=4)" sh -c "tail -n +$((MARK + 1)) '$GITLOG' | grep -q '^git3.test \"POST /repo.git/git-receive-pack?c=probe HTTP/[0-9.]*\" 200 .* cl=4$'"
+# malformed command sections, each its own marker
+"$PY" - "$T" <<'PY'
+import sys
+d = sys.argv[1]
+z, h = "0" * 40, "1" * 40
+def pkt(s):
+    b = s.encode() if isinstance(s, str) else s
+    return b"%04x" % (len(b) + 4) + b
+bodies = {
+    "badhex": b"00zz" + b"x" * 40 + b"0000",
+    "short": b"0003" + b"0000",
+    "trunc": pkt("%s %s refs/heads/agent/t\0report-status\n" % (z, h))[:30],
+    "noflush": pkt("%s %s refs/heads/agent/t\0report-status\n" % (z, h)),
+    "badid": pkt("%s %s refs/heads/agent/t\0report-status\n" % ("g" * 40, h)) + b"0000",
+    "badref": pkt("%s %s refs/heads/agent/../main\0report-status\n" % (z, h)) + b"0000",
+    "cert": pkt("push-cert\0report-status\n") + pkt("certificate version 0.1\n") + b"0000",
+    "nosp": pkt("%s%srefs/heads/agent/t\0report-status\n" % (z, h)) + b"0000",
+}
+for k, v in bodies.items():
+    open("%s/pkt-%s" % (d, k), "wb").write(v)
+PY
+refused="" reached=""
+for k in badhex short trunc noflush badid badref cert nosp; do
+  code=$(RP "$k" "$T/pkt-$k")
+  [ "$code" = 403 ] || refused="$refused $k:$code"
+done
+check_eq "git rules: malformed pkt-lines are refused with 403 (bad hex length, length 3, truncated, no flush, bad id, bad ref, push-cert, no spaces)" "" "$refused"
+sleep 0.3
+for k in badhex short trunc noflush badid badref cert nosp; do grep -qF "c=$k " "$GITLOG" && reached="$reached $k"; done
+check_eq "  none of them reached the upstream" "" "$reached"
+
+# a 50 MiB incompressible pack to agent/big streams through: the gateway's RSS grows by less than 20 MiB
+head -c $((50 << 20)) /dev/urandom >"$T/clone3/big50.bin"
+BIG50=$(sha256sum <"$T/clone3/big50.bin" | cut -d' ' -f1)
+C3 add big50.bin && C3 commit -qm "big50 $ID" || bad "could not commit the 50 MiB file"
+rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$GWPID/status"; }
+mark
+rss0=$(rss) peak=0
+GX="GIT_TRACE_CURL=$T/git-trace-big50.txt GIT_TRACE_CURL_NO_DATA=1" \
+  G -C "$T/clone3" push origin HEAD:refs/heads/agent/big >"$T/git-push-big50.out" 2>&1 &
+gpid=$!
+while kill -0 "$gpid" 2>/dev/null; do r=$(rss); [ "${r:-0}" -gt "$peak" ] && peak=$r; sleep 0.1; done
+wait "$gpid"; rc=$?
+git_rc "git rules: a push of a 50 MiB incompressible pack to agent/big exits 0" "$rc" "$T/git-push-big50.out"
+check_eq "  the bare repository has agent/big with the file intact (sha256)" "$BIG50" \
+  "$(git --git-dir="$T/repos/repo.git" cat-file blob refs/heads/agent/big:big50.bin 2>/dev/null | sha256sum | cut -d' ' -f1)"
+check "  the gateway's RSS grew by less than 20 MiB during the push (${rss0} kB -> peak ${peak} kB)" \
+  test "$((peak - rss0))" -lt $((20 * 1024))
+big=$(since | grep '^git3.test "POST /repo.git/git-receive-pack ' | tail -n 1)
+check_match "  the upstream received the pack (200)" '" 200 ' "$big"
+check "  git's own 0000 probe before it passed too (a 4-byte git-receive-pack POST, 200)" \
+  sh -c "tail -n +$((MARK + 1)) '$GITLOG' | grep -q '^git3.test \"POST /repo.git/git-receive-pack HTTP/1.1\" 200 .* cl=4$'"
+echo "# 50 MiB push: $(grep -c '=> Send header: POST' "$T/git-trace-big50.txt") POSTs, $(grep -m1 -oE 'HTTP/[0-9.]+ [0-9]+' "$T/git-trace-big50.txt" | tail -n 1); upstream: $(printf '%s' "$big" | grep -oE 'te=[^ ]* cl=[^ ]*$')"
+rm -f "$T/clone3/big50.bin"
 
 # ---------------------------------------------------------------- 5. audit
 for q in '.method=="GET" and (.path|startswith("/repo.git/info/refs"))' '.method=="POST" and .path=="/repo.git/git-upload-pack"' \
