@@ -633,8 +633,14 @@ cred_hold_pump(struct conn *c)
 		hold_overflow(c);
 		return;
 	}
-	if (c->client_eof && evbuffer_get_length(cin) == 0) {
-		r->client_keep_alive = 0;
+	cred_hold_wait(c, progress);
+}
+
+void
+cred_hold_wait(struct conn *c, int progress)
+{
+	if (c->client_eof && evbuffer_get_length(cio_in(c)) == 0) {
+		c->req->client_keep_alive = 0;
 		http_answer(c, 400, "bad request", "http", "client closed inside the request body", 1);
 		return;
 	}

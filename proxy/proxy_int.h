@@ -547,6 +547,8 @@ void cred_hold_pump(struct conn *c);
 /* The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse. */
 void cred_hold_done(struct conn *c);
 void cred_hold_free(struct req *r);
+/* A held body is not whole yet: 400 if the client closed, else wait for more (the body timer rearmed on <progress>). */
+void cred_hold_wait(struct conn *c, int progress);
 /* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
 int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 void cred_apply_head(struct conn *c);

@@ -16,8 +16,8 @@
  *
  * Limits are taken last, at relay_dial, when everything that could refuse
  * the request for its content has had its say: each secret's limit, then
- * the rule's rate limit, then its budget.  A budget taken is given back
- * when the request ends before its first byte went upstream.
+ * the rule's rate limit, then its budget (semlimits.c).  A budget taken is
+ * given back when the request ends before its first byte went upstream.
  */
 #include <string.h>
 #include <time.h>
@@ -29,53 +29,12 @@
 #include "proxy/limits.h"
 #include "proxy/proxy_int.h"
 #include "proxy/semantic.h"
-
-enum sem_phase {
-	SEM_P_NONE = 0,      /* nothing held for the decision: decided, or nothing to decide later */
-	SEM_P_BODY = 1,      /* holding the body (or the git command section) a rule reads, to decide */
-	SEM_P_HOLDBODY = 2,  /* a hold verdict: holding the whole body the approval binds */
-	SEM_P_PARK = 3,      /* a hold verdict on a request without a body: to park (sem_park_start) */
-	SEM_P_WAIT = 4,      /* parked: waiting for an operator */
-};
-
-struct sem_req {
-	enum sem_phase phase;
-	size_t need;                     /* SEM_P_BODY: bytes the rules read (their largest max_body) */
-	unsigned flags;                  /* POLICY_NEED_GIT_SECTION: only the command section is read */
-	size_t acct;                     /* held bytes counted in the gateway's (and the h2 connection's) total */
-	size_t *conn_acct;               /* the HTTP/2 connection's total, NULL on a connection of its own */
-	void *hblock;                    /* SEM_P_BODY: the head's fields, copied for the decision with the body */
-	const struct policy_header *hdr;
-	size_t nhdr;
-	struct policy_decision *dec;     /* SEM_P_HOLDBODY, SEM_P_PARK: the hold decided before its body was whole */
-	/* the decision */
-	const char *rule;
-	const struct policy_limit *limit;
-	const struct policy_budget *budget;
-	int64_t amount;
-	struct policy_outcome report;
-	unsigned char report_mode;       /* passed only because the host is in report mode */
-	unsigned char reported;          /* <report> says what a report-mode rule (or enforcement) would have done */
-	unsigned char admitted;          /* sem_admit ran (a resent request is not counted twice) */
-	unsigned char budget_taken;
-	unsigned char sent;              /* the first byte went upstream: the budget is spent */
-	unsigned char parked;            /* <hold_id> is pending in the approvals registry */
-	/* a refusal by a limit */
-	const char *limit_key;
-	const char *limit_kind;
-	unsigned retry_after;
-	char reset[32];
-	char amount_text[32];
-	/* a hold */
-	char hold_id[APPROVALS_ID_LEN + 1];
-	const char *hold_outcome;
-	char hold_by[APPROVALS_BY_MAX];
-};
+#include "proxy/semantic_int.h"
 
 static void approval_done(void *arg, int decision, const char *by);
 
-static struct sem_req *
-sem_of(struct req *r)
+struct sem_req *
+sem_req_of(struct req *r)
 {
 	if (r->sem == NULL)
 		r->sem = xcalloc(1, sizeof(*r->sem));
@@ -275,7 +234,7 @@ static int
 park(struct conn *c, const struct policy_decision *d)
 {
 	struct req *r = c->req;
-	struct sem_req *s = sem_of(r);
+	struct sem_req *s = sem_req_of(r);
 	struct gateway *gw = c->w->gw;
 	char peer[CONN_ADDR_STR], *path;
 	const char *q;
@@ -407,7 +366,7 @@ apply(struct conn *c, const struct policy_decision *d, int whole)
 
 	if (s == NULL && (d->mode == POLICY_MODE_REPORT || d->reported || a->limit != NULL || a->budget != NULL ||
 	                  a->verdict == POLICY_REQ_HOLD))
-		s = sem_of(r);
+		s = sem_req_of(r);
 	if (s != NULL) {
 		s->report_mode = d->mode == POLICY_MODE_REPORT;
 		s->reported = d->reported != 0;
@@ -468,7 +427,7 @@ sem_head(struct conn *c, const struct h1_message *m)
 			too_large(c, need, 0);
 			return -1;
 		}
-		s = sem_of(r);
+		s = sem_req_of(r);
 		if (headers_keep(s, hdr, n) != 0) {
 			unavailable(c, "internal error", "max_body", "cannot hold the request head");
 			return -1;
@@ -607,175 +566,7 @@ sem_hold_pump(struct conn *c)
 			(void)park(c, s->dec);
 		return;
 	}
-	if (c->client_eof && evbuffer_get_length(cin) == 0) {
-		r->client_keep_alive = 0;
-		http_answer(c, 400, "bad request", "http", "client closed inside the request body", 1);
-		return;
-	}
-	if (progress)
-		conn_arm_timer(c, http_limits(c)->body_ms);
-	cio_read(c, 1);
-}
-
-/* ---- limits: secrets, the rule's rate, its budget ---- */
-
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static const char *
-period_name(uint32_t s)
-{
-	return s == 1 ? "second" : s == 60 ? "minute" : s == 3600 ? "hour" : s == 86400 ? "day" : "period";
-}
-
-/* An amount in millionths as a decimal: "12.5", "200". */
-static const char *
-amount_fmt(int64_t v, char *buf, size_t cap)
-{
-	int64_t whole = v / POLICY_AMOUNT_SCALE, frac = v % POLICY_AMOUNT_SCALE;
-	int n;
-
-	if (frac < 0)
-		frac = -frac;
-	if (frac == 0) {
-		snprintf(buf, cap, "%lld", (long long)whole);
-		return buf;
-	}
-	n = snprintf(buf, cap, "%s%lld.%06lld", v < 0 && whole == 0 ? "-" : "", (long long)whole, (long long)frac);
-	while (n > 0 && (size_t)n < cap && buf[n - 1] == '0')
-		buf[--n] = '\0';
-	return buf;
-}
-
-/* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
-static int
-refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind, unsigned retry, uint64_t now,
-             const char *what)
-{
-	struct req *r = c->req;
-	struct sem_req *s = sem_of(r);
-	struct evbuffer *out = cio_out(c);
-	char body[2048];
-	struct jbuf jb;
-	time_t t = (time_t)(now / 1000u) + (time_t)retry;
-	struct tm tm;
-	long n;
-	int keep = http_answer_keep(c, 429);
-
-	if (retry == 0)
-		retry = 1;
-	s->limit_key = key;
-	s->limit_kind = kind;
-	s->retry_after = retry;
-	if (gmtime_r(&t, &tm) == NULL || strftime(s->reset, sizeof(s->reset), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(s->reset, sizeof(s->reset), "?");
-	snprintf(r->rule_buf, sizeof(r->rule_buf), "%s: resets in %u s (%s)", what, retry, s->reset);
-	jb_init(&jb, body, sizeof(body));
-	jb_str(&jb, "error", "rate limited");
-	if (c->host[0] != '\0')
-		jb_str(&jb, "host", c->host);
-	jb_str(&jb, "rule", rule);
-	jb_str(&jb, "reason", r->rule_buf);
-	jb_str(&jb, "limit", key);
-	jb_str(&jb, "kind", kind);
-	jb_int(&jb, "retry_after", retry);
-	jb_str(&jb, "reset", s->reset);
-	n = jb_finish(&jb, 1);
-	if (n < 0) {
-		memcpy(body, "{\"error\":\"rate limited\"}\n", 26);
-		n = 25;
-	}
-	evbuffer_add_printf(out,
-	                    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
-	                    "Retry-After: %u\r\nCache-Control: no-store\r\n%s\r\n",
-	                    n, retry, keep ? "" : "Connection: close\r\n");
-	evbuffer_add(out, body, (size_t)n);
-	http_answer_end(c, 429, rule, r->rule_buf, 1, keep);
-	return -1;
-}
-
-/* A limit that cannot be counted (limits.h: too many counters, state not saveable): 503, fail closed. */
-static int
-limits_failed(struct conn *c, const char *rule, int rc)
-{
-	unavailable(c, "limits unavailable", rule,
-	            rc == SLUICE_ETOOBIG ? "too many rate limit and budget counters: refused (fail closed)"
-	                                 : "the counters of limits and budgets cannot be saved (state_dir): refused "
-	                                   "(fail closed)");
-	return -1;
-}
-
-int
-sem_admit(struct conn *c)
-{
-	struct req *r = c->req;
-	struct sem_req *s = r->sem;
-	struct limits *l = c->w->gw->limits;
-	const struct policy_limit *lim;
-	char peer[CONN_ADDR_STR], what[400], a[32], m[32];
-	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
-	uint64_t now = 0;
-	unsigned retry = 0;
-	size_t i, k;
-	int rc;
-
-	if (s != NULL && s->admitted)
-		return 0;
-	if (r->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)))
-		return 0;
-	/* each secret the request uses, once */
-	for (i = 0; i < r->nuses; i++) {
-		for (k = 0; k < i && r->uses[k].s != r->uses[i].s; k++)
-			;
-		if (k < i || (lim = policy_secret_limit(c->pol, r->uses[i].s->name)) == NULL)
-			continue;
-		if (now == 0)
-			now = wall_ms();
-		rc = l != NULL ? limits_rate_take(l, lim, sbx, now, &retry) : SLUICE_EIO;
-		if (rc < 0)
-			return limits_failed(c, lim->key, rc);
-		if (rc > 0) {
-			snprintf(what, sizeof(what), "rate limit %s (%u/%s, %s) is exhausted", lim->key, (unsigned)lim->count,
-			         period_name(lim->period_s), lim->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox");
-			return refuse_limit(c, lim->key, lim->key, "rate", retry, now, what);
-		}
-	}
-	s = sem_of(r);
-	s->admitted = 1;
-	if (now == 0)
-		now = wall_ms();
-	if ((lim = s->limit) != NULL) {
-		rc = l != NULL ? limits_rate_take(l, lim, sbx, now, &retry) : SLUICE_EIO;
-		if (rc < 0)
-			return limits_failed(c, s->rule, rc);
-		if (rc > 0) {
-			snprintf(what, sizeof(what), "rate limit %s (%u/%s, %s) is exhausted", lim->key, (unsigned)lim->count,
-			         period_name(lim->period_s), lim->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox");
-			return refuse_limit(c, s->rule, lim->key, "rate", retry, now, what);
-		}
-	}
-	if (s->budget != NULL) {
-		rc = l != NULL ? limits_budget_take(l, s->budget, sbx, s->amount, now, &retry) : SLUICE_EIO;
-		if (rc < 0)
-			return limits_failed(c, s->rule, rc);
-		if (rc > 0) {
-			snprintf(what, sizeof(what), "budget %s (%s per %s, %s) would be exceeded by this request's %s",
-			         s->budget->key, amount_fmt(s->budget->max, m, sizeof(m)),
-			         period_name(s->budget->period_s),
-			         s->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox",
-			         amount_fmt(s->amount, a, sizeof(a)));
-			return refuse_limit(c, s->rule, s->budget->key, "budget", retry, now, what);
-		}
-		s->budget_taken = 1;
-		amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
-	}
-	return 0;
+	cred_hold_wait(c, progress);
 }
 
 void
@@ -790,7 +581,6 @@ sem_req_free(struct conn *c)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
-	char peer[CONN_ADDR_STR];
 
 	if (s == NULL)
 		return;
@@ -806,9 +596,8 @@ sem_req_free(struct conn *c)
 			http_audit_request(c, "deny");
 		}
 	}
-	if (s->budget_taken && !s->sent && c->w->gw->limits != NULL)
-		limits_budget_refund(c->w->gw->limits, s->budget, c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		                     s->amount, wall_ms());
+	if (s->budget_taken && !s->sent)
+		sem_budget_refund(c);
 	if (s->acct > 0) {
 		atomic_fetch_sub(&c->w->gw->held, s->acct);
 		if (s->conn_acct != NULL)
