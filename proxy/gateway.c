@@ -3,12 +3,15 @@
  * signals (SIGTERM drains, SIGHUP reloads) and the admin socket.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <grp.h>
 #include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -124,6 +127,71 @@ bind_listener(const struct netaddr_listen *la, const char **err)
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * One gateway per configuration.  Listeners use SO_REUSEPORT (one socket per
+ * worker), so a second gateway on the same addresses would silently share
+ * them with the first; and the admin socket of a running gateway would be
+ * unlinked as if it were stale.  Two guards, both before anything is bound:
+ * an flock on <admin>.lock, held for the life of the process (the kernel
+ * releases it when the process dies, so a crash leaves nothing to clean),
+ * and a bind() of each listener address without SO_REUSEPORT: EADDRINUSE
+ * means something already serves it.  (A probe is closed before the real
+ * bind; two gateways started in the same instant with different admin
+ * sockets could both pass it: the lock covers the usual case of one
+ * configuration started twice.)
+ */
+static int
+lock_admin(const char *path, const char **err)
+{
+	char lock[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	int fd, n;
+
+	n = snprintf(lock, sizeof(lock), "%s.lock", path);
+	if (n < 0 || (size_t)n >= sizeof(lock)) {
+		*err = "admin socket path too long";
+		return -1;
+	}
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1) {
+		log_warn("%s", lock);
+		*err = "cannot open the admin socket's lock file";
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK) {
+			log_warnx("another gateway is running with the admin socket %s (it holds %s); "
+			          "it is left untouched", path, lock);
+			*err = "another gateway is already running for this configuration (listen.admin is in use)";
+		} else {
+			log_warn("flock %s", lock);
+			*err = "cannot lock the admin socket's lock file";
+		}
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+probe_free(const struct netaddr_listen *la, const char *key, const char *spec, const char **err)
+{
+	int fd, one = 1, zero = 0, ret = 0;
+
+	fd = socket(la->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return 0;  /* the real bind reports it */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  /* TIME_WAIT is not "served" */
+	if (la->family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (const struct sockaddr *)&la->ss, la->sslen) == -1 && errno == EADDRINUSE) {
+		log_warnx("%s %s is already served by another process (another gateway?): not starting", key, spec);
+		*err = "a listener address is already in use (is another gateway running for this configuration?)";
+		ret = -1;
+	}
+	close(fd);
+	return ret;
 }
 
 static int
@@ -256,6 +324,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
 	const char *proxy_addr;
+	struct netaddr_listen la_admin;
 	long ncpu;
 	unsigned i;
 
@@ -273,6 +342,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->pol = pol;
 	gw->metrics = metrics_create(pol);
 	gw->admin_fd = -1;
+	gw->lock_fd = -1;
 	pthread_mutex_init(&gw->clients_mu, NULL);
 	pthread_mutex_init(&gw->memo_mu, NULL);
 	gw->sbx = sbxreg_new();
@@ -300,20 +370,26 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 		*err = "listen.proxy is not an address";
 		goto fail;
 	}
+	if (cfg->listen_admin != NULL) {
+		if (netaddr_listen_parse(cfg->listen_admin, &la_admin) != 0 || la_admin.family != AF_UNIX) {
+			*err = "listen.admin must be unix:/path";
+			goto fail;
+		}
+		if ((gw->lock_fd = lock_admin(la_admin.path, err)) == -1)
+			goto fail;
+	}
+	/* nothing is created before every listener address is known to be free */
+	if ((cfg->listen_transparent != NULL &&
+	     probe_free(&gw->la_transparent, "listen.transparent", cfg->listen_transparent, err) != 0) ||
+	    (proxy_addr != NULL && probe_free(&gw->la_proxy, "listen.proxy", proxy_addr, err) != 0))
+		goto fail;
+	if (cfg->listen_admin != NULL && (gw->admin_fd = bind_admin(la_admin.path, err)) == -1)
+		goto fail;
 	for (i = 0; i < gw->nworkers; i++) {
 		if (cfg->listen_transparent != NULL &&
 		    (gw->fd_transparent[i] = bind_listener(&gw->la_transparent, err)) == -1)
 			goto fail;
 		if (proxy_addr != NULL && (gw->fd_proxy[i] = bind_listener(&gw->la_proxy, err)) == -1)
-			goto fail;
-	}
-	if (cfg->listen_admin != NULL) {
-		struct netaddr_listen la;
-		if (netaddr_listen_parse(cfg->listen_admin, &la) != 0 || la.family != AF_UNIX) {
-			*err = "listen.admin must be unix:/path";
-			goto fail;
-		}
-		if ((gw->admin_fd = bind_admin(la.path, err)) == -1)
 			goto fail;
 	}
 	if (cfg->listen_dns != NULL && gwdns_bind(gw, cfg->listen_dns, err) != 0)
@@ -548,5 +624,7 @@ gateway_destroy(struct gateway *gw)
 	pthread_mutex_destroy(&gw->clients_mu);
 	pthread_mutex_destroy(&gw->memo_mu);
 	free(gw->memo);
+	if (gw->lock_fd != -1)
+		close(gw->lock_fd);  /* last: the next gateway may take the admin socket only now */
 	free(gw);
 }
