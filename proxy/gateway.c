@@ -134,7 +134,7 @@ bind_listener(const struct netaddr_listen *la, const char **err)
  * worker), so a second gateway on the same addresses would silently share
  * them with the first; and the admin socket of a running gateway would be
  * unlinked as if it were stale.  Two guards, both before anything is bound:
- * an flock on <admin>.lock, held for the life of the process (the kernel
+ * an flock on <admin>.gateway.lock (sluice run's <admin>.lock is its own), held for the life of the process (the kernel
  * releases it when the process dies, so a crash leaves nothing to clean),
  * and a bind() of each listener address without SO_REUSEPORT: EADDRINUSE
  * means something already serves it.  (A probe is closed before the real
@@ -145,10 +145,10 @@ bind_listener(const struct netaddr_listen *la, const char **err)
 static int
 lock_admin(const char *path, const char **err)
 {
-	char lock[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	char lock[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
 	int fd, n;
 
-	n = snprintf(lock, sizeof(lock), "%s.lock", path);
+	n = snprintf(lock, sizeof(lock), "%s.gateway.lock", path);
 	if (n < 0 || (size_t)n >= sizeof(lock)) {
 		*err = "admin socket path too long";
 		return -1;

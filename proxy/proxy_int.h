@@ -684,7 +684,7 @@ struct gateway {
 	struct netaddr_listen la_transparent;
 	struct netaddr_listen la_proxy;
 	int admin_fd;
-	int lock_fd;                     /* flock on <admin>.lock: one gateway per admin socket */
+	int lock_fd;                     /* flock on <admin>.gateway.lock: one gateway per admin socket */
 	struct event_base *base;
 	atomic_ulong nconns;
 	atomic_ullong next_conn_id;      /* connection ids, unique across workers */

@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Sluice needs to build, test and run its demo; only those missing.
-# Usage: scripts/deps.sh [build|test]   (test adds what the test suites and fuzzers use)
+# Installs the Debian packages Sluice needs to build, run its demo and every `sluice run` backend, and (with
+# `test`) what the test suites, the fuzzers and scripts/fresh-check.sh use; only those missing.
+# Usage: scripts/deps.sh [build|test]
+# Exit 0 when every package is installed; otherwise 1, naming the packages that could not be installed.
+# scripts/fresh-check.sh proves this list on a new Debian 12 root: a package missing here fails there.
 set -euo pipefail
+# build, demo and the launcher
 want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev libjansson-dev
-      libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl)
+      libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl ca-certificates)
+want+=(bubblewrap)       # sluice run's netns backend (the sandboxed process), so also the demo
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
+want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux procps)
+  want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
+  want+=(cpio gzip file)          # scripts/vm-image.sh (the initrd), tests that inspect binaries
+  want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
+  # node and npm: Debian's nodejs only suggests npm. A machine with another node build (one that bundles npm, as
+  # NodeSource's does, and conflicts with Debian's npm) keeps it.
   command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 need=()
 for p in "${want[@]}"; do
   # "install ok installed" only: a removed package whose config files remain does not count
-  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || need+=("$p")
+  installed "$p" || need+=("$p")
 done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing: ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "installing: ${need[*]}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } \
+  >"$log" 2>&1 || rc=$?
+grep -v '^\(Selecting\|Preparing\|Unpacking\|Setting up\|Processing\|(Reading\)' "$log" | tail -n 20 || true
+left=()
+for p in "${need[@]}"; do installed "$p" || left+=("$p"); done
+if [ ${#left[@]} -gt 0 ]; then
+  echo "deps.sh: could not install: ${left[*]} (apt-get exit $rc; is Debian's package archive reachable?)" >&2
+  exit 1
 fi

@@ -4,7 +4,7 @@
 #   . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"     # $1 (or $SLUICE_BIN) = path of the sluice binary
 #
 # Sourcing sets `set -u`, makes a per-run temp dir $T and a unique id $ID, checks the tools (a missing one is
-# a loud FAIL, after one attempt to apt-get it), and installs a trap (EXIT/INT/TERM) that stops every process
+# a loud FAIL naming its package: tests install nothing), and installs a trap (EXIT/INT/TERM) that stops every process
 # started with `spawn`, deletes the namespaces, veths and nft tables made here, and removes $T (kept when
 # SLUICE_IT_KEEP=1). All traffic stays on loopback and in namespaces made here. Function names are stable.
 #
@@ -162,23 +162,22 @@ finish() {
   exit 1
 }
 
-# tools: a missing one is installed once, else the test fails loudly
-need_tools() {
-  local miss=() t
-  for t in nginx node curl git openssl nft ip ss jq setpriv timeout; do command -v "$t" >/dev/null 2>&1 || miss+=("$t"); done
-  [ -x "$PY" ] || miss+=(python3)
-  [ ${#miss[@]} -eq 0 ] && return 0
-  echo "# installing missing tools: ${miss[*]}"
-  local pk=() m
-  for m in "${miss[@]}"; do
-    case $m in nft) pk+=(nftables);; ip|ss) pk+=(iproute2);; node) pk+=(nodejs);; setpriv|timeout) pk+=(util-linux coreutils);; *) pk+=("$m");; esac
-  done
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pk[@]}") >"$T/apt.log" 2>&1
-  for t in "${miss[@]}"; do
-    [ "$t" = python3 ] && t=$PY
-    command -v "$t" >/dev/null 2>&1 || die "required tool $t is missing and could not be installed"
+# tools: a missing one fails the test loudly, naming its package; tests never install anything themselves
+# (scripts/deps.sh test is the one list, and scripts/fresh-check.sh proves it on a new Debian root)
+tool_pkg() { # TOOL: the Debian package that brings it
+  case $1 in nft) echo nftables;; ip|ss) echo iproute2;; node) echo nodejs;; setpriv) echo util-linux;;
+    timeout) echo coreutils;; bwrap) echo bubblewrap;; qemu-system-x86_64) echo qemu-system-x86;;
+    h2load|nghttp) echo nghttp2-client;; python3) echo python3;; *) echo "$1";; esac
+}
+need_tool() { # TOOL...: dies unless each is on PATH (python3 means $PY)
+  local t c
+  for t in "$@"; do
+    c=$t; [ "$t" = python3 ] && c=$PY
+    command -v "$c" >/dev/null 2>&1 ||
+      die "required tool $t is missing (Debian package $(tool_pkg "$t"); scripts/deps.sh test installs it)"
   done
 }
+need_tools() { need_tool nginx node curl git openssl nft ip ss jq setpriv timeout python3; }
 need_tools
 [ "$(id -u)" = 0 ] || die "integration tests run as root (netns, nftables, nginx on port 443)"
 

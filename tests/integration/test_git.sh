@@ -16,12 +16,7 @@ OUT=$T/test.out
 exec > >(tee -a "$OUT") 2>&1
 
 FCGIWRAP=/usr/sbin/fcgiwrap
-if [ ! -x "$FCGIWRAP" ]; then
-  echo "# installing missing tool: fcgiwrap"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fcgiwrap) \
-    >"$T/apt-fcgiwrap.log" 2>&1
-  [ -x "$FCGIWRAP" ] || die "required tool fcgiwrap is missing and could not be installed"
-fi
+[ -x "$FCGIWRAP" ] || die "required tool fcgiwrap is missing (Debian package fcgiwrap; scripts/deps.sh test installs it)"
 HTTP_BACKEND=$(git --exec-path)/git-http-backend
 [ -x "$HTTP_BACKEND" ] || die "git-http-backend not found at $HTTP_BACKEND"
 

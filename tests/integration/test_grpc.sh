@@ -16,12 +16,7 @@
 HERE=$(dirname "$(readlink -f "$0")")
 PEER=$HERE/grpc_peer.py GLOG=$T/grpc.jsonl
 
-if ! "$PY" -c 'import grpc' >/dev/null 2>&1; then
-  echo "# installing python3-grpcio"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio) \
-    >"$T/apt-grpc.log" 2>&1
-  "$PY" -c 'import grpc' >/dev/null 2>&1 || die "python3-grpcio is missing and could not be installed"
-fi
+"$PY" -c 'import grpc' >/dev/null 2>&1 || die "python3-grpcio is missing (scripts/deps.sh test installs it)"
 
 rnd() { head -c 96 /dev/urandom | base64 -w0 | tr -dc A-Za-z0-9 | head -c "$1"; }
 SLUICE_IT_GRPCTOK="grpcv_$(rnd 32)"

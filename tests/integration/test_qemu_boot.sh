@@ -22,11 +22,7 @@ BUILD=$(dirname "$(dirname "$SLUICE")")
 HELPER=${TEST_QEMU_BIN:-$BUILD/tests/unit/sandbox/test_qemu}
 CACHE=${SLUICE_VM_CACHE:-/var/cache/sluice-test-vm}
 [ -x "$HELPER" ] || die "no test_qemu helper at $HELPER (build the test_qemu target, or set TEST_QEMU_BIN)"
-if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    qemu-system-x86) >"$T/apt-qemu.log" 2>&1
-  command -v qemu-system-x86_64 >/dev/null 2>&1 || die "qemu-system-x86_64 is missing and could not be installed"
-fi
+need_tool qemu-system-x86_64
 
 # --- the image (cached across runs) ----------------------------------------------------------------------------
 t0=$SECONDS

@@ -16,11 +16,7 @@
 
 SRC=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 CACHE=${SLUICE_VM_CACHE:-/var/cache/sluice-test-vm}
-if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    qemu-system-x86) >"$T/apt-qemu.log" 2>&1
-  command -v qemu-system-x86_64 >/dev/null 2>&1 || die "qemu-system-x86_64 is missing and could not be installed"
-fi
+need_tool qemu-system-x86_64
 bash "$SRC/scripts/vm-image.sh" "$CACHE" >"$T/vm-image.log" 2>&1 ||
   die "scripts/vm-image.sh could not build the VM image: $(tail -n 1 "$T/vm-image.log")"
 
