@@ -27,9 +27,11 @@
 #     Line numbers of failures point into the document, also for wrapped blocks.
 #  3. Every examples/*.yaml passes `sluice policy check --strict`, and every examples/NAME.cases.yaml passes
 #     `sluice policy test examples/NAME.yaml examples/NAME.cases.yaml`.
+#  4. Every relative link ([text](file.md#anchor)) names a file of the tree and, for a .md file, a heading
+#     whose anchor (as GitHub makes it: lower case, punctuation dropped, blanks to -, -1 for a repeat) matches.
 #  Also: `sluice CMD [SUB] --help` exits 0 and prints something, for every command and subcommand.
 #
-# Output: one line per failure, `FILE:LINE: what`, then a count of what was checked (command lines; YAML
+# Output: one line per failure, `FILE:LINE: what`, then a count of what was checked (links; command lines; YAML
 # blocks checked whole, wrapped per kind, skipped; example files), then "doc-check: N passed, M failed".
 # Exit 0 iff nothing failed, 1 otherwise, 2 for bad usage. No network; a few seconds.
 # DOC_CHECK_VERBOSE=1 also prints every command line as it is checked.

@@ -35,6 +35,7 @@ class Checker:
         self.stats = {"commands": 0, "whole": 0, "skipped": 0, "examples": 0}
         self.wrapped = {}
         self.helps = {}
+        self.links, self.anchors = [], {}
         self.verbose = os.environ.get("DOC_CHECK_VERBOSE") == "1"
         self.load_help()
 
@@ -253,6 +254,37 @@ class Checker:
         for m in re.finditer(r"(`+)(.+?)\1", text, re.S):
             lineno = start + 1 + text.count("\n", 0, m.start())
             self.scan_commands(rel, lineno, m.group(2).replace("\n", " "))
+        bare = re.sub(r"(`+)(.+?)\1", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+        for m in re.finditer(r"\]\(([^()\s]+)\)", bare):
+            self.links.append((rel, start + 1 + bare.count("\n", 0, m.start()), m.group(1)))
+        for l in para:
+            h = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", l)
+            if h:
+                self.heading(rel, h.group(1))
+
+    def heading(self, rel, title):
+        """Records the anchor GitHub gives the heading <title> of document <rel>."""
+        slug = re.sub(r"[^\w\- ]", "", title.replace("`", "").lower()).replace(" ", "-")
+        seen = self.anchors.setdefault(rel, {})
+        n = seen.get(slug)
+        seen[slug] = 0 if n is None else n + 1
+        if n is not None:
+            seen["%s-%d" % (slug, n + 1)] = 0
+
+    def check_links(self):
+        """Every relative link names a file of the checkout, and a #anchor a heading of that document."""
+        for rel, lineno, target in self.links:
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(rel), path)) if path else rel
+            where = "%s:%d" % (rel, lineno)
+            if not os.path.exists(os.path.join(self.root, dest)):
+                self.bad(where, "link %s: no file %s" % (target, dest))
+            elif anchor and dest.endswith(".md") and anchor not in self.anchors.get(dest, {}):
+                self.bad(where, "link %s: no heading with the anchor #%s in %s" % (target, anchor, dest))
+            else:
+                self.ok()
 
     def scan_code(self, rel, start, body):
         k = 0
@@ -386,10 +418,11 @@ class Checker:
         for d in docs:
             if os.path.exists(d):
                 self.check_markdown(d)
+        self.check_links()
         self.check_examples()
         s = self.stats
-        print("doc-check: %d sluice command lines; yaml blocks: %d checked whole, %d wrapped (%s), %d skipped; "
-              "%d example files" % (s["commands"], s["whole"], sum(self.wrapped.values()),
+        print("doc-check: %d links; %d sluice command lines; yaml blocks: %d checked whole, %d wrapped (%s), %d skipped; "
+              "%d example files" % (len(self.links), s["commands"], s["whole"], sum(self.wrapped.values()),
                                     ", ".join("%s %d" % kv for kv in sorted(self.wrapped.items())) or "none",
                                     s["skipped"], s["examples"]))
         print("doc-check: %d passed, %d failed" % (self.passed, self.failed))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/doc-check.sh can fail: run on tests/docs/bad (documents and examples that are wrong on purpose), it
-# must exit 1 and report exactly the places marked BAD there (and nothing marked good), each at its line.
+# must exit 1 and report exactly the places marked BAD there (and nothing marked good), each at its line:
+# commands and options the help does not name, YAML blocks and fragments that do not load, cases that fail,
+# broken links and anchors.
 # Usage: test_catches.sh SLUICE_BINARY
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -28,6 +30,8 @@ docs/blocks.md:81 needs a reason
 docs/blocks.md:98 unknown key in request
 docs/blocks.md:113 expected .deny., got .allow.
 docs/blocks.md:120 never closed
+docs/links.md:11 no file docs/nothere.md
+docs/links.md:11 no heading with the anchor #no-such-heading
 examples/bad.yaml expected .deny. or .allow. for default
 examples/ok.cases.yaml FAIL examples/ok.cases.yaml:4
 examples/orphan.cases.yaml no policy'
