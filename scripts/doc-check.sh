@@ -25,6 +25,8 @@
 #                `cases PATH` (PATH from the checkout's root): every case must pass against that policy
 #       skip WHY not checked (WHY is required): only for YAML that is not a Sluice file (prometheus.yml)
 #     Line numbers of failures point into the document, also for wrapped blocks.
+#     A block after `<!-- same-as: PATH -->` (PATH from the tree's root) must also be that file, line for line,
+#     once comments, trailing blanks and blank lines are dropped from both (policy.md's complete example).
 #  3. Every examples/*.yaml passes `sluice policy check --strict`, and every examples/NAME.cases.yaml passes
 #     `sluice policy test examples/NAME.yaml examples/NAME.cases.yaml`.
 #  4. Every relative link ([text](file.md#anchor)) names a file of the tree and, for a .md file, a heading

@@ -21,6 +21,7 @@ SLUICE_RE = re.compile(r"(?:^|(?<=[\s;&|(`'\"=]))(?:[\w.$/{}-]*/)?sluice(?=\s|$)
 # exec NS), a systemd Exec*= key, after the start or a shell separator
 LEAD_RE = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:[\w-]*[$#]\s+)?(?:(?:[A-Za-z_]\w*=\S*|sudo|exec|env(?:\s+-i)?|nohup|"
                      r"timeout\s+\S+|ip\s+netns\s+exec\s+\S+)\s+)*(?:Exec\w*=)?$")
+SAME_RE = re.compile(r"^\s*<!--\s*same-as:\s*(\S+)\s*-->\s*$")
 HTML_MARK_RE = re.compile(r"^\s*<!--\s*fragment:\s*(.*?)\s*-->\s*$")
 YAML_MARK_RE = re.compile(r"^\s*#\s*fragment\b:?\s*(.*?)\s*$")
 
@@ -242,7 +243,10 @@ class Checker:
             body = lines[start:j]
             if lang == "yaml":
                 marker = HTML_MARK_RE.match(lines[i - 1]) if i > 0 else None
+                same = SAME_RE.match(lines[i - 1]) if i > 0 else None
                 self.check_yaml("%s:%d" % (rel, start + 1), body, marker.group(1) if marker else None)
+                if same:
+                    self.check_same("%s:%d" % (rel, start + 1), body, same.group(1))
             elif lang in SHELLISH:
                 self.scan_code(rel, start, body)
             i = j + 1
@@ -350,6 +354,30 @@ class Checker:
         elif word == "rule":
             head = WRAP_CA + "hosts:\n  x.example:\n    rules:\n      - allow:\n"
             self.policy_check(where, head + textwrap.indent(text, "          "), head.count("\n"))
+
+    @staticmethod
+    def yaml_lines(text):
+        """<text> without comments, trailing blanks and blank lines (a ' #' inside quotes is kept)."""
+        out = []
+        for l in text.splitlines():
+            l = re.sub(r"""^((?:[^'"#]|'[^']*'|"[^"]*")*?)\s*(?:^|\s)#.*$""", r"\1", l).rstrip()
+            if l.strip():
+                out.append(l)
+        return out
+
+    def check_same(self, where, body, path):
+        """A block that says it is a file of the checkout is that file, comments and blank lines aside."""
+        p = os.path.join(self.root, path)
+        if not os.path.exists(p):
+            self.bad(where, "same-as %s: no such file" % path)
+            return
+        doc, real = self.yaml_lines("\n".join(body)), self.yaml_lines(open(p, encoding="utf-8").read())
+        if doc == real:
+            self.ok()
+            return
+        k = next((n for n in range(min(len(doc), len(real))) if doc[n] != real[n]), min(len(doc), len(real)))
+        self.bad(where, "this block is not %s: from its line %d on, the block has %r, the file %r" %
+                 (path, k + 1, doc[k] if k < len(doc) else "(nothing)", real[k] if k < len(real) else "(nothing)"))
 
     def write_tmp(self, name, text):
         p = os.path.join(self.tmp, name)

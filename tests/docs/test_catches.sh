@@ -32,6 +32,7 @@ docs/blocks.md:113 expected .deny., got .allow.
 docs/blocks.md:120 never closed
 docs/links.md:11 no file docs/nothere.md
 docs/links.md:11 no heading with the anchor #no-such-heading
+docs/same.md:19 this block is not examples/ok.yaml: from its line 5 on
 examples/bad.yaml expected .deny. or .allow. for default
 examples/ok.cases.yaml FAIL examples/ok.cases.yaml:4
 examples/orphan.cases.yaml no policy'
@@ -43,7 +44,7 @@ done <<<"$expected"
 findings=$(grep -cvE '^doc-check: ' <<<"$out")
 [ "$findings" -eq "$n" ] || bad "$findings findings, expected exactly $n (something good was reported?)"
 grep -qE "^doc-check: [0-9]+ passed, $n failed$" <<<"$out" || bad "the summary does not count $n failures"
-grep -q 'yaml blocks: 3 checked whole, 8 wrapped (cases 3, hosts 1, keys 2, rule 1, rules 1), 1 skipped; 4 example files' \
+grep -q 'yaml blocks: 5 checked whole, 8 wrapped (cases 3, hosts 1, keys 2, rule 1, rules 1), 1 skipped; 4 example files' \
   <<<"$out" || bad "the counts of checked, wrapped and skipped blocks are off"
 if [ "$fail" -ne 0 ]; then
   echo "--- doc-check output:"; echo "$out"
