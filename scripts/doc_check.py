@@ -4,6 +4,7 @@
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,19 +27,33 @@ HTML_MARK_RE = re.compile(r"^\s*<!--\s*fragment:\s*(.*?)\s*-->\s*$")
 YAML_MARK_RE = re.compile(r"^\s*#\s*fragment\b:?\s*(.*?)\s*$")
 
 
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(argv, timeout=60):
+    """<argv>'s exit status and output; a run past <timeout> seconds is a failure (status -1), never a hang."""
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+        return Result(r.returncode, r.stdout, r.stderr)
+    except subprocess.TimeoutExpired:
+        return Result(-1, "", "%s: no answer in %d s" % (" ".join(argv[1:]), timeout))
+
+
 class Checker:
     def __init__(self, binary, root):
         self.bin = binary
         self.root = root
         self.passed = 0
         self.failed = 0
-        self.tmp = tempfile.mkdtemp(prefix="sluice-doc-check.")
         self.stats = {"commands": 0, "whole": 0, "skipped": 0, "examples": 0}
         self.wrapped = {}
         self.helps = {}
         self.links, self.anchors = [], {}
         self.verbose = os.environ.get("DOC_CHECK_VERBOSE") == "1"
         self.load_help()
+        self.tmp = tempfile.mkdtemp(prefix="sluice-doc-check.")  # after load_help, which may exit
 
     # ------------------------------------------------------------------ results
     def ok(self):
@@ -55,7 +70,7 @@ class Checker:
     def help_of(self, words):
         key = tuple(words)
         if key not in self.helps:
-            r = subprocess.run([self.bin] + list(words) + ["--help"], capture_output=True, text=True, timeout=20)
+            r = run([self.bin] + list(words) + ["--help"])
             self.helps[key] = (r.returncode, r.stdout + r.stderr)
         return self.helps[key]
 
@@ -397,7 +412,7 @@ class Checker:
 
     def policy_check(self, where, text, offset):
         p = self.write_tmp("block.yaml", text)
-        r = subprocess.run([self.bin, "policy", "check", "--strict", p], capture_output=True, text=True, timeout=30)
+        r = run([self.bin, "policy", "check", "--strict", p])
         if r.returncode == 0:
             self.ok()
             return
@@ -409,7 +424,7 @@ class Checker:
         (a path from the checkout's root): every case must pass."""
         cases = self.write_tmp("cases.yaml", text)
         pol = os.path.join(self.root, policy) if policy else self.write_tmp("empty.yaml", WRAP_CA + "hosts: {}\n")
-        r = subprocess.run([self.bin, "policy", "test", pol, cases], capture_output=True, text=True, timeout=30)
+        r = run([self.bin, "policy", "test", pol, cases])
         out = r.stdout + r.stderr
         loaded = re.search(r"^%s: \d+ cases?, " % re.escape(cases), r.stdout, re.M)
         if (r.returncode == 0) if policy else (loaded and r.returncode in (0, 1)):
@@ -428,11 +443,10 @@ class Checker:
                 if not os.path.exists(pol):
                     self.bad(rel, "no policy %s for these cases" % self.rel(pol))
                     continue
-                r = subprocess.run([self.bin, "policy", "test", pol, p], capture_output=True, text=True, timeout=60)
+                r = run([self.bin, "policy", "test", pol, p])
                 what = "sluice policy test %s" % self.rel(pol)
             else:
-                r = subprocess.run([self.bin, "policy", "check", "--strict", p], capture_output=True, text=True,
-                                   timeout=30)
+                r = run([self.bin, "policy", "check", "--strict", p])
                 what = "sluice policy check --strict"
             if r.returncode == 0:
                 self.ok()
@@ -454,9 +468,6 @@ class Checker:
                                     ", ".join("%s %d" % kv for kv in sorted(self.wrapped.items())) or "none",
                                     s["skipped"], s["examples"]))
         print("doc-check: %d passed, %d failed" % (self.passed, self.failed))
-        for f in os.listdir(self.tmp):
-            os.unlink(os.path.join(self.tmp, f))
-        os.rmdir(self.tmp)
         return 0 if self.failed == 0 else 1
 
 
@@ -469,7 +480,11 @@ def main(argv):
     if len(args) != 1 or not os.access(args[0], os.X_OK) or not os.path.isdir(root):
         print("usage: scripts/doc-check.sh BINARY [--root DIR]   (BINARY: an executable sluice)", file=sys.stderr)
         return 2
-    return Checker(os.path.abspath(args[0]), root).run()
+    c = Checker(os.path.abspath(args[0]), root)
+    try:
+        return c.run()
+    finally:
+        shutil.rmtree(c.tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
