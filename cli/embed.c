@@ -85,7 +85,8 @@ write_default(const char *dir, const char *path)
 		return SLUICE_ENOMEM;
 	fprintf(f,
 	        "# sluice.yaml - the built-in default of `sluice run` when no -c is given.\n"
-	        "# It allows nothing: every request is refused with a 403 saying why, and audited.\n"
+	        "# It allows nothing: no name resolves (the DNS responder answers NXDOMAIN), a connection\n"
+	        "# to an address is refused (a plain-HTTP request with a 403 saying why), and all is audited.\n"
 	        "# Widen it by adding hosts (docs/policy.md), e.g.\n"
 	        "#   hosts:\n"
 	        "#     api.github.com:\n"

@@ -47,6 +47,9 @@ check_eq "the default CA key is 0600" 600 "$(stat -c %a "$T/state/ca/ca.key")"
 check "the default config passes policy check" "$SLUICE" policy check "$T/state/sluice.yaml"
 check_match "the default denies everything" '^default: deny$' "$(cat "$T/state/sluice.yaml")"
 check_match "... and names no host" '^hosts: \{\}$' "$(cat "$T/state/sluice.yaml")"
+check_match "... and its header says names get NXDOMAIN" '^# It allows nothing: no name resolves \(the DNS responder answers NXDOMAIN\)' \
+  "$(cat "$T/state/sluice.yaml")"
+check_nomatch "... not that every request gets a 403" 'every request is refused' "$(cat "$T/state/sluice.yaml")"
 check "the DNS query was audited under the sandbox's name, NXDOMAIN" \
   jq -e -s 'map(select(.type == "dns" and .sandbox == "emb-default" and .host == "api.example.test"
                        and (.answer | test("NXDOMAIN")))) | length > 0' "$T/state/audit.jsonl"
