@@ -4,6 +4,8 @@
 set -euo pipefail
 want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev libjansson-dev
       libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl)
+want+=(libsystemd-dev)  # sd_notify for the unit's Type=notify (a no-op without NOTIFY_SOCKET)
+want+=(debhelper lintian scdoc logrotate)  # the Debian package (debian/, scripts/package-check.sh), its man pages, logrotate test
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 if [ "${1:-build}" = test ]; then
