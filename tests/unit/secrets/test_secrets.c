@@ -163,9 +163,16 @@ test_file(void **state)
 static void
 test_credentials(void **state)
 {
+	static const char *const bad[] = {
+		"file:$CREDENTIALS_DIRECTORY/../etc/shadow", "file:$CREDENTIALS_DIRECTORY/a/b",
+		"file:$CREDENTIALS_DIRECTORY/..",            "file:$CREDENTIALS_DIRECTORY/.",
+		"file:$CREDENTIALS_DIRECTORY/",              "file:$CREDENTIALS_DIRECTORY",
+		"file:$HOME/x",
+	};
 	char val[SECRET_MAX_BYTES + 8], path[256];
 	struct secret_source src;
 	const char *err;
+	size_t i;
 
 	(void)state;
 	write_file("gh_token", VALUE "\n", sizeof(VALUE), path, sizeof(path));
@@ -182,13 +189,8 @@ test_credentials(void **state)
 	assert_string_equal(val, VALUE);
 	assert_int_equal(fetch("file:$CREDENTIALS_DIRECTORY/missing", 0, val, sizeof(val), &err), SLUICE_ENOENT);
 	/* a name that would leave the directory, or none at all, does not load */
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/../etc/shadow", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/a/b", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/..", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/.", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY", &src, &err), SLUICE_EINVAL);
-	assert_int_equal(secret_source_parse("file:$HOME/x", &src, &err), SLUICE_EINVAL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(secret_source_parse(bad[i], &src, &err), SLUICE_EINVAL);
 	unsetenv("CREDENTIALS_DIRECTORY");
 }
 
