@@ -10,6 +10,7 @@ want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux procps)
+  want+=(debootstrap zstd bc man-db bsdextrautils)  # scripts/package-check.sh: the fresh root, timings, man -l | col
   command -v node >/dev/null 2>&1 || want+=(nodejs)
 fi
 need=()
