@@ -9,6 +9,9 @@ SRC=$HERE/../../debian/sluice.logrotate
 [ -f "$SRC" ] || die "no debian/sluice.logrotate"
 command -v logrotate >/dev/null || die "logrotate is not installed (scripts/deps.sh)"
 LR=$T/logrotate.conf
+# the audit directory as the package makes it: the service user's, 0750 (logrotate refuses insecure parents)
+mkdir -p "$T/log" && chown nobody:nogroup "$T/log" && chmod 0750 "$T/log"
+AUDIT=$T/log/audit.jsonl
 # the shipped stanza, with this run's audit path and signal; everything else as shipped
 sed -e "s|/var/log/sluice/audit.jsonl|$AUDIT|" \
     -e "s|^\([[:space:]]*\)if \[ -d /run/systemd/system \].*|\1kill -USR1 \$(cat $T/gw.pid)|" "$SRC" >"$LR"
