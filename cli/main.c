@@ -4,9 +4,11 @@
  * Exit status: 0 success, 1 the thing was refused or failed, 2 bad usage.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <event2/thread.h>
 #include "common/log.h"
 #include "common/sluice.h"
@@ -23,7 +25,7 @@ static const char usage_main[] =
 	"usage: sluice <command> [options]\n"
 	"\n"
 	"commands:\n"
-	"  ca init --dir DIR [--force]   create the gateway's CA (ca.pem, ca.key)\n"
+	"  ca init --dir DIR [--force | --if-missing]  create the gateway's CA (ca.pem, ca.key)\n"
 	"  ca show --dir DIR             print the CA's fingerprint, validity and PEM path\n"
 	"  serve -c FILE [-v]            run the gateway\n"
 	"  policy check [--strict] FILE  validate a configuration and its policy\n"
@@ -39,9 +41,12 @@ static const char usage_main[] =
 	"Every command has --help. Exit status: 0 ok, 1 refused or failed, 2 bad usage.\n";
 
 static const char usage_ca_init[] =
-	"usage: sluice ca init --dir DIR [--force]\n"
+	"usage: sluice ca init --dir DIR [--force | --if-missing]\n"
 	"Creates an ECDSA P-256 CA in DIR: ca.pem (what sandboxes trust) and ca.key (mode 0600).\n"
-	"Refuses to overwrite an existing CA unless --force is given.\n";
+	"Refuses to overwrite an existing CA unless --force is given.\n"
+	"  --force        replace an existing CA (every sandbox must then trust the new ca.pem)\n"
+	"  --if-missing   keep a CA DIR already has and succeed (a service's first start); a CA with\n"
+	"                 only one of its two files is still refused\n";
 
 static const char usage_ca_show[] =
 	"usage: sluice ca show --dir DIR\n"
@@ -59,13 +64,21 @@ static const char usage_secrets_list[] =
 	"For each secret FILE declares: its placeholder (what sandboxes hold), the hosts, places and sandboxes\n"
 	"it is bound to, and whether its source can be read now. Never prints a value.\n";
 
-/* Parses "--dir DIR [--force]" for the ca subcommands. */
+/* What `ca init` does with a CA that is already there. */
+enum ca_existing {
+	CA_EXISTING_REFUSE = 0,
+	CA_EXISTING_REPLACE = 1,  /* --force */
+	CA_EXISTING_KEEP = 2,     /* --if-missing */
+};
+
+/* Parses "--dir DIR [--force | --if-missing]" for the ca subcommands (<allow_flags> 0: only --dir). */
 static int
-ca_args(int argc, char **argv, const char *usage, const char **dir, int *force, int allow_force)
+ca_args(int argc, char **argv, const char *usage, const char **dir, enum ca_existing *existing, int allow_flags)
 {
 	static const struct option opts[] = {
 		{"dir", required_argument, NULL, 'd'},
 		{"force", no_argument, NULL, 'f'},
+		{"if-missing", no_argument, NULL, 'm'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -78,9 +91,10 @@ ca_args(int argc, char **argv, const char *usage, const char **dir, int *force, 
 			*dir = optarg;
 			break;
 		case 'f':
-			if (!allow_force)
+		case 'm':
+			if (!allow_flags || *existing != CA_EXISTING_REFUSE)
 				goto bad;
-			*force = 1;
+			*existing = ch == 'f' ? CA_EXISTING_REPLACE : CA_EXISTING_KEEP;
 			break;
 		default:
 			goto bad;
@@ -95,18 +109,34 @@ bad:
 }
 
 static const char usage_ca[] =
-	"usage: sluice ca init --dir DIR [--force]\n"
+	"usage: sluice ca init --dir DIR [--force | --if-missing]\n"
 	"       sluice ca show --dir DIR\n";
 
 static const char usage_version[] =
 	"usage: sluice version\n"
 	"Prints the version of sluice.\n";
 
+/* 1 when <dir> has both CA files, 0 when it has neither (or is missing), -1 when it has one. */
+static int
+ca_dir_complete(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int have = 0;
+
+	if (snprintf(p, sizeof(p), "%s/ca.pem", dir) < (int)sizeof(p) && lstat(p, &st) == 0)
+		have++;
+	if (snprintf(p, sizeof(p), "%s/ca.key", dir) < (int)sizeof(p) && lstat(p, &st) == 0)
+		have++;
+	return have == 2 ? 1 : have == 0 ? 0 : -1;
+}
+
 static int
 cmd_ca(int argc, char **argv)
 {
 	const char *dir, *err = NULL;
-	int force = 0, r;
+	enum ca_existing existing = CA_EXISTING_REFUSE;
+	int r, kept = 0;
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage_ca, stdout);
@@ -121,9 +151,17 @@ cmd_ca(int argc, char **argv)
 			fputs(usage_ca_init, stdout);
 			return 0;
 		}
-		if (ca_args(argc - 1, argv + 1, usage_ca_init, &dir, &force, 1) == -1)
+		if (ca_args(argc - 1, argv + 1, usage_ca_init, &dir, &existing, 1) == -1)
 			return EXIT_USAGE;
-		r = ca_init_dir(dir, force, &err);
+		if (existing == CA_EXISTING_KEEP && (r = ca_dir_complete(dir)) != 0) {
+			if (r < 0) {
+				fprintf(stderr, "sluice ca init: %s: the CA is incomplete (one of ca.pem and ca.key is missing): "
+				                "restore it, or replace it with --force\n", dir);
+				return 1;
+			}
+			kept = 1;
+		}
+		r = kept ? 0 : ca_init_dir(dir, existing == CA_EXISTING_REPLACE, &err);
 		if (r != 0) {
 			fprintf(stderr, "sluice ca init: %s: %s\n", dir, err ? err : sluice_strerror(r));
 			return 1;
@@ -137,7 +175,7 @@ cmd_ca(int argc, char **argv)
 			}
 			sluice_wipe(key, sizeof(key));
 		}
-		printf("created a CA in %s; sandboxes must trust %s/ca.pem\n", dir, dir);
+		printf("%s CA in %s; sandboxes must trust %s/ca.pem\n", kept ? "kept the" : "created a", dir, dir);
 		return 0;
 	}
 	if (strcmp(argv[1], "show") == 0) {
@@ -145,7 +183,7 @@ cmd_ca(int argc, char **argv)
 			fputs(usage_ca_show, stdout);
 			return 0;
 		}
-		if (ca_args(argc - 1, argv + 1, usage_ca_show, &dir, &force, 0) == -1)
+		if (ca_args(argc - 1, argv + 1, usage_ca_show, &dir, &existing, 0) == -1)
 			return EXIT_USAGE;
 		r = ca_show(dir, stdout, &err);
 		if (r != 0) {

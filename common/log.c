@@ -1,25 +1,58 @@
-/* common/log.c - operator log on stderr, one write(2) per line */
+/*
+ * common/log.c - operator log on stderr, one write(2) per line.  Under systemd
+ * (JOURNAL_STREAM names the stderr we write to) each line starts with its
+ * syslog priority, "<4>" for a warning, so journald keeps the level.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "common/log.h"
 
 static const char *log_prog = "sluice";
 static int log_verbose;
+static int log_journal;
+
+/* syslog(3) priorities, as sd-daemon.h's SD_ERR .. SD_DEBUG prefixes */
+enum log_prio {
+	LOG_PRIO_ERR = 3,
+	LOG_PRIO_WARNING = 4,
+	LOG_PRIO_INFO = 6,
+	LOG_PRIO_DEBUG = 7,
+};
+
+/*
+ * systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected to
+ * stderr; a child whose stderr was redirected elsewhere inherits the variable,
+ * so it counts only when stderr is still that stream (sd_journal_stream_fd(3)).
+ */
+int
+log_journal_stream(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	if (v == NULL || sscanf(v, "%llu:%llu%c", &dev, &ino, &tail) != 2 || fstat(STDERR_FILENO, &st) == -1)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void
 log_init(const char *progname, int verbose)
 {
 	log_prog = progname;
 	log_verbose = verbose;
+	log_journal = log_journal_stream();
 }
 
 static void
-vlog(const char *level, int with_errno, const char *fmt, va_list ap)
+vlog(enum log_prio prio, const char *level, int with_errno, const char *fmt, va_list ap)
 {
 	char line[2048];
 	int saved = errno, n, m;
@@ -28,11 +61,14 @@ vlog(const char *level, int with_errno, const char *fmt, va_list ap)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%d] %s: ",
+	/* "<N>" only for journald; it must be the first thing on the line */
+	n = log_journal ? snprintf(line, sizeof(line), "<%d>", (int)prio) : 0;
+	m = snprintf(line + n, sizeof(line) - n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%d] %s: ",
 	             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 	             ts.tv_nsec / 1000000, log_prog, (int)getpid(), level);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		n = 0;
+	if (m < 0 || (size_t)(n + m) >= sizeof(line))
+		m = 0;
+	n += m;
 	m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	if (m < 0)
 		m = 0;
@@ -53,18 +89,18 @@ vlog(const char *level, int with_errno, const char *fmt, va_list ap)
 	errno = saved;
 }
 
-#define LOGFN(name, level, err)            \
+#define LOGFN(name, prio, level, err)      \
 	void name(const char *fmt, ...)        \
 	{                                      \
 		va_list ap;                        \
 		va_start(ap, fmt);                 \
-		vlog(level, err, fmt, ap);         \
+		vlog(prio, level, err, fmt, ap);   \
 		va_end(ap);                        \
 	}
 
-LOGFN(log_warn, "warning", 1)
-LOGFN(log_warnx, "warning", 0)
-LOGFN(log_info, "info", 0)
+LOGFN(log_warn, LOG_PRIO_WARNING, "warning", 1)
+LOGFN(log_warnx, LOG_PRIO_WARNING, "warning", 0)
+LOGFN(log_info, LOG_PRIO_INFO, "info", 0)
 
 void
 log_debug(const char *fmt, ...)
@@ -74,7 +110,7 @@ log_debug(const char *fmt, ...)
 	if (!log_verbose)
 		return;
 	va_start(ap, fmt);
-	vlog("debug", 0, fmt, ap);
+	vlog(LOG_PRIO_DEBUG, "debug", 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -84,7 +120,7 @@ fatal(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog("fatal", 1, fmt, ap);
+	vlog(LOG_PRIO_ERR, "fatal", 1, fmt, ap);
 	va_end(ap);
 	exit(1);
 }
@@ -95,7 +131,7 @@ fatalx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog("fatal", 0, fmt, ap);
+	vlog(LOG_PRIO_ERR, "fatal", 0, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

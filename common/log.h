@@ -12,8 +12,15 @@
 
 #define LOG_FMT(a, b) __attribute__((format(printf, a, b)))
 
-/* <verbose>: 0 info, 1 debug. Thread-safe (one write(2) per line). */
+/*
+ * <verbose>: 0 info, 1 debug. Thread-safe (one write(2) per line).  When
+ * stderr is the journal stream systemd gave us (log_journal_stream), every
+ * line from then on starts with its priority: <3> fatal, <4> warning,
+ * <6> info, <7> debug.
+ */
 void log_init(const char *progname, int verbose);
+/* 1 when $JOURNAL_STREAM ("DEV:INODE") is the file stderr refers to now, else 0. */
+int log_journal_stream(void);
 void log_warn(const char *fmt, ...) LOG_FMT(1, 2);
 void log_warnx(const char *fmt, ...) LOG_FMT(1, 2);
 void log_info(const char *fmt, ...) LOG_FMT(1, 2);

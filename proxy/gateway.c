@@ -20,6 +20,7 @@
 #include <event2/http.h>
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <systemd/sd-daemon.h>
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
@@ -420,7 +421,11 @@ gateway_drop_privileges(struct gateway *gw, const char *user, const char **err)
 	struct passwd *pw;
 
 	(void)gw;
-	if (user == NULL || strcmp(user, "root") == 0) {
+	if (geteuid() != 0) {
+		/* started as its own user (systemd's User=): nothing to drop, and no way to switch */
+		log_info("not started as root: running as uid %d, user: '%s' has no effect", (int)geteuid(),
+		         user != NULL ? user : "root");
+	} else if (user == NULL || strcmp(user, "root") == 0) {
 		log_warnx("running as root (user: root): the gateway keeps every privilege");
 	} else {
 		pw = getpwnam(user);
@@ -480,6 +485,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	gw->stopping = 1;
 	log_info("signal %d: draining open requests (up to %u ms)", (int)sig, ms);
+	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	/* requests waiting for an operator are answered now (503), not at the drain deadline */
 	approvals_shutdown(gw->approvals);
 	for (i = 0; i < gw->nworkers; i++)
@@ -563,6 +569,8 @@ gateway_run(struct gateway *gw)
 	gw->nstarted = started;
 	if (ret == 0) {
 		log_info("serving with %u workers", gw->nworkers);
+		/* systemd (Type=notify): every listener is bound and the policy loaded; a no-op without NOTIFY_SOCKET */
+		sd_notifyf(0, "READY=1\nSTATUS=serving with %u workers", gw->nworkers);
 		event_base_dispatch(gw->base);  /* until every worker has finished */
 	} else {
 		for (i = 0; i < started; i++)

@@ -5,7 +5,9 @@
  * it), gateway_drop_privileges then switches to the configured user, and
  * gateway_run serves until SIGTERM/SIGINT (drain, then stop).  SIGHUP
  * reloads the policy from the same file; a file that fails to load keeps
- * the previous policy and logs why.
+ * the previous policy and logs why.  Under systemd (NOTIFY_SOCKET) the
+ * gateway reports READY=1 once it serves, RELOADING=1 ... READY=1 around a
+ * reload and STOPPING=1 when it drains (sd_notify; nothing without it).
  */
 #ifndef SLUICE_PROXY_PROXY_H
 #define SLUICE_PROXY_PROXY_H
@@ -27,7 +29,9 @@ struct gateway *gateway_create(const char *config_path, const struct policy_conf
 
 /*
  * Switches to <user> (setgroups/setgid/setuid; "root" keeps root and warns),
- * and makes the process non-dumpable.  Returns 0 or a negative SLUICE_E*.
+ * and makes the process non-dumpable.  Not started as root (systemd's
+ * User=), there is nothing to switch: <user> is ignored (logged).  Returns 0
+ * or a negative SLUICE_E*.
  */
 int gateway_drop_privileges(struct gateway *gw, const char *user, const char **err);
 

@@ -29,8 +29,10 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 #include <openssl/evp.h>
 #include "common/log.h"
 #include "common/sluice.h"
@@ -125,10 +127,22 @@ gateway_reload(struct gateway *gw, const char *why)
 	struct reload_state *rs = gw->reload;
 	struct policy *pol = NULL;
 	char errbuf[RELOAD_ERR_MAX];
+	struct timespec now;
 	unsigned i;
+	int notify;
 
 	if (rs == NULL)
 		return;
+	/*
+	 * systemd (Type=notify): reloading since now, ready again below whatever
+	 * the outcome; never READY=1 again once a drain said STOPPING=1.  No-ops
+	 * without NOTIFY_SOCKET.
+	 */
+	notify = !gw->stopping;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (notify)
+		sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		           (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000u);
 	/* this reload reads the file as it is now: a change waiting for its debounce is covered */
 	if (rs->debounce_ev != NULL)
 		event_del(rs->debounce_ev);
@@ -138,6 +152,8 @@ gateway_reload(struct gateway *gw, const char *why)
 		log_warnx("reload failed, keeping the previous policy: %s (reload on %s)", errbuf, why);
 		metrics_reload_failed(gw->metrics, errbuf);
 		audit_reload(gw, "error", errbuf, -1);
+		if (notify)
+			sd_notify(0, "READY=1\nSTATUS=reload failed, the previous policy serves");
 		return;
 	}
 	cred_store_sync(gw->creds, pol);
@@ -152,6 +168,8 @@ gateway_reload(struct gateway *gw, const char *why)
 	         gw->config_path, why, (long long)rs->generation, policy_warning_count(pol));
 	log_warnings(pol, "reload");
 	audit_reload(gw, "ok", NULL, (int64_t)policy_warning_count(pol));
+	if (notify)
+		sd_notifyf(0, "READY=1\nSTATUS=serving, policy generation %lld", (long long)rs->generation);
 }
 
 /* mkdir -p <path>: parents 0755, the last one 0700.  1 created, 0 existed, -1 failed (errno). */

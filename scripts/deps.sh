@@ -8,6 +8,7 @@ set -euo pipefail
 # build, demo and the launcher
 want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-dev libyaml-dev libjansson-dev
       libcmocka-dev zlib1g-dev nginx nftables curl iproute2 jq python3 openssl ca-certificates)
+want+=(libsystemd-dev)  # sd_notify for the unit's Type=notify (a no-op without NOTIFY_SOCKET)
 want+=(bubblewrap)       # sluice run's netns backend (the sandboxed process), so also the demo
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
@@ -16,6 +17,8 @@ if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
+  want+=(debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb, lintian,
+                                  # man pages (man -l | col), the logrotate test, timings
   # node and npm: Debian's nodejs only suggests npm. A machine with another node build (one that bundles npm, as
   # NodeSource's does, and conflicts with Debian's npm) keeps it.
   command -v node >/dev/null 2>&1 || want+=(nodejs)

@@ -5,7 +5,7 @@
 # The root is entered with a new mount namespace and pivot_root, not chroot: the kernel refuses user namespaces
 # to a chrooted process (so bubblewrap, hence `sluice run`, would fail inside a chroot). A new PID namespace
 # too: when CMD ends or this script is killed, every process started inside dies with the namespace's init,
-# and the mounts made here (ROOT bound onto itself, a fresh /proc, /sys, /dev, an empty /run and /tmp) vanish
+# and the mounts made here (ROOT bound onto itself, a fresh /proc, /sys, /dev, an empty /run) vanish
 # with the mount namespace: nothing stays mounted on the host. The network namespace is the host's: apt reaches
 # Debian's archive, tests use loopback and make their own namespaces and nft tables (which they remove).
 #
@@ -30,7 +30,7 @@ mount --make-rslave "$ROOT/sys"
 mount --rbind /dev "$ROOT/dev"   # /dev/net/tun, /dev/kvm (where there is one), /dev/pts, /dev/shm
 mount --make-rslave "$ROOT/dev"
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$ROOT/run"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$ROOT/tmp"
+chmod 1777 "$ROOT/tmp"              # the root's own /tmp (a caller may put files there from outside)
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"   # the host's resolver, for apt
 mkdir -p "$ROOT/.oldroot"
 cd "$ROOT"

@@ -36,7 +36,7 @@ void secret_buf_free(struct secret_buf *b);
 
 enum secret_source_kind {
 	SECRET_SRC_ENV = 1,   /* env:VAR */
-	SECRET_SRC_FILE = 2,  /* file:/absolute/path */
+	SECRET_SRC_FILE = 2,  /* file:/absolute/path, or file:$CREDENTIALS_DIRECTORY/NAME (systemd LoadCredential=) */
 	SECRET_SRC_EXEC = 3,  /* exec:program arg... (split on spaces, no shell; PATH is searched) */
 };
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -18,6 +19,10 @@
 #include "secrets/secrets.h"
 
 #define EXEC_ARGS_MAX 32
+/* file:$CREDENTIALS_DIRECTORY/NAME: a credential systemd's LoadCredential= put in the service's own directory */
+#define CRED_PREFIX "$CREDENTIALS_DIRECTORY/"
+#define CRED_NAME_MAX 255
+#define CRED_PATH_MAX 4096
 
 extern char **environ;
 
@@ -32,6 +37,43 @@ env_name_ok(const char *s)
 	return 1;
 }
 
+/* A systemd credential name: what LoadCredential=NAME:... accepts, and nothing that leaves the directory. */
+static int
+cred_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= CRED_NAME_MAX && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/*
+ * The path a file: source reads: itself, or for $CREDENTIALS_DIRECTORY/NAME
+ * the credential in the directory systemd gives this service now (read at
+ * every fetch: the variable is set only under the unit).
+ */
+static int
+file_path(const char *arg, char *buf, size_t cap, const char **err)
+{
+	const char *dir;
+	int n;
+
+	if (strncmp(arg, CRED_PREFIX, sizeof(CRED_PREFIX) - 1) != 0) {
+		n = snprintf(buf, cap, "%s", arg);
+	} else {
+		dir = getenv("CREDENTIALS_DIRECTORY");
+		if (dir == NULL || dir[0] != '/') {
+			*err = "CREDENTIALS_DIRECTORY is not set (no LoadCredential= in the unit?)";
+			return SLUICE_ENOENT;
+		}
+		n = snprintf(buf, cap, "%s/%s", dir, arg + sizeof(CRED_PREFIX) - 1);
+	}
+	if (n < 0 || (size_t)n >= cap) {
+		*err = "the secret's file path is too long";
+		return SLUICE_ETOOBIG;
+	}
+	return 0;
+}
+
 int
 secret_source_parse(const char *spec, struct secret_source *out, const char **err)
 {
@@ -43,8 +85,13 @@ secret_source_parse(const char *spec, struct secret_source *out, const char **er
 		}
 		out->kind = SECRET_SRC_ENV;
 	} else if (strncmp(spec, "file:", 5) == 0) {
-		if (spec[5] != '/') {
-			*err = "file: needs an absolute path";
+		if (strncmp(spec + 5, CRED_PREFIX, sizeof(CRED_PREFIX) - 1) == 0) {
+			if (!cred_name_ok(spec + 5 + sizeof(CRED_PREFIX) - 1)) {
+				*err = "file:$CREDENTIALS_DIRECTORY/ needs a credential name (1-255 bytes, no '/', not . or ..)";
+				return SLUICE_EINVAL;
+			}
+		} else if (spec[5] != '/') {
+			*err = "file: needs an absolute path (or $CREDENTIALS_DIRECTORY/NAME)";
 			return SLUICE_EINVAL;
 		}
 		out->kind = SECRET_SRC_FILE;
@@ -207,6 +254,7 @@ int
 secret_fetch(const struct secret_source *src, unsigned timeout_ms, struct secret_buf **out, const char **err)
 {
 	struct secret_buf *b = secret_buf_new(SECRET_MAX_BYTES + 3);
+	char path[CRED_PATH_MAX];
 	const char *v;
 	int fd, ret = 0;
 
@@ -230,7 +278,9 @@ secret_fetch(const struct secret_source *src, unsigned timeout_ms, struct secret
 		}
 		break;
 	case SECRET_SRC_FILE:
-		fd = open(src->arg, O_RDONLY | O_CLOEXEC);
+		if ((ret = file_path(src->arg, path, sizeof(path), err)) != 0)
+			break;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd == -1) {
 			*err = errno == ENOENT ? "the secret's file does not exist" : "cannot open the secret's file";
 			ret = errno == ENOENT ? SLUICE_ENOENT : SLUICE_EIO;

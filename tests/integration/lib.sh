@@ -128,13 +128,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-ok()  { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@" >/dev/null 2>&1; then ok "$what"; else bad "$what"; fi; }
-check_eq() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1 (expected [$2], got [$3])"; fi; }
-check_match() { if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else bad "$1 (no /$2/ in [$(printf '%s' "$3" | head -c 400)])"; fi; }
-check_nomatch() { if printf '%s' "$3" | grep -Eq -- "$2"; then bad "$1 (/$2/ found in [$(printf '%s' "$3" | head -c 400)])"; else ok "$1"; fi; }
-eventually() { local end=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done; }
+# ok, bad, check, check_eq, check_match, check_nomatch, eventually (shared with scripts/package-check.sh)
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/checks.sh"
 dump_logs() {
   local f
   for f in "$GWLOG" "$T/nginx/logs/error.log" "$T/pyup.log"; do

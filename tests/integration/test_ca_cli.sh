@@ -28,6 +28,26 @@ check_eq "ca init --force exits 0" 0 "$rc"
 check "ca init --force replaced the CA" test "$sum1" != "$(sha256sum <"$D/ca.pem")"
 check_eq "ca.key is still 0600 after --force" 600 "$(stat -c %a "$D/ca.key")"
 
+# --if-missing (the packaged unit's first start): keeps a complete CA, makes a missing one, refuses half of one
+sum2=$(sha256sum <"$D/ca.pem"); ksum=$(sha256sum <"$D/ca.key")
+out=$(timeout 20 "$S" ca init --dir "$D" --if-missing 2>&1); rc=$?
+check_eq "ca init --if-missing over a CA exits 0" 0 "$rc"
+check_match "it says the CA was kept" '^kept the CA in' "$out"
+check_eq "--if-missing left ca.pem unchanged" "$sum2" "$(sha256sum <"$D/ca.pem")"
+check_eq "--if-missing left ca.key unchanged" "$ksum" "$(sha256sum <"$D/ca.key")"
+out=$(timeout 20 "$S" ca init --dir "$T/freshca" --if-missing 2>&1); rc=$?
+check_eq "ca init --if-missing without a CA exits 0" 0 "$rc"
+check "... and made one" test -s "$T/freshca/ca.pem" -a -s "$T/freshca/ca.key"
+mv "$D/ca.key" "$T/ca.key.away"
+out=$(timeout 20 "$S" ca init --dir "$D" --if-missing 2>&1); rc=$?
+check_eq "ca init --if-missing with ca.key gone exits 1" 1 "$rc"
+check_match "... saying the CA is incomplete" 'incomplete' "$out"
+check "... and wrote no new ca.key" test ! -e "$D/ca.key"
+check_eq "... nor a new ca.pem" "$sum2" "$(sha256sum <"$D/ca.pem")"
+mv "$T/ca.key.away" "$D/ca.key"
+out=$(timeout 20 "$S" ca init --dir "$D" --if-missing --force 2>&1); rc=$?
+check_eq "--if-missing with --force is a usage error (2)" 2 "$rc"
+
 # ca show
 out=$(timeout 20 "$S" ca show --dir "$D" 2>&1); rc=$?
 check_eq "ca show exits 0" 0 "$rc"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -304,6 +305,72 @@ emit_fatalx(void)
 	assert_int_equal(WEXITSTATUS(status), 1);
 }
 
+/* As systemd does: JOURNAL_STREAM names the file stderr is now (or, with <other>, a different one). */
+static void
+journal_env(int other)
+{
+	struct stat st;
+	char v[64];
+
+	assert_int_equal(fstat(STDERR_FILENO, &st), 0);
+	snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev,
+	         (unsigned long long)st.st_ino + (other ? 1 : 0));
+	setenv("JOURNAL_STREAM", v, 1);
+}
+
+static void
+emit_journal(void)
+{
+	journal_env(0);
+	log_init("unit", 1);
+	log_warnx("w");
+	errno = EACCES;
+	log_warn("e");
+	log_info("i");
+	log_debug("d");
+	memset(long_msg, 'm', sizeof(long_msg) - 1);
+	long_msg[sizeof(long_msg) - 1] = '\0';
+	log_warnx("%s", long_msg);
+	unsetenv("JOURNAL_STREAM");
+	log_init("unit", 0);
+}
+
+static void
+emit_journal_elsewhere(void)
+{
+	journal_env(1);  /* inherited by a process whose stderr is some other file: no prefixes */
+	log_init("unit", 0);
+	log_warnx("w");
+	setenv("JOURNAL_STREAM", "garbage", 1);
+	log_init("unit", 0);
+	log_warnx("w");
+	unsetenv("JOURNAL_STREAM");
+	log_init("unit", 0);
+}
+
+/* Under journald every line starts with its syslog priority, and only then. */
+static void
+test_log_journal(void **state)
+{
+	char buf[16384], *line, *save = NULL;
+	static const char *const want[] = {"<4>", "<4>", "<6>", "<7>", "<4>"};
+	size_t n, i = 0;
+
+	(void)state;
+	n = capture(emit_journal, buf, sizeof(buf));
+	assert_true(n > 0);
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save), i++) {
+		assert_true(i < 5);
+		assert_memory_equal(line, want[i], 3);
+		assert_true(strlen(line) < 2048);
+	}
+	assert_int_equal(i, 5);
+	assert_int_equal(buf[n - 1], '\0');  /* strtok_r cut the last newline: the long line still had one */
+	capture(emit_journal_elsewhere, buf, sizeof(buf));
+	assert_int_equal(buf[0] == '<', 0);
+	assert_null(strstr(buf, "\n<"));
+}
+
 static int
 ends_with(const char *s, const char *suffix)
 {
@@ -375,6 +442,7 @@ test_log_run(void)
 		cmocka_unit_test(test_escape_exact_fit),
 		cmocka_unit_test(test_log_lines),
 		cmocka_unit_test(test_log_long_line),
+		cmocka_unit_test(test_log_journal),
 	};
 
 	return cmocka_run_group_tests_name("common/log", tests, NULL, NULL);

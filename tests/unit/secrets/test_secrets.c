@@ -159,6 +159,41 @@ test_file(void **state)
 	free(big);
 }
 
+/* file:$CREDENTIALS_DIRECTORY/NAME: systemd's LoadCredential= directory, read at fetch time, never outside it */
+static void
+test_credentials(void **state)
+{
+	static const char *const bad[] = {
+		"file:$CREDENTIALS_DIRECTORY/../etc/shadow", "file:$CREDENTIALS_DIRECTORY/a/b",
+		"file:$CREDENTIALS_DIRECTORY/..",            "file:$CREDENTIALS_DIRECTORY/.",
+		"file:$CREDENTIALS_DIRECTORY/",              "file:$CREDENTIALS_DIRECTORY",
+		"file:$HOME/x",
+	};
+	char val[SECRET_MAX_BYTES + 8], path[256];
+	struct secret_source src;
+	const char *err;
+	size_t i;
+
+	(void)state;
+	write_file("gh_token", VALUE "\n", sizeof(VALUE), path, sizeof(path));
+	assert_int_equal(secret_source_parse("file:$CREDENTIALS_DIRECTORY/gh_token", &src, &err), 0);
+	assert_int_equal(src.kind, SECRET_SRC_FILE);
+	secret_source_dispose(&src);
+	unsetenv("CREDENTIALS_DIRECTORY");
+	assert_int_equal(fetch("file:$CREDENTIALS_DIRECTORY/gh_token", 0, val, sizeof(val), &err), SLUICE_ENOENT);
+	assert_non_null(strstr(err, "CREDENTIALS_DIRECTORY"));
+	setenv("CREDENTIALS_DIRECTORY", "relative", 1);
+	assert_int_equal(fetch("file:$CREDENTIALS_DIRECTORY/gh_token", 0, val, sizeof(val), &err), SLUICE_ENOENT);
+	setenv("CREDENTIALS_DIRECTORY", dir, 1);
+	assert_int_equal(fetch("file:$CREDENTIALS_DIRECTORY/gh_token", 0, val, sizeof(val), &err), 0);
+	assert_string_equal(val, VALUE);
+	assert_int_equal(fetch("file:$CREDENTIALS_DIRECTORY/missing", 0, val, sizeof(val), &err), SLUICE_ENOENT);
+	/* a name that would leave the directory, or none at all, does not load */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(secret_source_parse(bad[i], &src, &err), SLUICE_EINVAL);
+	unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 static void
 test_exec(void **state)
 {
@@ -241,7 +276,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),       cmocka_unit_test(test_env),
-		cmocka_unit_test(test_file),        cmocka_unit_test(test_exec),
+		cmocka_unit_test(test_file),        cmocka_unit_test(test_credentials), cmocka_unit_test(test_exec),
 		cmocka_unit_test(test_placeholder), cmocka_unit_test(test_buf),
 	};
 
