@@ -3,8 +3,8 @@
 #
 #   1. build: `dpkg-buildpackage -us -uc -b` in a copy of the tree (git's files, never build/) -> sluice_<v>_amd64.deb
 #   2. lintian: no errors; the man pages render with man(1)
-#   3. a fresh Debian 12 base root (scripts/fresh-check.sh --base, else a debootstrap minbase tarball cached in
-#      $SLUICE_PKG_CACHE), into which `apt-get install ./sluice_*.deb` runs with the root's own apt sources: its
+#   3. a fresh Debian 12 base root (scripts/fresh-check.sh --base: a new copy of debootstrap's cached output),
+#      into which `apt-get install ./sluice_*.deb` runs with the root's own apt sources: its
 #      declared dependencies bring the libraries
 #   4. `systemd-analyze verify --root` accepts the installed unit; `systemd-analyze security --offline=yes` gives
 #      an exposure of at most $SLUICE_EXPOSURE_MAX (2.0)
@@ -19,7 +19,7 @@
 #      removes /etc/sluice and /var/lib/sluice and keeps /var/log/sluice
 #
 # Prints "ok"/"FAIL" lines, the .deb size, the exposure and the time of each phase; exits 0 iff all passed.
-# Environment: SLUICE_PKG_CACHE (default /var/cache/sluice-pkgcheck), SLUICE_PKG_KEEP=1 keeps the work dir,
+# Environment: SLUICE_PKG_KEEP=1 keeps the work dir,
 # SLUICE_EXPOSURE_MAX (2.0). Network: the Debian archive (apt-get inside the root); all test traffic stays in a
 # namespace made here.
 set -uo pipefail
@@ -29,7 +29,6 @@ PY=/usr/bin/python3
 ID=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 W=$(mktemp -d /var/tmp/sluice-pkgcheck.XXXXXX)
 NS=slpkg$ID
-CACHE=${SLUICE_PKG_CACHE:-/var/cache/sluice-pkgcheck}
 EXPOSURE_MAX=${SLUICE_EXPOSURE_MAX:-2.0}
 PASS=0 FAIL=0 PIDS=()
 T0=$(date +%s.%N)
@@ -68,33 +67,13 @@ for t in dpkg-buildpackage lintian scdoc systemd-analyze zstd bc ip ss curl open
 done
 
 # ---------------------------------------------------------------- the fresh base root and how to enter it
-# scripts/fresh-check.sh (issue 16) owns the pristine root and its cache when it is there; until then a
-# debootstrap minbase bookworm root is made once and cached as a tarball, and re-extracted for every use.
+# scripts/fresh-check.sh owns the pristine root and its cache (a new copy of debootstrap's output each time);
+# scripts/fresh-enter.sh enters it (mount and PID namespace, pivot_root, the caller's network namespace, an empty
+# environment: a variable CMD needs goes on its command line)
 fresh_root() {
-  local dir=$1
-  if [ -x scripts/fresh-check.sh ]; then
-    scripts/fresh-check.sh --base "$dir" >"$W/fresh-check.log" 2>&1 || { tail -n 20 "$W/fresh-check.log"; return 1; }
-    return 0
-  fi
-  if [ ! -s "$CACHE/bookworm-minbase.tar.zst" ]; then
-    command -v debootstrap >/dev/null || { echo "debootstrap is missing"; return 1; }
-    mkdir -p "$CACHE"
-    debootstrap --variant=minbase bookworm "$W/debootstrap" http://deb.debian.org/debian >"$W/debootstrap.log" 2>&1 \
-      || { tail -n 20 "$W/debootstrap.log"; return 1; }
-    tar -C "$W/debootstrap" -c . | zstd -q -T2 -o "$CACHE/bookworm-minbase.tar.zst.tmp" \
-      && mv "$CACHE/bookworm-minbase.tar.zst.tmp" "$CACHE/bookworm-minbase.tar.zst"
-    rm -rf "$W/debootstrap"
-  fi
-  mkdir -p "$dir" && zstd -q -dc "$CACHE/bookworm-minbase.tar.zst" | tar -C "$dir" -x
+  scripts/fresh-check.sh --base "$1" >"$W/fresh-check.log" 2>&1 || { tail -n 20 "$W/fresh-check.log"; return 1; }
 }
-# enter ROOT CMD...: CMD inside ROOT, with /proc, /sys, /dev and a fresh /run (and the caller's network namespace)
-enter() {
-  local root=$1; shift
-  if [ -x scripts/fresh-enter.sh ]; then scripts/fresh-enter.sh "$root" "$@"; return; fi
-  unshare --mount --fork sh -c 'r=$1; shift
-    mount --make-rprivate / && mount -t proc proc "$r/proc" && mount --rbind /sys "$r/sys" &&
-    mount --rbind /dev "$r/dev" && mount -t tmpfs -o mode=0755 tmpfs "$r/run" && exec chroot "$r" "$@"' sh "$root" "$@"
-}
+enter() { scripts/fresh-enter.sh "$@"; }
 
 # ---------------------------------------------------------------- 1. build
 phase build
@@ -249,8 +228,9 @@ eventually 5 test -S "$NSOCK" || die "notify socket"
 gw_pid() { local p; for p in $(ip netns pids "$NS" 2>/dev/null); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = sluice ] && echo "$p"; done | head -n 1; }
 unit_start() {
   : >"$W/gw.log"
-  ip netns exec "$NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NOTIFY_SOCKET=/tmp/notify.sock \
-    bash -c "$(declare -f enter); cd '$TOP'; enter '$R' sh /tmp/unit-start.sh" >>"$W/gw.log" 2>&1 &
+  ip netns exec "$NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "$(declare -f enter); cd '$TOP'; enter '$R' env NOTIFY_SOCKET=/tmp/notify.sock sh /tmp/unit-start.sh" \
+    >>"$W/gw.log" 2>&1 &
   START_PID=$!; PIDS+=("$START_PID")
 }
 unit_start

@@ -30,6 +30,9 @@ fi
 release_tests=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\)$/\1/p' build/release-ctest.log | tail -n 1)
 [ -n "$release_tests" ] || { echo "the release ctest reported no result"; exit 1; }
 
+echo "== the Debian package (scripts/package-check.sh: build, lintian, install into a fresh root, the unit)"
+scripts/package-check.sh
+
 echo "== ASan + UBSan build + unit + integration tests"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
 cmake --build build/asan -j"$JOBS"
@@ -53,5 +56,5 @@ for f in build/fuzz/tests/fuzz/fuzz_*; do
 done
 [ "$fuzzed" -gt 0 ] || { echo "no fuzzers were built"; exit 1; }
 echo "fuzz: $fuzzed passed, 0 failed"
-total=$(( release_tests + $(ctest --test-dir build/asan -N | sed -n 's/^Total Tests: //p') + fuzzed ))
+total=$(( release_tests + 1 + $(ctest --test-dir build/asan -N | sed -n 's/^Total Tests: //p') + fuzzed ))
 echo "all: $total passed, 0 failed"
