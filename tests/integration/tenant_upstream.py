@@ -9,7 +9,7 @@ Threaded, keep-alive, until killed; Debian's python3 standard library only.  Eac
 gateway's source port), "method", "path", "auth" (the Authorization field, masked: see upstream_common.py), "who"
 (the X-Who field)} as soon as its head is in, so the log never holds a real value.  Answers, by path:
   /slow/MS    waits MS milliseconds, then answers like anything else
-  /desync     answers, then 300 ms later writes a second, unrequested response on the same connection (a
+  /desync     answers, then 1 s later writes a second, unrequested response on the same connection (a
               desynchronised or hostile upstream): its body is "DESYNC for <X-Who>"
   /ws         a WebSocket handshake (101), then every frame's payload echoed back as a text frame
   anything else  200, body "conn=<conn> n=<n> who=<X-Who>"
@@ -85,7 +85,7 @@ class Conn(BufConn):
             time.sleep(int(path[6:]) / 1000.0)
         self.c.sendall(response("conn=%d n=%d who=%s" % (self.num, self.n, who)))
         if path == "/desync":
-            time.sleep(0.3)
+            time.sleep(1.0)
             self.c.sendall(response("DESYNC for %s" % who))
         return hl.get("connection", "").lower() != "close"
 
