@@ -63,6 +63,20 @@ class BufConn(threading.Thread):
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
+    def run(self):
+        """Keep-alive: TLS first when a context was given, then self.one() per request until it returns False."""
+        try:
+            if self.ctx is not None:
+                self.c = self.ctx.wrap_socket(self.c, server_side=True)
+            while self.one():
+                pass
+        except Exception:  # noqa: BLE001 - a peer that goes away ends its connection only
+            pass
+        try:
+            self.c.close()
+        except OSError:
+            pass
+
 
 def listen(spec, ctx, log, conn_cls):
     tls = spec.endswith(":tls")
