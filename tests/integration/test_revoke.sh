@@ -132,6 +132,21 @@ check_match "  after: the tunnel is closed" '^wsmsg (closed|close)$' "$(cat "$T/
 check "  audited: revocation, tunnel_closed" audit_wait \
   '.type == "revocation" and .sandbox == "sb-ws" and .action == "tunnel_closed"'
 
+echo "# WebSocket over HTTP/2 (RFC 8441): the stream whose upgrade carried an injected value is reset"
+check_eq "register sb-h2ws (127.0.0.11): 201" 201 "$(register sb-h2ws 127.0.0.11)"
+$CLEAN H2CLIENT_SOURCE=127.0.0.11 "$PY" "$HERE/h2client.py" "$PP" "$CA/ca.pem" api.example.test ws /ws \
+  -H "authorization: Bearer $PH" one "@mark:$T/m8" "@wait:$T/g8" two >"$T/c8" 2>&1 &
+CLIENT=$!
+eventually 10 test -e "$T/m8" || bad "the h2 WebSocket did not open"
+check_eq "  DELETE sb-h2ws: 204" 204 "$(adm -X DELETE http://x/sandboxes/sb-h2ws)"
+touch "$T/g8"; wait "$CLIENT"
+check_match "  before: 200 and an echo, then the stream is reset (CANCEL) or the connection goes away" \
+  '^status 200~text echo:one~(reset 8|goaway 0|closed)' "$(cat "$T/c8")"
+check_nomatch "  the message after the removal is not echoed" 'echo:two' "$(cat "$T/c8")"
+check_eq "  the upgrade had the value injected" "Bearer {{A}}" "$(jq -r 'select(.path == "/ws") | .auth' "$ULOG" | sort -u)"
+check "  audited: revocation, tunnel_closed" audit_wait \
+  '.type == "revocation" and .sandbox == "sb-h2ws" and .action == "tunnel_closed"'
+
 echo "# HTTP/2: a reload removes the sandbox (agent, from the policy)"
 client "$T/c6" 127.0.0.6 --h2 "${AUTH[@]}" get /h2/one mark "$T/m6" wait "$T/g6" get /h2/two eof
 eventually 10 test -e "$T/m6" || bad "the first stream did not complete"
