@@ -206,6 +206,8 @@ revoke_conn(struct conn *c, const char *why)
 		}
 		break;
 	default:
+		if (c->req == NULL)
+			return;  /* a passthrough being dialled: no request, nothing injected */
 		c->revoked = why;
 		break;
 	}

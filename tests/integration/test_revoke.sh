@@ -80,9 +80,16 @@ check "  audited: revocation, closed, the policy's secrets changed" audit_wait \
 echo "# HTTP/1.1: a reload that only adds a deny rule applies to the next request on an open connection"
 reload 1 0 1
 client "$T/c2" 127.0.0.3 get /ok/1 mark "$T/m2" wait "$T/g2" get /denied/x get /ok/2
+C2=$CLIENT
+client "$T/c2h" 127.0.0.3 --h2 get /ok/h2a mark "$T/m2h" wait "$T/g2" get /denied/h2 get /ok/h2b
 eventually 10 test -e "$T/m2" || bad "the first request did not complete"
+eventually 10 test -e "$T/m2h" || bad "the first stream did not complete"
 reload 1 1 1
-touch "$T/g2"; wait "$CLIENT"
+touch "$T/g2"; wait "$C2" "$CLIENT"
+check_match "  HTTP/2 too: the next stream is judged under the new rule (403)" '^get /denied/h2 status 403' \
+  "$(cat "$T/c2h")"
+check_match "  and the connection goes on (200)" '^get /ok/h2b status 200' "$(cat "$T/c2h")"
+check_eq "  /denied/h2 never reached the upstream" "" "$(seen /denied/h2)"
 check_match "  the request before the reload: 200" '^get /ok/1 status 200 ' "$(cat "$T/c2")"
 check_match "  the next request on the same connection is judged under the new rule: 403" \
   '^get /denied/x status 403 ' "$(cat "$T/c2")"
