@@ -96,7 +96,7 @@ check_match "  the next request on the same connection is judged under the new r
 check_match "  and the connection goes on (no secret or sandbox changed): 200" '^get /ok/2 status 200 close 0' \
   "$(cat "$T/c2")"
 check_eq "  /denied/x never reached the upstream" "" "$(seen /denied/x)"
-check_eq "  both allowed requests came on one upstream-facing client connection (one audit conn)" 1 \
+check_eq "  all three requests came on the one client connection (one audit conn id)" 1 \
   "$(audit_get '.type == "request" and (.path == "/ok/1" or .path == "/ok/2" or .path == "/denied/x")' | jq -s 'map(.conn) | unique | length')"
 
 echo "# HTTP/1.1: DELETE /sandboxes/<name> while a request is in flight"
