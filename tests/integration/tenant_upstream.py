@@ -19,7 +19,7 @@ import hashlib
 import threading
 import time
 
-from upstream_common import BufConn, latin, mask, serve
+from upstream_common import BufConn, mask, serve
 
 COUNTER = [0]
 LOCK = threading.Lock()
@@ -63,15 +63,7 @@ class Conn(BufConn):
                            bytes([0x81, 126]) + len(out).to_bytes(2, "big") + out)
 
     def one(self):
-        rl = latin(self.line())
-        method, target, _ = rl.split(" ", 2)
-        hl = {}
-        while True:
-            ln = self.line()
-            if not ln:
-                break
-            k, _, v = latin(ln).partition(":")
-            hl[k.strip().lower()] = v.strip()
+        method, target, hl = self.request_head()
         self.n += 1
         path = target.partition("?")[0]
         who = hl.get("x-who", "")
