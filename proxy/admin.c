@@ -332,6 +332,9 @@ admin_generic(struct evhttp_request *req, void *arg)
 	}
 	if (strncmp(uri, "/sandboxes/", 11) == 0 && m == EVHTTP_REQ_DELETE) {
 		if (sbxreg_remove(gw->sbx, uri + 11) == 0) {
+			/* its open connections: no request is injected from now on (revoke.c), and they end */
+			for (unsigned i = 0; i < gw->nworkers; i++)
+				worker_post_revoke(&gw->workers[i]);
 			log_info("sandbox %.*s removed over the admin socket", SBXREG_NAME_MAX, uri + 11);
 			evhttp_send_reply(req, 204, "No Content", NULL);
 		} else {

@@ -254,6 +254,15 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "method", r->method);
 		path_member(&jb, r, path_max);
 		jb_str(&jb, "body_sha256", r->body_sha256);
+	} else if (is(t, "revocation")) {
+		/* revoke.c: a connection whose facts were withdrawn, what was done to it and why */
+		jb_str(&jb, "id", r->id);
+		jb_str(&jb, "client", r->client);
+		jb_str(&jb, "host", r->host);
+		jb_str(&jb, "action", r->result);
+		jb_str(&jb, "reason", r->reason);
+		if (r->generation >= 0)
+			jb_int(&jb, "generation", r->generation);
 	} else if (is(t, "config_reload")) {
 		jb_str(&jb, "result", r->result);
 		if (r->generation >= 0)

@@ -393,8 +393,10 @@ judge(struct conn *c)
 	case POLICY_PASSTHROUGH:
 		conn_set_state(c, CONN_S_DIAL);
 		conn_arm_timer(c, c->w->gw->cfg->limits.upstream_connect_ms + 1000);
-		c->up = upstream_dial(c->w, c->host, c->port, 0, policy_host_allow_private(d.host), 0, passthrough_ready,
-		                      c);
+		char tenant[UPSTREAM_TENANT_MAX];
+
+		c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, 0, policy_host_allow_private(d.host),
+		                      0, passthrough_ready, c);
 		if (c->up->state == UP_S_FAILED)
 			passthrough_ready(c->up, c->up->errbuf, 502, c);
 		return;
@@ -582,6 +584,8 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	memcpy(&c->peer, sa, salen < sizeof(c->peer) ? salen : sizeof(c->peer));
 	c->host = host_none;
 	c->pol = policy_ref(w->pol);
+	c->pol_gen = w->pol_gen;
+	c->revoke_gen = w->revoke_gen;
 	/* one registration for the connection's life: edge-triggered, both directions (cio.c) */
 	c->ev = event_new(w->base, fd, EV_READ | EV_WRITE | EV_PERSIST | EV_ET, io_cb, c);
 	LIST_INSERT_HEAD(&w->conns, c, link);
@@ -608,9 +612,10 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 		const struct policy_sandbox *sb = policy_sandbox_by_addr(c->pol, sa);
 
 		/* the policy's own sandboxes first; then those `sluice run` registered */
-		if (sb == NULL && (c->sbx = sbxreg_by_addr(gw->sbx, sa)) != NULL)
+		if (sb == NULL && (c->sbx = sbxreg_by_addr(gw->sbx, sa)) != NULL) {
 			c->sandbox = c->sbx->name;
-		else
+			c->sbx_id = c->sbx->id;  /* the registration, not the address: one registered again is not this one */
+		} else
 			c->sandbox = sb != NULL ? sb->name : NULL;
 	}
 	if (mode == CONN_MODE_TRANSPARENT && original_dest(c) == -1) {

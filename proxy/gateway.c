@@ -489,7 +489,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	/* requests waiting for an operator are answered now (503), not at the drain deadline */
 	approvals_shutdown(gw->approvals);
 	for (i = 0; i < gw->nworkers; i++)
-		worker_post(&gw->workers[i], NULL, 1);
+		worker_post(&gw->workers[i], NULL, 0, 0, 1);
 	event_base_once(gw->base, -1, EV_TIMEOUT, drain_deadline, gw, &(struct timeval){ms / 1000, (ms % 1000) * 1000});
 }
 
@@ -574,7 +574,7 @@ gateway_run(struct gateway *gw)
 		event_base_dispatch(gw->base);  /* until every worker has finished */
 	} else {
 		for (i = 0; i < started; i++)
-			worker_post(&gw->workers[i], NULL, 1);
+			worker_post(&gw->workers[i], NULL, 0, 0, 1);
 		for (i = 0; i < started; i++)
 			worker_stop(&gw->workers[i]);
 	}

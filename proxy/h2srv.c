@@ -105,6 +105,10 @@ vc_new(struct h2stream *st)
 	c->entry = p->entry;
 	c->sandbox = p->sandbox;
 	c->sbx = p->sbx;  /* borrowed: the connection holds the reference */
+	c->sbx_id = p->sbx_id;
+	c->pol_gen = p->pol_gen;  /* an older policy is adopted at the request's start (revoke.c) */
+	c->revoke_gen = p->revoke_gen;
+	c->revoked = p->revoked;
 	conn_set_host(c, p->host);
 	c->sni = p->sni != NULL ? xstrdup(p->sni) : NULL;
 	c->port = p->port;
@@ -583,6 +587,12 @@ h2srv_pump(struct conn *c)
 		}
 		LIST_FOREACH(st, &s->streams, link)
 			stream_service(st);
+		if (s->goaway == H2_GOAWAY_DUE) {
+			/* the streams begun so far finish; nghttp2 ignores any the client opens after these */
+			s->goaway = H2_GOAWAY_SENT;
+			nghttp2_submit_goaway(s->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s->ng),
+			                      NGHTTP2_NO_ERROR, NULL, 0);
+		}
 		while (evbuffer_get_length(out) < PROXY_HIGH_WATER && (r = nghttp2_session_mem_send(s->ng, &data)) > 0)
 			evbuffer_add(out, data, (size_t)r);
 		if (r < 0)
@@ -599,10 +609,39 @@ h2srv_pump(struct conn *c)
 	}
 	if (more)
 		cio_kick(c);
+	if (s->goaway == H2_GOAWAY_SENT && s->nstreams == 0) {
+		/* revoked, and its last stream ended: a final GOAWAY, then the connection closes */
+		s->goaway = H2_GOAWAY_FINAL;
+		nghttp2_session_terminate_session(s->ng, NGHTTP2_NO_ERROR);
+		while (evbuffer_get_length(out) < PROXY_HIGH_WATER && (r = nghttp2_session_mem_send(s->ng, &data)) > 0)
+			evbuffer_add(out, data, (size_t)r);
+	}
 	if ((!nghttp2_session_want_read(s->ng) && !nghttp2_session_want_write(s->ng)) || c->client_eof) {
 		conn_set_state(c, CONN_S_CLOSING);
 		conn_arm_timer(c, cio_out_len(c) > 0 ? 5000 : 0);
 	}
+}
+
+void
+h2srv_revoke(struct conn *c, const char *why)
+{
+	struct h2srv *s = c->h2;
+	struct h2stream *st;
+
+	if (s == NULL || !c->h2_conn || s->goaway != H2_GOAWAY_NONE)
+		return;
+	s->goaway = H2_GOAWAY_DUE;
+	LIST_FOREACH(st, &s->streams, link) {
+		if (st->vc == NULL)
+			continue;
+		st->vc->revoked = why;
+		/* a WebSocket whose upgrade carried an injected value ends now; others finish */
+		if (st->vc->state == CONN_S_TUNNEL && st->vc->req != NULL && st->vc->req->nuses > 0) {
+			revoke_audit(st->vc, "tunnel_closed", why);
+			h2srv_stream_reset(st, NGHTTP2_CANCEL);
+		}
+	}
+	cio_kick(c);
 }
 
 void

@@ -51,9 +51,13 @@ struct h2stream {
 	LIST_ENTRY(h2stream) link;
 };
 
+/* A revoked connection's GOAWAY (h2srv_revoke): due, sent (streams finish), final (the connection closes). */
+enum h2_goaway { H2_GOAWAY_NONE = 0, H2_GOAWAY_DUE = 1, H2_GOAWAY_SENT = 2, H2_GOAWAY_FINAL = 3 };
+
 struct h2srv {
 	nghttp2_session *ng;
 	struct conn *c;
+	enum h2_goaway goaway;
 	size_t consume_conn;          /* DATA of streams already gone, for the connection's WINDOW_UPDATE */
 	double reset_tokens;          /* client RST_STREAMs still allowed (a bucket: H2_RESETS_OURS_*) */
 	struct timespec reset_t;

@@ -1,7 +1,8 @@
 /*
  * proxy/h2up.c - HTTP/2 toward upstreams: one TLS connection per session,
- * shared by the concurrent requests of a worker to the same host:port (one
- * upstream handshake, many streams).
+ * shared by the concurrent requests of one tenant (conn_tenant: a sandbox)
+ * of a worker to the same host:port (one upstream handshake, many streams);
+ * two sandboxes never share a session.
  *
  * The relay speaks HTTP/1.1 to every upstream.  A stream's struct upstream
  * has as its <bev> one end of a libevent bufferevent pair; the other end
@@ -439,16 +440,17 @@ sess_pump(struct h2up_sess *s)
 /* ---- the relay's side ---- */
 
 struct upstream *
-h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, int ws, upstream_cb cb,
-            void *arg)
+h2up_attach(struct worker *w, const char *tenant, const char *host, unsigned port, int allow_private, int ws,
+            upstream_cb cb, void *arg)
 {
 	struct h2up_sess *s;
 	struct upstream *up;
 	uint32_t max;
 
 	LIST_FOREACH(s, &w->h2up, link) {
+		/* one tenant's session: no stream of another sandbox, no HPACK table shared with one either */
 		if (s->dead || s->goaway || s->port != port || s->allow_private != allow_private ||
-		    strcmp(s->host, host) != 0)
+		    strcmp(s->host, host) != 0 || strcmp(s->tenant, tenant) != 0)
 			continue;
 		if (ws && (s->state != SESS_READY ||
 		           nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 1))
@@ -456,7 +458,7 @@ h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private
 		if (s->state == SESS_CONNECTING) {
 			if (s->nwait >= H2UP_MAX_STREAMS)
 				continue;
-			up = upstream_new(w, host, port, 1, allow_private, UPSTREAM_ALPN_H2, cb, arg);
+			up = upstream_new(w, tenant, host, port, 1, allow_private, UPSTREAM_ALPN_H2, cb, arg);
 			up->state = UP_S_CONNECTING;
 			up->h2wait = s;
 			LIST_INSERT_HEAD(&s->waiters, up, wait_link);
@@ -466,7 +468,7 @@ h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private
 		max = nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 		if (s->nstreams >= (max < H2UP_MAX_STREAMS ? max : H2UP_MAX_STREAMS))
 			continue;
-		up = upstream_new(w, host, port, 1, allow_private, UPSTREAM_ALPN_H2, cb, arg);
+		up = upstream_new(w, tenant, host, port, 1, allow_private, UPSTREAM_ALPN_H2, cb, arg);
 		up->reused = 1;  /* a stream the upstream refuses (GOAWAY) is retried once on another */
 		stream_attach(s, up);
 		return up;
@@ -477,7 +479,8 @@ h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private
 struct upstream *
 h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *arg)
 {
-	struct upstream *up = upstream_new(w, phys->host, phys->port, 1, phys->allow_private, phys->alpn, cb, arg);
+	struct upstream *up =
+		upstream_new(w, phys->tenant, phys->host, phys->port, 1, phys->allow_private, phys->alpn, cb, arg);
 	struct h2up_sess *s;
 
 	if (phys->state == UP_S_FAILED) {  /* failed at once: the caller learns it from the state */
@@ -492,6 +495,7 @@ h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *
 	s->phys = phys;
 	s->state = SESS_CONNECTING;
 	snprintf(s->host, sizeof(s->host), "%s", phys->host);
+	memcpy(s->tenant, phys->tenant, sizeof(s->tenant));
 	s->port = phys->port;
 	s->allow_private = phys->allow_private;
 	LIST_INIT(&s->streams);

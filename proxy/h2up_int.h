@@ -60,6 +60,7 @@ struct h2up_sess {
 	nghttp2_session *ng;
 	enum sess_state state;
 	char host[HOST_BUF];
+	char tenant[UPSTREAM_TENANT_MAX];  /* whose requests its streams carry (conn_tenant): one tenant only */
 	unsigned port;
 	int allow_private;
 	unsigned goaway : 1;          /* no new streams */

@@ -524,6 +524,11 @@ read_request(struct conn *c)
 	r->body_left = m->content_length;
 	h1_chunked_init(&r->body_chunk, PROXY_TRAILER_MAX);
 	/* <m> points into <in>: the head is drained only after its last use below */
+	/* judged under the newest policy, or refused when the connection's facts were revoked (revoke.c) */
+	if (revoke_request_start(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
 		evbuffer_drain(in, (size_t)n);
 		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);

@@ -140,9 +140,12 @@ typedef void (*upstream_cb)(struct upstream *up, const char *err, int status, vo
 struct h2up_stream;
 struct h2up_sess;
 
+#define UPSTREAM_TENANT_MAX 48   /* conn_tenant(): "r<registration id>", "s<sandbox name>", "a<address>", "c<conn id>" */
+
 struct upstream {
 	struct worker *w;
 	enum upstream_state state;
+	char tenant[UPSTREAM_TENANT_MAX]; /* whose requests it carries: never reused by another tenant (conn_tenant) */
 	struct bufferevent *bev;
 	SSL *ssl;                        /* owned by bev when tls */
 	int tls;
@@ -170,8 +173,9 @@ struct upstream {
 TAILQ_HEAD(upstream_list, upstream);
 
 /*
- * Dials <host>:<port> (TLS when <tls>): an idle pooled connection to the same
- * host/port/tls if the worker has one, else resolve (upstream.resolve
+ * Dials <host>:<port> (TLS when <tls>) for <tenant> (conn_tenant): an idle
+ * pooled connection to the same host/port/tls of the same tenant if the
+ * worker has one, else resolve (upstream.resolve
  * overrides first), refuse special addresses unless <allow_private>, connect,
  * verify.  Returns the upstream, already UP_S_READY (pooled) or UP_S_FAILED
  * (errbuf says why) when that is known at once; otherwise <cb> reports the
@@ -180,11 +184,11 @@ TAILQ_HEAD(upstream_list, upstream);
  * reported through <cb> with <err> NULL and status 0 is never repeated: see
  * upstream_set_owner.
  */
-struct upstream *upstream_dial(struct worker *w, const char *host, unsigned port, int tls,
+struct upstream *upstream_dial(struct worker *w, const char *tenant, const char *host, unsigned port, int tls,
                                int allow_private, unsigned alpn, upstream_cb cb, void *arg);
-/* A new upstream for upstream_redial (not dialled yet); the caller owns it. */
-struct upstream *upstream_new(struct worker *w, const char *host, unsigned port, int tls, int allow_private,
-                              unsigned alpn, upstream_cb cb, void *arg);
+/* A new upstream for <tenant> for upstream_redial (not dialled yet); the caller owns it. */
+struct upstream *upstream_new(struct worker *w, const char *tenant, const char *host, unsigned port, int tls,
+                              int allow_private, unsigned alpn, upstream_cb cb, void *arg);
 /* Dials <up> (again) offering <alpn>; its callback reports, also when it fails at once. */
 void upstream_redial(struct upstream *up, unsigned alpn);
 /* Moves <from>'s READY connection into <up> (whose dial never ran); <from> keeps nothing but is still to free. */
@@ -219,8 +223,8 @@ SSL_CTX *upstream_ctx_create(const struct policy_config *cfg, const char **err);
  * takes the connection as HTTP/1.1 and the others dial their own.
  * h2up_detach(): the owner lets go of a stream or a waiter (upstream_free).
  */
-struct upstream *h2up_attach(struct worker *w, const char *host, unsigned port, int allow_private, int ws,
-                             upstream_cb cb, void *arg);
+struct upstream *h2up_attach(struct worker *w, const char *tenant, const char *host, unsigned port,
+                             int allow_private, int ws, upstream_cb cb, void *arg);
 struct upstream *h2up_session_new(struct worker *w, struct upstream *phys, upstream_cb cb, void *arg);
 void h2up_detach(struct upstream *up);
 /* Closes every session of the worker (its streams see their upstream end). */
@@ -347,6 +351,10 @@ struct conn {
 	const struct policy_host *entry;
 	const char *sandbox;            /* the known sandbox this client is (borrowed from pol or sbx), NULL if none */
 	struct sbx_entry *sbx;          /* a registered sandbox (sbxreg.c): a reference, given back at reap; streams borrow */
+	uint64_t sbx_id;                /* ... the registration it was judged under (sbxreg_entry_current) */
+	uint64_t pol_gen;               /* the generation of <pol> (revoke.c) */
+	uint64_t revoke_gen;            /* the secrets-and-sandboxes generation <pol> belongs to (revoke.c) */
+	const char *revoked;            /* why its facts were withdrawn (static text): no further request, NULL if not */
 	char *host;                     /* the judged host, heap ("" until known on plain HTTP); conn_set_host() */
 	char *sni;                      /* the SNI as sent, heap, NULL if none */
 	struct upstream *up;
@@ -636,10 +644,13 @@ struct worker {
 	struct evconnlistener *l_transparent;
 	struct evconnlistener *l_proxy;
 	struct policy *pol;              /* current snapshot; only this thread touches it */
+	uint64_t pol_gen, revoke_gen;    /* its generation and secrets-and-sandboxes generation (revoke.c) */
 	struct event *mail_ev;
 	pthread_mutex_t mail_mu;
 	struct policy *mail_pol;         /* a new snapshot handed over by the main thread */
+	uint64_t mail_gen, mail_revoke_gen;
 	int mail_drain;
+	int mail_revoke;                 /* a sandbox registration was removed: sweep the connections */
 	SSL_CTX *srv_ctx;                /* client-facing TLS */
 	SSL_CTX *up_ctx;                 /* upstream TLS (verifying) */
 	uint8_t *scratch;                /* peek buffer, this thread only */
@@ -688,6 +699,8 @@ struct gateway {
 	struct event_base *base;
 	atomic_ulong nconns;
 	atomic_ullong next_conn_id;      /* connection ids, unique across workers */
+	atomic_ullong pol_gen;           /* the policy generation in force (reload.c; workers follow by mail) */
+	atomic_ullong revoke_gen;        /* +1 by each reload that changes secrets or sandboxes (revoke.c) */
 	atomic_ulong nrequests;
 	atomic_ulong ndenied;
 	pthread_mutex_t clients_mu;
@@ -734,8 +747,13 @@ void gateway_reload(struct gateway *gw, const char *why);
 int gateway_client_take(struct gateway *gw, const struct sockaddr *sa);
 void gateway_client_put(struct gateway *gw, const struct sockaddr *sa);
 int worker_start(struct worker *w);
-/* Hands <pol> (taken) and/or a drain order to <w>'s thread. Thread-safe. */
-void worker_post(struct worker *w, struct policy *pol, int drain);
+/*
+ * Hands <pol> (taken; its generation <gen> and secrets-and-sandboxes
+ * generation <rgen>) and/or a drain order to <w>'s thread. Thread-safe.
+ */
+void worker_post(struct worker *w, struct policy *pol, uint64_t gen, uint64_t rgen, int drain);
+/* Tells <w>'s thread a sandbox registration was removed: its connections are swept (revoke.c). Thread-safe. */
+void worker_post_revoke(struct worker *w);
 /* Stops <w>'s loop at once (drain deadline). Thread-safe. */
 /* Serves the admin socket (admin.c) on the main thread's base. */
 void admin_start(struct gateway *gw);
@@ -759,6 +777,45 @@ void worker_join(struct worker *w);
 
 /* Milliseconds since <t0> (CLOCK_MONOTONIC). */
 int64_t proxy_ms_since(const struct timespec *t0);
+
+/*
+ * ---- revoke.c: revocation reaches open connections (issue 17) ----
+ * revoke_policies_differ(): main thread: 1 when the secrets or sandboxes of
+ *   <a> and <b> differ (the reload then bumps gw->revoke_gen).
+ * revoke_sweep(): worker thread, after its mail brought a policy or a
+ *   removal: revoke_conn() on each connection whose secrets-and-sandboxes
+ *   generation is older or whose registration was removed.
+ * revoke_conn(): ends <c>'s use of its old facts (<why>, static text): an
+ *   idle HTTP/1.1 connection closes, a busy one after its request in flight,
+ *   HTTP/2 gets GOAWAY, a WebSocket tunnel that carries an injected value
+ *   closes; audited ("revocation").  Once per connection.
+ * revoke_request_start(): a new request on <c> (after req_new): 421 and
+ *   close when <c> was revoked; adopts the worker's newer policy (identity,
+ *   host verdict: 403 when now denied).  0 go on, -1 answered.
+ * revoke_stale(): why <c>'s facts are no longer current (any thread's view:
+ *   the gateway's generation, the registration), NULL when they are.
+ * revoke_send_check(): the injected request of <c> is about to leave: 0, or
+ *   -1 when it was refused instead (503, audited) because revoke_stale().
+ * revoke_audit(): the "revocation" record: <action> done to <c>, <why>.
+ * conn_tenant(): the tenant <c>'s upstream connections belong to, into <buf>
+ *   (UPSTREAM_TENANT_MAX bytes): its sandbox registration id, else its
+ *   sandbox's name, else its address.  Returns <buf>.
+ */
+int revoke_policies_differ(const struct policy *a, const struct policy *b);
+void revoke_sweep(struct worker *w);
+void revoke_conn(struct conn *c, const char *why);
+int revoke_request_start(struct conn *c);
+const char *revoke_stale(const struct conn *c);
+int revoke_send_check(struct conn *c);
+void revoke_audit(struct conn *c, const char *action, const char *why);
+const char *conn_tenant(const struct conn *c, char *buf);
+/*
+ * h2srv.c: HTTP/2 connection <c> was revoked (<why>): GOAWAY (its open
+ * streams finish, no new stream starts), its streams are marked revoked,
+ * and a WebSocket stream that carries an injected value is reset; the
+ * connection closes when its last stream ends.
+ */
+void h2srv_revoke(struct conn *c, const char *why);
 
 /*
  * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit

@@ -61,6 +61,8 @@ relay_resume(void *arg)
 	c->req->audit_parked = 0;
 	if (c->state != CONN_S_DIAL || c->up == NULL)
 		return;
+	if (revoke_send_check(c) != 0)  /* revoked while its record was written */
+		return;
 	send_head(c);
 	relay_pump(c);
 }
@@ -76,6 +78,9 @@ start_relay(struct conn *c)
 {
 	struct req *r = c->req;
 
+	/* injected values leave only under facts still current: revoked since it was judged, it is refused */
+	if (revoke_send_check(c) != 0)
+		return 0;
 	relay_own_upstream(c);
 	c->up_eof = 0;
 	if (audit_park(c->w->gw->audit, r->audit_seq, relay_resume, c) == 0) {
@@ -118,6 +123,7 @@ void
 relay_dial(struct conn *c)
 {
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
+	char tenant[UPSTREAM_TENANT_MAX];
 	unsigned alpn = 0;
 
 	/*
@@ -150,7 +156,7 @@ relay_dial(struct conn *c)
 	conn_set_state(c, CONN_S_DIAL);
 	cio_read(c, 0);
 	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
-	c->up = upstream_dial(c->w, c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
+	c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
 		if (start_relay(c))
 			relay_pump(c);

@@ -4,10 +4,11 @@
  *
  * A reload (SIGHUP, or a change of the config file when reload.watch is
  * on) compiles the file again.  A policy that loads is handed to every
- * worker (worker_post): connections accepted from then on use it, and a
- * connection already open keeps the snapshot it holds a reference to until
- * it closes, so a request in flight finishes under the policy it started
- * with.  A policy that does not load changes nothing.  Either way the
+ * worker (worker_post): connections accepted from then on use it, a
+ * request in flight finishes under the policy it started with, and the next
+ * request on an open connection is judged under the new one.  A reload that
+ * changes the secrets or the sandboxes also ends the open connections' use
+ * of the old ones (revoke.c).  A policy that does not load changes nothing.  Either way the
  * result is logged (with the policy's warnings), counted for /metrics and
  * /healthz, and audited as a config_reload record.
  *
@@ -128,6 +129,7 @@ gateway_reload(struct gateway *gw, const char *why)
 	struct policy *pol = NULL;
 	char errbuf[RELOAD_ERR_MAX];
 	struct timespec now;
+	uint64_t rgen;
 	unsigned i;
 	int notify;
 
@@ -157,12 +159,20 @@ gateway_reload(struct gateway *gw, const char *why)
 		return;
 	}
 	cred_store_sync(gw->creds, pol);
+	rs->generation++;
+	/*
+	 * Revocation (revoke.c): the generations change before any worker hears of
+	 * the policy, so a request judged under the old one and not yet sent is
+	 * refused at once rather than when its worker reads its mail.
+	 */
+	rgen = atomic_load(&gw->revoke_gen) + (revoke_policies_differ(gw->pol, pol) ? 1 : 0);
+	atomic_store(&gw->revoke_gen, rgen);
+	atomic_store(&gw->pol_gen, (uint64_t)rs->generation);
 	for (i = 0; i < gw->nworkers; i++)
-		worker_post(&gw->workers[i], policy_ref(pol), 0);
+		worker_post(&gw->workers[i], policy_ref(pol), (uint64_t)rs->generation, rgen, 0);
 	policy_unref(gw->pol);
 	gw->pol = pol;
 	metrics_policy_loaded(gw->metrics, pol);
-	rs->generation++;
 	log_info("reloaded the policy from %s (%s): generation %lld, %zu warnings (listeners, limits:, audit:, "
 	         "state_dir and upstream settings need a restart)",
 	         gw->config_path, why, (long long)rs->generation, policy_warning_count(pol));
@@ -209,6 +219,7 @@ reload_init(struct gateway *gw, const char **err)
 
 	gw->reload = rs;
 	rs->generation = 1;
+	atomic_store(&gw->pol_gen, 1);
 	rs->ifd = -1;
 	rs->state_file = xmalloc(n);
 	snprintf(rs->state_file, n, "%s/counters", dir);

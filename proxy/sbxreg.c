@@ -12,6 +12,7 @@ struct sbxreg {
 	pthread_mutex_t mu;
 	struct sbx_entry *e[SBXREG_MAX];  /* slots, allocated on first use, kept until sbxreg_free */
 	size_t n;
+	uint64_t next_id;                 /* the last registration id given */
 };
 
 struct sbxreg *
@@ -195,7 +196,8 @@ sbxreg_add(struct sbxreg *r, const char *body, size_t len, char name[SBXREG_NAME
 		slot->started = time(NULL);
 		atomic_store(&slot->requests, 0);
 		atomic_store(&slot->denied, 0);
-		slot->active = 1;
+		slot->id = ++r->next_id;
+		atomic_store(&slot->active, 1);
 	}
 	pthread_mutex_unlock(&r->mu);
 	clear_secrets(&tmp);
@@ -213,7 +215,7 @@ sbxreg_remove(struct sbxreg *r, const char *name)
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i < r->n; i++)
 		if (r->e[i]->active && strcmp(r->e[i]->name, name) == 0) {
-			r->e[i]->active = 0;
+			atomic_store(&r->e[i]->active, 0);
 			rc = 0;
 			break;
 		}
@@ -235,6 +237,13 @@ sbxreg_by_addr(struct sbxreg *r, const struct sockaddr *sa)
 		atomic_fetch_add(&found->refs, 1);
 	pthread_mutex_unlock(&r->mu);
 	return found;
+}
+
+int
+sbxreg_entry_current(const struct sbx_entry *e, uint64_t id)
+{
+	/* the connection holds a reference: the slot (and its id) cannot be reused under it */
+	return atomic_load(&e->active) && e->id == id;
 }
 
 void

@@ -11,12 +11,18 @@
  * connection refers to it.
  * Registrations are bounded (SBXREG_MAX); lookups take one short lock per
  * connection, never per request.
+ *
+ * Each registration has an id, unique for the gateway's life (a name or an
+ * address registered again is a new id): a connection remembers the id it
+ * was judged under, and sbxreg_entry_current() tells it, lock-free, whether
+ * that registration still stands (revocation: proxy/revoke.c).
  */
 #ifndef SLUICE_PROXY_SBXREG_H
 #define SLUICE_PROXY_SBXREG_H
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 #include <sys/socket.h>
 #include <event2/buffer.h>
@@ -36,7 +42,8 @@ struct sbx_entry {
 	char *secrets[SBXREG_SECRETS_MAX];  /* names; nsecrets 0: every secret the policy lets it use */
 	size_t nsecrets;
 	time_t started;
-	int active;
+	uint64_t id;                         /* this registration's id (never reused) */
+	atomic_int active;                   /* cleared by sbxreg_remove: read by workers without the lock */
 	atomic_uint refs;                    /* connections that point at this entry */
 	atomic_ulong requests;               /* audited requests from it */
 	atomic_ulong denied;                 /* ... of which refused */
@@ -62,6 +69,9 @@ int sbxreg_remove(struct sbxreg *r, const char *name);
 
 /* The registered sandbox whose addresses hold <sa>, with a reference for the caller, or NULL. */
 struct sbx_entry *sbxreg_by_addr(struct sbxreg *r, const struct sockaddr *sa);
+
+/* 1 when <e> is still the registration <id> (not removed); any thread, no lock. */
+int sbxreg_entry_current(const struct sbx_entry *e, uint64_t id);
 
 /* Gives back the reference sbxreg_by_addr took (NULL: nothing). */
 void sbxreg_release(struct sbx_entry *e);

@@ -480,14 +480,20 @@ dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 	}
 }
 
+/*
+ * An idle connection to <host>:<port> that carried <tenant>'s requests, and
+ * only those: a connection is never handed from one sandbox to another, so
+ * an upstream that answers out of turn (a desync, a hostile server) can only
+ * mislead the tenant it was already talking to.
+ */
 static struct upstream *
-pool_take(struct worker *w, const char *host, unsigned port, int tls, int allow_private)
+pool_take(struct worker *w, const char *tenant, const char *host, unsigned port, int tls, int allow_private)
 {
 	struct upstream *up;
 
 	TAILQ_FOREACH(up, &w->pool, pool_link) {
 		if (up->port == port && up->tls == tls && up->allow_private == allow_private &&
-		    strcmp(up->host, host) == 0) {
+		    strcmp(up->host, host) == 0 && strcmp(up->tenant, tenant) == 0) {
 			TAILQ_REMOVE(&w->pool, up, pool_link);
 			w->npool--;
 			evtimer_del(up->timer);
@@ -537,12 +543,13 @@ dial_begin(struct upstream *up)
 }
 
 struct upstream *
-upstream_new(struct worker *w, const char *host, unsigned port, int tls, int allow_private, unsigned alpn,
-             upstream_cb cb, void *arg)
+upstream_new(struct worker *w, const char *tenant, const char *host, unsigned port, int tls, int allow_private,
+             unsigned alpn, upstream_cb cb, void *arg)
 {
 	struct upstream *up = xcalloc(1, sizeof(*up));
 
 	up->w = w;
+	snprintf(up->tenant, sizeof(up->tenant), "%s", tenant);
 	up->tls = tls;
 	up->allow_private = allow_private;
 	up->alpn = tls ? alpn : 0;
@@ -554,8 +561,8 @@ upstream_new(struct worker *w, const char *host, unsigned port, int tls, int all
 }
 
 struct upstream *
-upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int allow_private, unsigned alpn,
-              upstream_cb cb, void *arg)
+upstream_dial(struct worker *w, const char *tenant, const char *host, unsigned port, int tls, int allow_private,
+              unsigned alpn, upstream_cb cb, void *arg)
 {
 	struct upstream *up;
 	int h2 = tls && (alpn & UPSTREAM_ALPN_H2) != 0;
@@ -564,9 +571,9 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
 	/* a stream on a shared HTTP/2 connection to the host, if there is one with room */
 	if ((h2 || (tls && (alpn & UPSTREAM_ALPN_WS))) &&
-	    (up = h2up_attach(w, host, port, allow_private, !h2, cb, arg)) != NULL)
+	    (up = h2up_attach(w, tenant, host, port, allow_private, !h2, cb, arg)) != NULL)
 		return up;
-	up = pool_take(w, host, port, tls, allow_private);
+	up = pool_take(w, tenant, host, port, tls, allow_private);
 	if (up != NULL) {
 		up->cb = cb;
 		up->cb_arg = arg;
@@ -574,12 +581,12 @@ upstream_dial(struct worker *w, const char *host, unsigned port, int tls, int al
 	}
 	if (h2 && upstream_alpn_memo(w, host, port) != UPSTREAM_ALPN_H1) {
 		/* h2 offered: the connection becomes a shared session, the caller its first stream */
-		up = upstream_new(w, host, port, tls, allow_private, alpn, NULL, NULL);
+		up = upstream_new(w, tenant, host, port, tls, allow_private, alpn, NULL, NULL);
 		dial_begin(up);
 		return h2up_session_new(w, up, cb, arg);
 	}
 	/* HTTP/1.1 is what the host speaks (or all the client offered) */
-	up = upstream_new(w, host, port, tls, allow_private, UPSTREAM_ALPN_H1, cb, arg);
+	up = upstream_new(w, tenant, host, port, tls, allow_private, UPSTREAM_ALPN_H1, cb, arg);
 	dial_begin(up);
 	return up;
 }

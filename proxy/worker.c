@@ -127,19 +127,28 @@ mail_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct policy *pol;
-	int drain;
+	uint64_t gen, rgen;
+	int drain, revoke;
 
 	(void)fd;
 	(void)what;
 	pthread_mutex_lock(&w->mail_mu);
 	pol = w->mail_pol;
 	w->mail_pol = NULL;
+	gen = w->mail_gen;
+	rgen = w->mail_revoke_gen;
 	drain = w->mail_drain;
+	revoke = w->mail_revoke;
+	w->mail_revoke = 0;
 	pthread_mutex_unlock(&w->mail_mu);
 	if (pol != NULL) {
 		policy_unref(w->pol);
-		w->pol = pol;   /* new connections use it; open ones keep theirs */
+		w->pol = pol;   /* new connections use it; open ones adopt it at their next request (revoke.c) */
+		w->pol_gen = gen;
+		w->revoke_gen = rgen;
 	}
+	if (pol != NULL || revoke)
+		revoke_sweep(w);  /* connections whose secrets, sandboxes or registration were withdrawn */
 	if (drain && !w->draining) {
 		w->draining = 1;
 		if (w->l_transparent != NULL)
@@ -155,15 +164,26 @@ mail_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-worker_post(struct worker *w, struct policy *pol, int drain)
+worker_post(struct worker *w, struct policy *pol, uint64_t gen, uint64_t rgen, int drain)
 {
 	pthread_mutex_lock(&w->mail_mu);
 	if (pol != NULL) {
 		policy_unref(w->mail_pol);
 		w->mail_pol = pol;
+		w->mail_gen = gen;
+		w->mail_revoke_gen = rgen;
 	}
 	if (drain)
 		w->mail_drain = 1;
+	pthread_mutex_unlock(&w->mail_mu);
+	event_active(w->mail_ev, EV_READ, 0);
+}
+
+void
+worker_post_revoke(struct worker *w)
+{
+	pthread_mutex_lock(&w->mail_mu);
+	w->mail_revoke = 1;
 	pthread_mutex_unlock(&w->mail_mu);
 	event_active(w->mail_ev, EV_READ, 0);
 }
@@ -232,6 +252,8 @@ worker_start(struct worker *w)
 	pthread_mutex_init(&w->mail_mu, NULL);
 	w->mail_ev = event_new(w->base, -1, 0, mail_cb, w);
 	w->pol = policy_ref(gw->pol);
+	w->pol_gen = atomic_load(&gw->pol_gen);
+	w->revoke_gen = atomic_load(&gw->revoke_gen);
 	i = (int)w->idx;
 	if (gw->fd_transparent[i] != -1) {
 		w->l_transparent = evconnlistener_new(w->base, accept_transparent, w, LEV_OPT_CLOSE_ON_FREE, 0,

@@ -175,19 +175,6 @@ class Conn(BufConn):
             self.c.sendall((hdrs + "Content-Length: %d\r\n\r\n" % len(out)).encode("latin-1") + out)
         return hl.get("connection", "").lower() != "close"
 
-    def run(self):
-        try:
-            if self.ctx is not None:
-                self.c = self.ctx.wrap_socket(self.c, server_side=True)
-            while self.one():
-                pass
-        except Exception:  # noqa: BLE001 - a peer that goes away ends its connection only
-            pass
-        try:
-            self.c.close()
-        except OSError:
-            pass
-
 
 if __name__ == "__main__":
     serve(Conn, __doc__)

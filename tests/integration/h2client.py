@@ -2,7 +2,7 @@
 """h2client.py - a raw HTTP/2 client for test_http2.sh: it speaks through the gateway's explicit proxy (CONNECT, then
 TLS with ALPN h2) and can send what a well-behaved client never would.  Debian's /usr/bin/python3 with python3-h2.
 
-    h2client.py PROXY_PORT CAFILE AUTHORITY SCENARIO [ARG]
+    h2client.py PROXY_PORT CAFILE AUTHORITY SCENARIO [ARG]     (H2CLIENT_SOURCE=ADDR: connect from ADDR)
 
 Scenarios (each prints one result line and exits 0; the test asserts on the line):
     get PATH                   one GET; prints "status N" (or "reset CODE" / "goaway CODE" / "closed")
@@ -26,7 +26,8 @@ Scenarios (each prints one result line and exits 0; the test asserts on the line
     ws PATH [-H NAME:VALUE]... TEXT...
                                WebSocket over HTTP/2 (RFC 8441): waits for the gateway's SETTINGS, sends an extended
                                CONNECT (:protocol websocket, plus the -H fields), then per TEXT one masked text frame, waiting for one
-                               frame back each; then END_STREAM.  Prints "status N" and, after a 200, what came back
+                               frame back each; then END_STREAM.  A TEXT "@mark:FILE" creates FILE instead, and
+                               "@wait:FILE" waits up to 20 s for FILE to exist (no frame either).  Prints "status N" and, after a 200, what came back
                                joined by "~": "text T", "binary HEX", "close CODE", then "end" (END_STREAM), "reset
                                CODE", "goaway CODE", "closed" or "timeout"
     zero_window PATH N WAIT [PING]
@@ -48,6 +49,7 @@ Scenarios (each prints one result line and exits 0; the test asserts on the line
 """
 import hashlib
 import json
+import os
 import socket
 import ssl
 import sys
@@ -60,7 +62,8 @@ import h2.settings
 
 
 def connect(port, cafile, authority):
-    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    src = os.environ.get("H2CLIENT_SOURCE")  # a source address (a sandbox's), else the kernel's choice
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10, source_address=(src, 0) if src else None)
     target = (authority if ":" in authority else authority + ":443").encode()
     s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target))
     buf = b""
@@ -207,6 +210,15 @@ def ws_scenario(t, c, authority, path, texts):
     end = time.time() + 10
     while time.time() < end:
         if status == "200" and not waiting:
+            while pending and pending[0].startswith(("@mark:", "@wait:")):
+                op = pending.pop(0)
+                if op.startswith("@mark:"):
+                    open(op[6:], "w").close()
+                else:  # the test does something between two messages (test_revoke.sh)
+                    wend = time.time() + 20
+                    while not os.path.exists(op[6:]) and time.time() < wend:
+                        time.sleep(0.05)
+                    end = time.time() + 10
             if pending:
                 c.send_data(1, ws_frame(pending.pop(0)))
                 waiting = True

@@ -283,19 +283,6 @@ class UpConn(BufConn):
         self.c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(msg), msg))
         return hl.get("connection", "").lower() != "close"
 
-    def run(self):
-        try:
-            if self.ctx is not None:
-                self.c = self.ctx.wrap_socket(self.c, server_side=True)
-            while self.one():
-                pass
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            self.c.close()
-        except OSError:
-            pass
-
 
 def up_listen(spec, ctx, log, stall, held):
     parts = spec.rsplit(":", 2) if spec.endswith(":tls") else spec.rsplit(":", 1)

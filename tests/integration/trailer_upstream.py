@@ -53,14 +53,7 @@ class Conn(BufConn):
         return n, []
 
     def one(self):
-        method, target, _ = latin(self.line()).split(" ", 2)
-        hl = {}
-        while True:
-            ln = self.line()
-            if not ln:
-                break
-            k, _, v = latin(ln).partition(":")
-            hl[k.strip().lower()] = v.strip()
+        method, target, hl = self.request_head()
         total, rtr = self.body(hl)
         path = target.partition("?")[0]
         if path == "/t/ws-bad":
@@ -80,20 +73,6 @@ class Conn(BufConn):
                        b"6\r\nhello \r\n6\r\nworld\n\r\n")
         self.c.sendall(b"0\r\n" + trailers.encode("latin-1") + b"\r\n")
         return hl.get("connection", "").lower() != "close"
-
-    def run(self):
-        try:
-            if self.ctx is not None:
-                self.c = self.ctx.wrap_socket(self.c, server_side=True)
-            while self.one():
-                pass
-        except (EOFError, ValueError, OSError):
-            pass
-        finally:
-            try:
-                self.c.close()
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":

@@ -63,6 +63,32 @@ class BufConn(threading.Thread):
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
+    def request_head(self):
+        """Reads a request head: (method, target, fields), fields by lower-case name (the last one of a name wins)."""
+        method, target, _ = latin(self.line()).split(" ", 2)
+        hl = {}
+        while True:
+            ln = self.line()
+            if not ln:
+                break
+            k, _, v = latin(ln).partition(":")
+            hl[k.strip().lower()] = v.strip()
+        return method, target, hl
+
+    def run(self):
+        """Keep-alive: TLS first when a context was given, then self.one() per request until it returns False."""
+        try:
+            if self.ctx is not None:
+                self.c = self.ctx.wrap_socket(self.c, server_side=True)
+            while self.one():
+                pass
+        except Exception:  # noqa: BLE001 - a peer that goes away ends its connection only
+            pass
+        try:
+            self.c.close()
+        except OSError:
+            pass
+
 
 def listen(spec, ctx, log, conn_cls):
     tls = spec.endswith(":tls")
