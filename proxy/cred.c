@@ -32,6 +32,7 @@ struct cred_entry {
 	unsigned ttl_s;
 	char placeholder[SECRET_PLACEHOLDER_MAX];
 	struct cred_value *val;      /* NULL while unavailable */
+	struct cred_value *prev;     /* the value <val> replaced: still scrubbed (the service may keep echoing it) */
 	char why[160];               /* why it is unavailable */
 	time_t fetched;
 	atomic_int stale;            /* an upstream answered 401 to it: re-run an exec: source at the next tick */
@@ -124,6 +125,14 @@ fetch(struct cred_store *st, struct cred_entry *e)
 	}
 	pthread_mutex_lock(&st->mu);
 	old = e->val;
+	if (v != NULL && old != NULL && old->buf->len == v->buf->len &&
+	    CRYPTO_memcmp(old->buf->p, v->buf->p, v->buf->len) == 0) {
+		/* the same value again (a file re-read on its ttl): nothing changed, no scrub set to rebuild */
+		e->fetched = time(NULL);
+		pthread_mutex_unlock(&st->mu);
+		value_drop(v);
+		return;
+	}
 	/*
 	 * a failed refresh keeps serving the last good value until the next try;
 	 * a value that came but cannot be used (too short) withdraws the old one
@@ -131,6 +140,16 @@ fetch(struct cred_store *st, struct cred_entry *e)
 	if (v != NULL || old == NULL || unusable) {
 		e->val = v;
 		snprintf(e->why, sizeof(e->why), "%s", v != NULL ? "" : err != NULL ? err : sluice_strerror(r));
+		if (old != NULL) {
+			/*
+			 * a rotated token may stay valid, and stored, for a while: the
+			 * responses of its hosts go on being scrubbed of it until the next
+			 * change (credscrub.c); it is never injected again
+			 */
+			struct cred_value *t = e->prev;
+			e->prev = old;
+			old = t;
+		}
 	} else {
 		old = NULL;
 	}
@@ -279,6 +298,7 @@ cred_store_destroy(struct cred_store *st)
 	for (e = st->list; e != NULL; e = next) {
 		next = e->next;
 		value_drop(e->val);
+		value_drop(e->prev);
 		free(e->name);
 		free(e->source);
 		free(e->format);
@@ -319,6 +339,20 @@ cred_value_take(struct cred_store *st, const struct cred_entry *ce, char *why, s
 		atomic_fetch_add(&v->refs, 1);
 	else
 		snprintf(why, cap, "%s", e->why[0] ? e->why : "not fetched yet");
+	pthread_mutex_unlock(&st->mu);
+	return v;
+}
+
+struct cred_value *
+cred_prev_value_take(struct cred_store *st, const struct cred_entry *ce)
+{
+	struct cred_entry *e = (struct cred_entry *)ce;
+	struct cred_value *v;
+
+	pthread_mutex_lock(&st->mu);
+	v = e->prev;
+	if (v != NULL)
+		atomic_fetch_add(&v->refs, 1);
 	pthread_mutex_unlock(&st->mu);
 	return v;
 }

@@ -89,17 +89,18 @@ host_bound(const struct policy *pol, const char *host)
 }
 
 /*
- * A new set for <host> under <pol>: every bound secret that has a value
- * now, tagged with its index in <pol>.  A secret without a value (not
- * fetched, failed, too short) has nothing to scrub: it is injected nowhere
- * either.  NULL when the set cannot be built.
+ * A new set for <host> under <pol>: every bound secret's value now, and
+ * the value it replaced at its last change, tagged with its index in <pol>.
+ * A secret without a value (not fetched, failed, too short) is injected
+ * nowhere; its previous value, if any, is still scrubbed.  NULL when the set
+ * cannot be built.
  */
 static struct host_scrub *
 build(struct cred_store *st, struct policy *pol, const char *host, unsigned gen)
 {
 	size_t n = policy_secret_count(pol), i, k = 0, len;
 	struct host_scrub *h = xcalloc(1, sizeof(*h));
-	struct scrub_secret *v = xcalloc(n + 1, sizeof(*v));
+	struct scrub_secret *v = xcalloc(2 * n + 1, sizeof(*v));
 	const struct policy_secret *s;
 	const struct cred_entry *e;
 	struct cred_value *cv;
@@ -111,19 +112,23 @@ build(struct cred_store *st, struct policy *pol, const char *host, unsigned gen)
 	h->gen = gen;
 	snprintf(h->host, sizeof(h->host), "%s", host);
 	h->set = scrub_set_new();
-	h->vals = xcalloc(n + 1, sizeof(*h->vals));
+	h->vals = xcalloc(2 * n + 1, sizeof(*h->vals));
 	for (i = 0; i < n; i++) {
 		s = policy_secret_get(pol, i);
 		if (!policy_secret_host_bound(s, host) || (e = cred_entry_of(st, s)) == NULL)
 			continue;
-		if ((cv = cred_value_take(st, e, why, sizeof(why))) == NULL)
-			continue;
-		h->vals[h->nvals++] = cv;
-		v[k].value = cred_value_bytes(cv, &len);
-		v[k].len = len;
-		v[k].placeholder = cred_placeholder(e);
-		v[k].tag = (unsigned)i;
-		k++;
+		/* the current value, and the one it replaced (a rotated token may still be valid and stored) */
+		for (int which = 0; which < 2; which++) {
+			cv = which == 0 ? cred_value_take(st, e, why, sizeof(why)) : cred_prev_value_take(st, e);
+			if (cv == NULL)
+				continue;
+			h->vals[h->nvals++] = cv;
+			v[k].value = cred_value_bytes(cv, &len);
+			v[k].len = len;
+			v[k].placeholder = cred_placeholder(e);
+			v[k].tag = (unsigned)i;
+			k++;
+		}
 	}
 	ret = scrub_set_add_secrets(h->set, v, k);
 	free(v);

@@ -87,6 +87,12 @@ const char *cred_placeholder(const struct cred_entry *e);
 /* A reference to <e>'s current value, or NULL with the reason in <why>. */
 struct cred_value *cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap);
 void cred_value_drop(struct cred_value *v);
+/*
+ * The value <e>'s current one replaced (a reference, or NULL): never
+ * injected, only scrubbed, since a rotated token may stay valid and be
+ * echoed for a while.  It goes at the next change.
+ */
+struct cred_value *cred_prev_value_take(struct cred_store *st, const struct cred_entry *e);
 const uint8_t *cred_value_bytes(const struct cred_value *v, size_t *len);
 /* Changes whenever any entry's value does (a fetch, a refresh, a new entry): scrub sets built before are stale. */
 unsigned cred_store_gen(struct cred_store *st);

@@ -16,7 +16,8 @@ record per request.  Paths:
     /ce-list         Content-Encoding: gzip, gzip (a coding list), the body gzip(gzip(VALUE))
     /partial         an unasked 206 with the first half of VALUE
     /many            every STORED_M* value, one per line (a host with a hundred secrets)
-    /file            the contents of the file SCRUB_FILE names, read at each request (a rotating value)
+    /file            the contents of the file SCRUB_FILE names, read at each request (a rotating value);
+                     /file-old: of SCRUB_FILE.old (the value it had before)
     anything else    200 "ok"
 """
 import gzip
@@ -83,8 +84,8 @@ class Conn(BufConn):
         elif path == "/partial":
             half = first[:len(first) // 2]
             self.answer(206, b"Partial Content", half, b"Content-Range: bytes 0-%d/%d\r\n" % (len(half) - 1, 999))
-        elif path == "/file":
-            with open(os.environ["SCRUB_FILE"], "rb") as f:
+        elif path in ("/file", "/file-old"):
+            with open(os.environ["SCRUB_FILE"] + (".old" if path == "/file-old" else ""), "rb") as f:
                 self.answer(200, b"OK", b"v=" + f.read() + b"\n")
         elif path == "/many":
             self.answer(200, b"OK", b"".join(v + b"\n" for k, v in STORED if k.startswith("M")))

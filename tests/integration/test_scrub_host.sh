@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every response of a bound host is scrubbed (issue 17, requirement 2), against scrub_upstream.py, which answers
-# with values it "stored" (from its environment; STORED_V1 is the one /early, /ce-* and /partial use) to requests that carry no placeholder. Over HTTP/1.1 and HTTP/2:
-# a response to a request without a placeholder is scrubbed (F4), with the other percent-encodings of a value
-# (encodeURIComponent, Python quote, quote_plus, PHP urlencode) and its audit scrub record; a 103's Link field
-# (F3); Range and If-Range never reach the bound host and an unasked 206 is refused (F10); two Content-Encoding
-# fields or a coding list are refused (F6); every Accept-Encoding field becomes one (F8); a host with 120 bound
-# secrets scrubs every one. A value shorter than 8 bytes, and one with a CR, make their secret unavailable (503,
-# audited, and `secrets list` says why: F12). Real values are random per run and never printed.
+# with values it "stored" (from its environment; STORED_V1 is the one /early, /ce-* and /partial use) to requests
+# that carry no placeholder. Over HTTP/1.1 and HTTP/2: a response to a request without a placeholder is scrubbed
+# (F4), with the other percent-encodings of a value (encodeURIComponent, Python quote, quote_plus, PHP urlencode),
+# a small body's new Content-Length and its audit scrub record; a 103's Link field (F3); Range and If-Range never
+# reach the bound host and an unasked 206 is refused (F10); two Content-Encoding fields or a coding list are
+# refused (F6); every Accept-Encoding field becomes one (F8); a host with 120 bound secrets scrubs every one.
+# After a file: value rotates, the new value and the one it replaced are scrubbed. A value shorter than 8 bytes,
+# and one with a CR, make their secret unavailable (503, audited, and `secrets list` says why: F12). Real values
+# are random per run and never printed.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
 ULOG=$T/up.jsonl OUT=$T/test.out
@@ -164,6 +166,11 @@ pcurl -o "$b" "https://api.example.test/file?2" 2>/dev/null
 check "rotation: after the refresh the new value comes back as the placeholder" grep -qxF "v=$PH3" "$b"
 check "rotation: ... and the new value is not in the body" bash -c "! grep -qF -f '$T/v3' '$b'"
 check "rotation: ... nor is the old one" bash -c "! grep -qF -f '$T/v3.old' '$b'"
+nf body; b=$F
+pcurl -o "$b" "https://api.example.test/file-old?3" 2>/dev/null
+check "rotation: the value it replaced (a rotated token may stay valid, and stored) is still scrubbed" \
+  grep -qxF "v=$PH3" "$b"
+check "rotation: ... it is not in the body" bash -c "! grep -qF -f '$T/v3.old' '$b'"
 for f in "$GWLOG" "$AUDIT" "$OUT"; do
   check "rotation: neither value of v3 in $(basename "$f")" bash -c "! grep -qF -f '$T/v3' '$f' && ! grep -qF -f '$T/v3.old' '$f'"
 done
