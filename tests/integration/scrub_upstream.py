@@ -15,6 +15,7 @@ record per request.  Paths:
     /ce-two          Content-Encoding: identity and Content-Encoding: gzip (two fields), the body gzip(VALUE)
     /ce-list         Content-Encoding: gzip, gzip (a coding list), the body gzip(gzip(VALUE))
     /partial         an unasked 206 with the first half of VALUE
+    /trailer         a chunked body "ok" with a trailer field X-Echo: VALUE
     /many            every STORED_M* value, one per line (a host with a hundred secrets)
     /file            the contents of the file SCRUB_FILE names, read at each request (a rotating value);
                      /file-old: of SCRUB_FILE.old (the value it had before)
@@ -84,6 +85,9 @@ class Conn(BufConn):
         elif path == "/partial":
             half = first[:len(first) // 2]
             self.answer(206, b"Partial Content", half, b"Content-Range: bytes 0-%d/%d\r\n" % (len(half) - 1, 999))
+        elif path == "/trailer":
+            self.c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Echo\r\n\r\n"
+                           b"3\r\nok\n\r\n0\r\nX-Echo: " + first + b"\r\n\r\n")
         elif path in ("/file", "/file-old"):
             with open(os.environ["SCRUB_FILE"] + (".old" if path == "/file-old" else ""), "rb") as f:
                 self.answer(200, b"OK", b"v=" + f.read() + b"\n")

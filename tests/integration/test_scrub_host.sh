@@ -3,7 +3,7 @@
 # with values it "stored" (from its environment; STORED_V1 is the one /early, /ce-* and /partial use) to requests
 # that carry no placeholder. Over HTTP/1.1 and HTTP/2: a response to a request without a placeholder is scrubbed
 # (F4), with the other percent-encodings of a value (encodeURIComponent, Python quote, quote_plus, PHP urlencode),
-# a small body's new Content-Length and its audit scrub record; a 103's Link field (F3); Range and If-Range never
+# a small body's new Content-Length and its audit scrub record; a trailer; a 103's Link field (F3); Range and If-Range never
 # reach the bound host and an unasked 206 is refused (F10); two Content-Encoding fields or a coding list are
 # refused (F6); every Accept-Encoding field becomes one (F8); a host with 120 bound secrets scrubs every one.
 # After a file: value rotates, the new value and the one it replaced are scrubbed. A value shorter than 8 bytes,
@@ -132,6 +132,13 @@ for V in 1.1 2; do
   check "$tag F3: the 103 reached the client" grep -q " 103" "$h"
   check "$tag F3: its Link field holds the placeholder" grep -qiF "link: </s?t=$PH1>" "$h"
   no_forms "$tag F3: no value in any head the client read" "$h"
+
+  # ------------------------------------------------ trailers of a response that injected nothing
+  nf hdr; h=$F
+  code=$(pcurl --http$V -H 'TE: trailers' -D "$h" -o /dev/null -w '%{http_code}' "https://api.example.test/trailer?$tag" 2>/dev/null)
+  check_eq "$tag trailers: 200" 200 "$code"
+  check "$tag trailers: the echoed trailer holds the placeholder" grep -qiF "x-echo: $PH1" "$h"
+  no_forms "$tag trailers: no value in what the client read" "$h"
 
   # ------------------------------------------------ F6: two Content-Encoding fields, or a coding list: refused
   for p in ce-two ce-list; do
