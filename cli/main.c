@@ -281,7 +281,7 @@ cmd_secrets(int argc, char **argv)
 		err = NULL;
 		b = NULL;
 		if (secret_source_parse(s->source, &src, &err) == 0) {
-			if (secret_fetch(&src, 0, &b, &err) == 0)
+			if (secret_fetch(&src, 0, &b, &err) == 0 && secret_value_check(b, &err) == 0)
 				err = NULL;
 			secret_source_dispose(&src);
 		}

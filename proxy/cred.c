@@ -22,7 +22,6 @@
 struct cred_value {
 	atomic_int refs;
 	struct secret_buf *buf;
-	struct scrub_set *set;       /* the value's echo forms -> the placeholder's (tag 0), read-only once built */
 };
 
 struct cred_entry {
@@ -33,6 +32,7 @@ struct cred_entry {
 	unsigned ttl_s;
 	char placeholder[SECRET_PLACEHOLDER_MAX];
 	struct cred_value *val;      /* NULL while unavailable */
+	struct cred_value *prev;     /* the value <val> replaced: still scrubbed (the service may keep echoing it) */
 	char why[160];               /* why it is unavailable */
 	time_t fetched;
 	atomic_int stale;            /* an upstream answered 401 to it: re-run an exec: source at the next tick */
@@ -43,6 +43,7 @@ struct cred_store {
 	pthread_mutex_t mu;
 	uint8_t key[SECRET_KEY_BYTES];
 	struct cred_entry *list;     /* newest first */
+	atomic_uint gen;             /* bumped whenever an entry's value changes (credscrub.c rebuilds its sets) */
 };
 
 static int
@@ -56,7 +57,6 @@ value_drop(struct cred_value *v)
 {
 	if (v == NULL || atomic_fetch_sub(&v->refs, 1) != 1)
 		return;
-	scrub_set_free(v->set);
 	secret_buf_free(v->buf);
 	free(v);
 }
@@ -77,10 +77,10 @@ cred_entry_rejected(const struct cred_entry *ce)
 		atomic_store(&e->stale, 1);
 }
 
-const struct scrub_set *
-cred_value_scrub_set(const struct cred_value *v)
+unsigned
+cred_store_gen(struct cred_store *st)
 {
-	return v->set;
+	return atomic_load(&st->gen);
 }
 
 const uint8_t *
@@ -98,38 +98,64 @@ fetch(struct cred_store *st, struct cred_entry *e)
 	struct secret_buf *b = NULL;
 	struct cred_value *v = NULL, *old;
 	const char *err = NULL;
-	int r;
+	int r, unusable = 0;
 
 	r = secret_source_parse(e->source, &src, &err);
 	if (r == 0) {
 		r = secret_fetch(&src, 0, &b, &err);
 		secret_source_dispose(&src);
 	}
+	/*
+	 * A secret's value (not a sandbox's proxy password, which has no
+	 * placeholder) must be scrubbable from responses: one too short is
+	 * refused at every fetch, so an exec: or file: source that starts giving
+	 * one makes the secret unavailable rather than unscrubbed.
+	 */
+	if (r == 0 && e->placeholder[0] != '\0' && (r = secret_value_check(b, &err)) != 0) {
+		unusable = 1;
+		secret_buf_free(b);
+		b = NULL;
+	}
 	if (r == 0) {
 		v = xcalloc(1, sizeof(*v));
 		atomic_init(&v->refs, 1);
 		v->buf = b;
-		/* built once per value, shared by every response it is scrubbed from */
-		if (e->placeholder[0] != '\0') {
-			v->set = scrub_set_new();
-			if (scrub_set_add_secret(v->set, b->p, b->len, e->placeholder, 0) != 0) {
-				scrub_set_free(v->set);
-				v->set = NULL;  /* credresp.c builds one per response instead */
-			}
-		}
 	} else {
 		log_warnx("secret '%s': %s", e->name, err != NULL ? err : sluice_strerror(r));
 	}
 	pthread_mutex_lock(&st->mu);
 	old = e->val;
-	/* a failed refresh keeps serving the last good value until the next try */
-	if (v != NULL || old == NULL) {
+	if (v != NULL && old != NULL && old->buf->len == v->buf->len &&
+	    CRYPTO_memcmp(old->buf->p, v->buf->p, v->buf->len) == 0) {
+		/* the same value again (a file re-read on its ttl): nothing changed, no scrub set to rebuild */
+		e->fetched = time(NULL);
+		pthread_mutex_unlock(&st->mu);
+		value_drop(v);
+		return;
+	}
+	/*
+	 * a failed refresh keeps serving the last good value until the next try;
+	 * a value that came but cannot be used (too short) withdraws the old one
+	 */
+	if (v != NULL || old == NULL || unusable) {
 		e->val = v;
 		snprintf(e->why, sizeof(e->why), "%s", v != NULL ? "" : err != NULL ? err : sluice_strerror(r));
+		if (old != NULL) {
+			/*
+			 * a rotated token may stay valid, and stored, for a while: the
+			 * responses of its hosts go on being scrubbed of it until the next
+			 * change (credscrub.c); it is never injected again
+			 */
+			struct cred_value *t = e->prev;
+			e->prev = old;
+			old = t;
+		}
 	} else {
 		old = NULL;
 	}
 	e->fetched = time(NULL);
+	if (e->val != old || v != NULL)
+		atomic_fetch_add(&st->gen, 1);
 	pthread_mutex_unlock(&st->mu);
 	value_drop(old);
 }
@@ -196,6 +222,7 @@ sync_one(struct cred_store *st, const struct policy_secret *s, int derive)
 	pthread_mutex_lock(&st->mu);
 	e->next = st->list;
 	st->list = e;
+	atomic_fetch_add(&st->gen, 1);
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -271,6 +298,7 @@ cred_store_destroy(struct cred_store *st)
 	for (e = st->list; e != NULL; e = next) {
 		next = e->next;
 		value_drop(e->val);
+		value_drop(e->prev);
 		free(e->name);
 		free(e->source);
 		free(e->format);
@@ -311,6 +339,20 @@ cred_value_take(struct cred_store *st, const struct cred_entry *ce, char *why, s
 		atomic_fetch_add(&v->refs, 1);
 	else
 		snprintf(why, cap, "%s", e->why[0] ? e->why : "not fetched yet");
+	pthread_mutex_unlock(&st->mu);
+	return v;
+}
+
+struct cred_value *
+cred_prev_value_take(struct cred_store *st, const struct cred_entry *ce)
+{
+	struct cred_entry *e = (struct cred_entry *)ce;
+	struct cred_value *v;
+
+	pthread_mutex_lock(&st->mu);
+	v = e->prev;
+	if (v != NULL)
+		atomic_fetch_add(&v->refs, 1);
 	pthread_mutex_unlock(&st->mu);
 	return v;
 }

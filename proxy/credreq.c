@@ -379,32 +379,6 @@ swap_basic(struct evbuffer *head, const char *ph, const uint8_t *val, size_t vle
 	evbuffer_free(out);
 }
 
-/* The response will be scrubbed: ask only for encodings the gateway can decode (gzip, deflate). */
-static void
-narrow_encoding(struct evbuffer *head)
-{
-	size_t len = evbuffer_get_length(head);
-	char *h = (char *)evbuffer_pullup(head, -1), *line, *eol;
-	struct evbuffer *out;
-
-	for (line = h; line < h + len; line = eol + 2) {
-		eol = memmem(line, (size_t)(h + len - line), "\r\n", 2);
-		if (eol == NULL || eol == line)
-			return;
-		if ((size_t)(eol - line) >= 16 && strncasecmp(line, "Accept-Encoding:", 16) == 0)
-			break;
-	}
-	if (line >= h + len)
-		return;
-	out = evbuffer_new();
-	evbuffer_add(out, h, (size_t)(line - h));
-	evbuffer_add(out, "Accept-Encoding: gzip, deflate\r\n", 32);
-	evbuffer_add(out, eol + 2, (size_t)(h + len - eol - 2));
-	evbuffer_drain(head, len);
-	evbuffer_add_buffer(head, out);
-	evbuffer_free(out);
-}
-
 void
 cred_apply_head(struct conn *c)
 {
@@ -428,7 +402,6 @@ cred_apply_head(struct conn *c)
 		evbuffer_add_buffer(r->up_head, out);
 		evbuffer_free(out);
 	}
-	narrow_encoding(r->up_head);
 }
 
 void

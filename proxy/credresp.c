@@ -1,13 +1,17 @@
 /*
- * proxy/credresp.c - scrubbing the response to a request that carried an
- * injected secret: every echo of a value (secrets/scrub.h lists the forms)
- * goes back to the sandbox as its placeholder, in the head and in the body.
+ * proxy/credresp.c - scrubbing a response from a host that secrets are
+ * bound to (credscrub.c gives the set): every echo of a value
+ * (secrets/scrub.h lists the forms) goes back to the sandbox as its
+ * placeholder, in the head, interim heads, the body and the trailers.
  *
  * The body is decoded first (chunked framing, then gzip or deflate), scrubbed
  * as a stream (a value split across reads is still caught whole), and sent
  * chunked (HTTP/1.1) or until close (HTTP/1.0, and an h2 stream) without
  * Content-Encoding: scrubbing changes lengths, and re-compressing would buy
- * little.  The trailers of a chunked upstream body are scrubbed like the head.
+ * little.  A small unencoded body with a Content-Length (most API answers)
+ * is held whole instead, and goes out with its head and its new length, so
+ * that clients which need a length, and HTTP/1.0 keep-alive, keep working.
+ * The trailers of a chunked upstream body are scrubbed like the head.
  */
 #include <string.h>
 #include <strings.h>
@@ -22,34 +26,117 @@
 #define SCRUB_FINAL_MAX (16u << 20)    /* what the last flush of a body may add at once */
 #define GRPC_PREFIX 5                  /* a gRPC message's compressed flag and length */
 
-static struct scrub_set *
-make_set(struct req *r)
+/* The index of <s> in <pol> (its tag in scrub sets), or SCRUB_TAGS if it is not there. */
+static unsigned
+secret_tag(const struct policy *pol, const struct policy_secret *s)
 {
-	struct scrub_set *set = scrub_set_new();
-	const uint8_t *val;
-	const char *ph;
-	size_t i, vlen;
+	size_t i;
 
+	for (i = 0; i < policy_secret_count(pol) && i < SCRUB_TAGS; i++)
+		if (policy_secret_get(pol, i) == s)
+			return (unsigned)i;
+	return SCRUB_TAGS;
+}
+
+/*
+ * The host's set serves unless this request holds what it lacks: an exact
+ * Basic credential ("user:value": its base64 is replaced whole, so that its
+ * echo decodes to "user:placeholder"), or a value taken after the set was
+ * built.  Then a copy gets those added; it is this request's alone.
+ */
+const struct scrub_set *
+cred_resp_set(struct conn *c, int *err)
+{
+	struct req *r = c->req;
+	struct cred_use *u;
+	const uint8_t *val;
+	size_t i, vlen;
+	unsigned tag;
+	int extra = 0;
+
+	*err = 0;
+	if (r->scrub != NULL)
+		return r->scrub;
+	if (r->hscrub == NULL) {
+		*err = r->nuses > 0;  /* injected toward a host with no set: never relay its answer unscrubbed */
+		return NULL;
+	}
+	for (i = 0; i < r->nuses && !extra; i++)
+		extra = r->uses[i].basic != NULL || !host_scrub_has_value(r->hscrub, r->uses[i].v);
+	if (!extra)
+		return r->scrub = host_scrub_set(r->hscrub);
+	r->scrub_own = scrub_set_dup(host_scrub_set(r->hscrub));
 	for (i = 0; i < r->nuses; i++) {
-		ph = cred_placeholder(r->uses[i].e);
-		val = cred_value_bytes(r->uses[i].v, &vlen);
-		if (scrub_set_add_secret(set, val, vlen, ph, (unsigned)i) != 0)
+		u = &r->uses[i];
+		if ((tag = secret_tag(c->pol, u->s)) == SCRUB_TAGS)
 			goto fail;
-		if (r->uses[i].basic != NULL && r->uses[i].basic_ph != NULL &&
-		    scrub_set_add_basic(set, r->uses[i].basic->p, r->uses[i].basic->len,
-		                        (const uint8_t *)r->uses[i].basic_ph, strlen(r->uses[i].basic_ph), (unsigned)i) != 0)
+		if (!host_scrub_has_value(r->hscrub, u->v)) {
+			val = cred_value_bytes(u->v, &vlen);
+			if (scrub_set_add_secret(r->scrub_own, val, vlen, cred_placeholder(u->e), tag) != 0)
+				goto fail;
+		}
+		if (u->basic != NULL && u->basic_ph != NULL &&
+		    scrub_set_add_basic(r->scrub_own, u->basic->p, u->basic->len, (const uint8_t *)u->basic_ph,
+		                        strlen(u->basic_ph), tag) != 0)
 			goto fail;
 	}
-	return set;
+	return r->scrub = r->scrub_own;
 fail:
-	scrub_set_free(set);
+	scrub_set_free(r->scrub_own);
+	r->scrub_own = NULL;
+	*err = 1;
 	return NULL;
 }
 
-struct scrub_set *
-cred_scrub_set_new(struct req *r)
+int
+cred_resp_scrub_head(struct conn *c, struct evbuffer *head, struct evbuffer *cout)
 {
-	return make_set(r);
+	const struct scrub_set *set;
+	struct evbuffer *t;
+	int err, ret;
+
+	if ((set = cred_resp_set(c, &err)) == NULL)
+		return err ? -1 : evbuffer_add_buffer(cout, head);
+	/* scrubbed aside: a failure leaves nothing of the head in <cout>, so the client can still get a 502 */
+	if ((t = evbuffer_new()) == NULL)
+		return -1;
+	ret = scrub_buffer(set, evbuffer_pullup(head, -1), evbuffer_get_length(head), t, &c->req->scrub_hits);
+	if (ret == 0)
+		ret = evbuffer_add_buffer(cout, t);
+	evbuffer_free(t);
+	return ret;
+}
+
+/*
+ * The body's decoder: none for no Content-Encoding or "identity"; gzip,
+ * x-gzip or deflate (what the request asked for: http.c rewrites every
+ * Accept-Encoding).  A second Content-Encoding field, a coding list, or any
+ * other coding cannot be scrubbed: -2 (refused, 502).  0 otherwise.
+ */
+static int
+body_decoder(struct req *r, const struct h1_message *m)
+{
+	const struct h1_header *ce = NULL;
+	char enc[16];
+	size_t i, n = 0;
+
+	for (i = 0; i < m->nheaders; i++)
+		if (sluice_iov_ieq(m->headers[i].name, m->headers[i].name_len, "content-encoding")) {
+			ce = &m->headers[i];
+			n++;
+		}
+	if (n == 0)
+		return 0;
+	if (n > 1)
+		return -2;  /* the sandbox would undo a coding the scrubber never saw */
+	if (sluice_iov_ieq(ce->value, ce->value_len, "identity"))
+		return 0;
+	if (ce->value_len >= sizeof(enc))
+		return -2;
+	memcpy(enc, ce->value, ce->value_len);
+	enc[ce->value_len] = '\0';
+	r->unzip = unzip_new(enc);  /* NULL for a list ("gzip, br") or a coding not asked for */
+	return r->unzip != NULL ? 0 : -2;
 }
 
 /* "Content-Type: application/grpc", "application/grpc+proto", "application/grpc;...". */
@@ -65,7 +152,18 @@ is_grpc(const struct h1_message *m)
 size_t
 cred_resp_queue_max(const struct req *r)
 {
+	if (r->scrub_whole)
+		return CRED_RESP_WHOLE_MAX + 1;
 	return r->grpc ? CRED_GRPC_MSG_MAX + GRPC_PREFIX : PROXY_HIGH_WATER / 2;
+}
+
+int
+cred_resp_holds(const struct h1_message *m)
+{
+	const struct h1_header *ce = h1_find_header(m, "content-encoding");
+
+	return m->framing == H1_BODY_LENGTH && m->content_length <= CRED_RESP_WHOLE_MAX && !is_grpc(m) &&
+	       (ce == NULL || sluice_iov_ieq(ce->value, ce->value_len, "identity"));
 }
 
 int
@@ -73,32 +171,36 @@ cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m
 {
 	struct req *r = c->req;
 	const struct h1_header *ce;
-	char enc[32];
 
-	/* one secret, no Basic credential: the value's own set (cred.c), else one for this response */
-	if (r->scrub == NULL && r->nuses == 1 && r->uses[0].basic == NULL &&
-	    (r->scrub_shared = cred_value_scrub_set(r->uses[0].v)) != NULL)
-		r->scrub = (struct scrub_set *)r->scrub_shared;
-	if (r->scrub == NULL && (r->scrub = make_set(r)) == NULL)
-		return -1;
-	if (scrub_buffer(r->scrub, evbuffer_pullup(head, -1), evbuffer_get_length(head), cout, &r->scrub_hits) != 0)
-		return -1;
-	if (m->framing == H1_BODY_NONE)
-		return 0;
-	ce = h1_find_header(m, "content-encoding");
-	if (ce != NULL && !sluice_iov_ieq(ce->value, ce->value_len, "identity")) {
-		snprintf(enc, sizeof(enc), "%.*s", (int)(ce->value_len < 31 ? ce->value_len : 31), ce->value);
-		r->unzip = unzip_new(enc);
-		if (r->unzip == NULL)
-			return -2;  /* an encoding we cannot decode (we asked for gzip or deflate only) */
-	}
-	if (is_grpc(m)) {
+	/* what cannot be scrubbed is refused before anything of the response goes to the client */
+	if (m->framing != H1_BODY_NONE && body_decoder(r, m) != 0)
+		return -2;
+	if (m->framing != H1_BODY_NONE && is_grpc(m)) {
 		/* messages are scrubbed whole and re-prefixed; compressed ones cannot be (grpc-accept-encoding was dropped) */
 		ce = h1_find_header(m, "grpc-encoding");
 		if (r->unzip != NULL || (ce != NULL && !sluice_iov_ieq(ce->value, ce->value_len, "identity")))
 			return -2;
 		r->grpc = 1;
 	}
+	if (r->scrub_whole) {
+		/* the head waits for the body: its Content-Length is known once the body is scrubbed */
+		struct evbuffer *t = evbuffer_new();
+		int ret;
+
+		r->scrub_head = evbuffer_new();
+		if (t == NULL || r->scrub_head == NULL)
+			fatalx("out of memory");
+		/* built ending in the blank line: the length goes before it */
+		evbuffer_remove_buffer(head, t, evbuffer_get_length(head) - 2);
+		ret = cred_resp_scrub_head(c, t, r->scrub_head);
+		evbuffer_free(t);
+		if (ret != 0 || r->scrub == NULL)
+			return -1;
+	} else if (cred_resp_scrub_head(c, head, cout) != 0 || r->scrub == NULL) {
+		return -1;
+	}
+	if (m->framing == H1_BODY_NONE)
+		return 0;
 	r->scrub_st = scrub_stream_new(r->scrub);
 	r->scrub_in = evbuffer_new();
 	r->scrub_plain = evbuffer_new();
@@ -112,8 +214,8 @@ emit(struct req *r, struct evbuffer *cout)
 {
 	size_t n = evbuffer_get_length(r->scrub_out);
 
-	if (n == 0)
-		return;
+	if (n == 0 || r->scrub_whole)
+		return;  /* nothing yet, or a body held whole until its end (whole_end) */
 	if (r->scrub_chunked)
 		evbuffer_add_printf(cout, "%zx\r\n", n);
 	evbuffer_add_buffer(cout, r->scrub_out);
@@ -246,6 +348,15 @@ cred_resp_pump(struct conn *c, int end)
 		return -1;  /* left over: a corrupt stream or an expansion past the bound */
 	if (scrub_stream_end(r->scrub_st, r->scrub_out, &r->scrub_hits) != 0)
 		return -1;
+	if (r->scrub_whole) {
+		/* the whole scrubbed body: now its length is known, and the head goes out with it */
+		evbuffer_add_buffer(cout, r->scrub_head);
+		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(r->scrub_out));
+		evbuffer_add_buffer(cout, r->scrub_out);
+		evbuffer_free(r->scrub_head);
+		r->scrub_head = NULL;
+		return 0;
+	}
 	emit(r, cout);
 	return end_body(c, cout);
 }
@@ -254,9 +365,10 @@ void
 cred_resp_free(struct req *r)
 {
 	scrub_stream_free(r->scrub_st);
-	if (r->scrub != r->scrub_shared)
-		scrub_set_free(r->scrub);
-	r->scrub_shared = NULL;
+	scrub_set_free(r->scrub_own);
+	host_scrub_drop(r->hscrub);
+	r->scrub_own = NULL;
+	r->hscrub = NULL;
 	unzip_free(r->unzip);
 	if (r->scrub_in != NULL)
 		evbuffer_free(r->scrub_in);
@@ -264,6 +376,9 @@ cred_resp_free(struct req *r)
 		evbuffer_free(r->scrub_plain);
 	if (r->scrub_out != NULL)
 		evbuffer_free(r->scrub_out);
+	if (r->scrub_head != NULL)
+		evbuffer_free(r->scrub_head);
+	r->scrub_head = NULL;
 	r->scrub_st = NULL;
 	r->scrub = NULL;
 	r->unzip = NULL;

@@ -15,6 +15,8 @@
 #include "proxy/proxy_int.h"
 #include "proxy/semantic.h"
 
+#define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
+
 
 static int read_request(struct conn *c);
 
@@ -147,17 +149,13 @@ audit_response_rec(struct conn *c)
 {
 	struct req *r = c->req;
 	char peer[CONN_ADDR_STR];
-	const char *scrubbed[CRED_USES_MAX];
-	size_t i, k, n = 0;
+	const char *scrubbed[SCRUB_TAGS];
+	size_t i, n = 0;
 
-	for (i = 0; i < r->nuses; i++) {
-		if (!(r->scrub_hits & (1u << i)))
-			continue;
-		for (k = 0; k < n && strcmp(scrubbed[k], r->uses[i].s->name) != 0; k++)
-			;
-		if (k == n)
-			scrubbed[n++] = r->uses[i].s->name;
-	}
+	/* tag i: policy secret i (credscrub.c), whether or not this request injected it */
+	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
+		if (scrub_hits_has(&r->scrub_hits, (unsigned)i))
+			scrubbed[n++] = policy_secret_get(c->pol, i)->name;
 	struct audit_rec a = {
 		.type = "scrub",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
@@ -577,6 +575,12 @@ read_request(struct conn *c)
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
+	/* a host secrets are bound to: its response is scrubbed, whatever this request carries (credscrub.c) */
+	if (cred_host_scrub(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 500, "internal error", "secrets", "cannot build the response scrubber", 1);
+		return 1;
+	}
 	/*
 	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
 	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
@@ -598,14 +602,22 @@ read_request(struct conn *c)
 		                    c->port);
 	/*
 	 * A held body is answered with our own 100; with secrets, no WebSocket
-	 * extension (frames stay searchable); with a secret injected, no gRPC
-	 * message compression (grpc-accept-encoding): the response's messages are
-	 * scrubbed one by one (credresp.c), which needs them uncompressed.
+	 * extension (frames stay searchable); toward a host secrets are bound to,
+	 * no gRPC message compression (grpc-accept-encoding): the response's
+	 * messages are scrubbed one by one (credresp.c), which needs them
+	 * uncompressed; and the sandbox does not choose how such a response is
+	 * encoded (Accept-Encoding) or cut into pieces, none holding a whole
+	 * value (Range, If-Range, and Request-Range, which old servers honour).
 	 */
+	const int hs = r->hscrub != NULL;
 	const char *skip[] = {"host", hold ? "expect" : NULL,
 	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL,
-	                      r->nuses > 0 ? "grpc-accept-encoding" : NULL};
+	                      hs ? "grpc-accept-encoding" : NULL, hs ? "accept-encoding" : NULL, hs ? "range" : NULL,
+	                      hs ? "if-range" : NULL, hs ? "request-range" : NULL};
 	copy_headers(r->up_head, m, skip, sizeof(skip) / sizeof(skip[0]));
+	/* every Accept-Encoding field becomes one naming only what the scrubber decodes */
+	if (hs && h1_find_header(m, "accept-encoding") != NULL)
+		evbuffer_add(r->up_head, AE_SCRUBBABLE, sizeof(AE_SCRUBBABLE) - 1);
 	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
 	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
 		evbuffer_add(r->up_head, "TE: trailers\r\n", 14);

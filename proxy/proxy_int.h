@@ -35,6 +35,7 @@
 #include "proxy/synth.h"
 #include "proxy/tls_hello.h"
 #include "secrets/secrets.h"
+#include "secrets/scrub.h"
 
 #define PROXY_MAX_WORKERS 64
 #define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
@@ -86,11 +87,17 @@ const char *cred_placeholder(const struct cred_entry *e);
 /* A reference to <e>'s current value, or NULL with the reason in <why>. */
 struct cred_value *cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap);
 void cred_value_drop(struct cred_value *v);
+/*
+ * The value <e>'s current one replaced (a reference, or NULL): never
+ * injected, only scrubbed, since a rotated token may stay valid and be
+ * echoed for a while.  It goes at the next change.
+ */
+struct cred_value *cred_prev_value_take(struct cred_store *st, const struct cred_entry *e);
 const uint8_t *cred_value_bytes(const struct cred_value *v, size_t *len);
+/* Changes whenever any entry's value does (a fetch, a refresh, a new entry): scrub sets built before are stale. */
+unsigned cred_store_gen(struct cred_store *st);
 /* An upstream answered 401 to <e>'s value: an exec: source is re-run at the next tick (cred_store_refresh). */
 void cred_entry_rejected(const struct cred_entry *e);
-/* The value's echo forms mapped to its placeholder (tag 0), built once; NULL if it could not be. */
-const struct scrub_set *cred_value_scrub_set(const struct cred_value *v);
 /* Checks explicit-proxy credentials against the sandboxes' proxy_auth: 0 and *sandbox, or -1. */
 int cred_proxy_auth(struct cred_store *st, const struct policy *p, const char *user, size_t ulen, const char *pw,
                     size_t pwlen, const char **sandbox);
@@ -290,13 +297,16 @@ struct req {
 	char rule_buf[512];
 	struct cred_use uses[CRED_USES_MAX];  /* credreq.c */
 	size_t nuses;
-	struct scrub_set *scrub;        /* credresp.c: the response is scrubbed when secrets were injected */
-	const struct scrub_set *scrub_shared;  /* <scrub> when it is the value's shared set (not freed here) */
+	struct host_scrub *hscrub;      /* credscrub.c: the host's scrub set; NULL (no secret bound to the host): none */
+	const struct scrub_set *scrub;  /* credresp.c: what the response is scrubbed with (hscrub's, or scrub_own) */
+	struct scrub_set *scrub_own;    /* the host's set plus what only this request holds (its Basic credential) */
 	struct scrub_stream *scrub_st;  /* the body's scrubber, NULL when the body is not scrubbed */
 	struct unzip *unzip;            /* the body's Content-Encoding decoder, or NULL */
 	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
-	uint32_t scrub_hits;            /* bit i: uses[i]'s value was scrubbed */
+	struct scrub_hits scrub_hits;   /* tag i: the value of policy secret i was scrubbed */
 	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
+	int scrub_whole;                /* a small body scrubbed whole: the head waits for it and its Content-Length */
+	struct evbuffer *scrub_head;    /* that head, scrubbed, without its last CRLF */
 	struct ph_search *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
 	struct evbuffer *scan_in;       /* decoded body bytes: the first scan_fed were searched, the rest not yet */
 	size_t scan_fed;
@@ -502,6 +512,14 @@ int cred_check_head(struct conn *c, const struct h1_message *m);
  * scrubber.  0, -1 (out of memory) or -2 (an encoding that cannot be decoded).
  */
 int cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m, struct evbuffer *cout);
+/*
+ * 1 when response <m>'s body is held whole to be scrubbed and keeps a
+ * Content-Length: an unencoded Content-Length body of at most
+ * CRED_RESP_WHOLE_MAX bytes, not gRPC.  Clients that need a length (or an
+ * HTTP/1.0 one that would lose keep-alive) get one for most API answers.
+ */
+#define CRED_RESP_WHOLE_MAX (64u << 10)
+int cred_resp_holds(const struct h1_message *m);
 /* Moves decoded body bytes (r->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
 int cred_resp_pump(struct conn *c, int end);
 void cred_resp_free(struct req *r);
@@ -509,11 +527,40 @@ void cred_resp_free(struct req *r);
 #define CRED_GRPC_MSG_MAX (4u << 20)    /* gRPC's default receive limit */
 size_t cred_resp_queue_max(const struct req *r);
 /*
- * A new scrub set (the caller frees it) of every value r->uses injected, in
- * every echo form (and its exact Basic credential), tag i for r->uses[i];
- * NULL when a value cannot be added.  WebSocket text frames use it (wstunnel.c).
+ * The set c->req's response is scrubbed with (r->scrub, set up on first use):
+ * the host's (credscrub.c), copied and extended when the request injected
+ * what the host's set lacks (the exact Basic credential, or a value newer
+ * than the set).  NULL when the host has no bound secret, and on an error
+ * (*err = 1: out of memory; the caller fails the response).  WebSocket
+ * frames use it (wstunnel.c), borrowed from r.
  */
-struct scrub_set *cred_scrub_set_new(struct req *r);
+const struct scrub_set *cred_resp_set(struct conn *c, int *err);
+/* Scrubs the head (an interim one too) built in <head> into <cout> with cred_resp_set(). 0 or -1. */
+int cred_resp_scrub_head(struct conn *c, struct evbuffer *head, struct evbuffer *cout);
+
+/*
+ * credscrub.c: every response, interim response, trailer and WebSocket
+ * message from a host that any secret is bound to is scrubbed with the
+ * values of every secret bound to that host, whether or not its request
+ * injected one (a value the service stored is read back by later requests).
+ * Each worker keeps one set per (policy snapshot, host), tagged with the
+ * policy's secret index, rebuilt when cred_store_gen() moves (a reload, an
+ * exec: refresh on its ttl or after a 401, a new entry).
+ *
+ * cred_host_scrub() sets c->req->hscrub for c->host under c->pol (NULL when
+ * no secret is bound to it): 0, or -1 when the set cannot be built (the
+ * caller refuses the request: a bound host's response is never relayed
+ * unscrubbed).  The request holds a reference until cred_release().
+ */
+struct host_scrub;
+int cred_host_scrub(struct conn *c);
+/* The set of <h> (never NULL; may be empty when no bound secret has a value). */
+const struct scrub_set *host_scrub_set(const struct host_scrub *h);
+/* 1 when <v> is one of the values <h> was built from. */
+int host_scrub_has_value(const struct host_scrub *h, const struct cred_value *v);
+void host_scrub_drop(struct host_scrub *h);
+/* Frees worker <w>'s cache (worker_join). */
+void cred_scrub_cache_free(struct worker *w);
 /*
  * Explicit proxy: a Proxy-Authorization header in <m> makes the client the
  * sandbox whose proxy_auth it matches.  0 (no header, or it matched), -1
@@ -661,6 +708,8 @@ struct worker {
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
 	LIST_HEAD(, h2up_sess) h2up;     /* shared upstream HTTP/2 sessions (h2up.c) */
 	unsigned nh2up;
+	struct host_scrub *hscrubs;      /* credscrub.c: scrub sets by host, most recently used first */
+	unsigned nhscrubs;
 	struct conn_list conns;
 	unsigned nconns;
 	struct conn **dl;                /* deadline heap (deadline.c), earliest first */

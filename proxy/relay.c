@@ -283,6 +283,10 @@ relay_abort(struct conn *c, const char *why, int status)
 	struct req *r = c->req;
 
 	log_info("c%llu: %s", (unsigned long long)c->id, why);
+	if (r->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
+		r->resp = RESP_S_HEAD;
+		r->status = 0;
+	}
 	if (r->resp == RESP_S_HEAD && r->status == 0) {
 		r->client_keep_alive = 0;
 		if (status < 500)
@@ -366,8 +370,8 @@ response_head(struct conn *c)
 				relay_abort(c, "upstream's Sec-WebSocket-Accept does not answer the key", 502);
 				return 1;
 			}
-			/* with secrets injected into the upgrade, its answer's head is scrubbed like any other */
-			hout = r->nuses > 0 ? evbuffer_new() : cout;
+			/* from a host secrets are bound to, its answer's head is scrubbed like any other */
+			hout = r->hscrub != NULL ? evbuffer_new() : cout;
 			if (c->h2_stream) {
 				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
 				evbuffer_add(hout, "HTTP/1.1 200 OK\r\n", 17);
@@ -382,7 +386,7 @@ response_head(struct conn *c)
 			evbuffer_add(hout, "\r\n", 2);
 			evbuffer_drain(uin, (size_t)n);
 			if (hout != cout) {
-				int sr = cred_resp_head(c, hout, m, cout);
+				int sr = cred_resp_scrub_head(c, hout, cout);
 				evbuffer_free(hout);
 				if (sr != 0) {
 					relay_abort(c, "cannot scrub the response", 502);
@@ -406,9 +410,20 @@ response_head(struct conn *c)
 			return 1;
 		}
 		if (r->minor_version == 1 || c->h2_stream) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
-			evbuffer_add_printf(cout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-			http_copy_headers(cout, m, NULL, NULL);
-			evbuffer_add(cout, "\r\n", 2);
+			/* a 103's Link fields, or any field of a 1xx, can echo a value too */
+			hout = r->hscrub != NULL ? evbuffer_new() : cout;
+			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+			http_copy_headers(hout, m, NULL, NULL);
+			evbuffer_add(hout, "\r\n", 2);
+			if (hout != cout) {
+				int sr = cred_resp_scrub_head(c, hout, cout);
+				evbuffer_free(hout);
+				if (sr != 0) {
+					evbuffer_drain(uin, (size_t)n);
+					relay_abort(c, "cannot scrub the response", 502);
+					return 1;
+				}
+			}
 		}
 		evbuffer_drain(uin, (size_t)n);
 		return 1;
@@ -419,6 +434,16 @@ response_head(struct conn *c)
 		relay_abort(c, "upstream answered the WebSocket upgrade without switching protocols", 502);
 		return 1;
 	}
+	if (m->status == 206 && r->hscrub != NULL) {
+		/*
+		 * Range and If-Range never reach a host secrets are bound to (http.c):
+		 * a 206 nobody asked for is a piece the sandbox could stitch a value
+		 * from, each too short to be scrubbed.
+		 */
+		evbuffer_drain(uin, (size_t)n);
+		relay_abort(c, "a partial response (206) from a host secrets are bound to", 502);
+		return 1;
+	}
 	r->status = m->status;
 	if (m->status == 401)  /* an expired token: mint a new one (exec: sources) */
 		for (size_t i = 0; i < r->nuses; i++)
@@ -427,13 +452,18 @@ response_head(struct conn *c)
 	r->resp_left = m->content_length;
 	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
-	/* with secrets injected the head is built aside and scrubbed on its way out (credresp.c) */
-	hout = r->nuses > 0 ? evbuffer_new() : cout;
+	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
+	hout = r->hscrub != NULL ? evbuffer_new() : cout;
 	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-	if (r->nuses > 0 && m->framing != H1_BODY_NONE) {
-		/* the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded */
+	if (r->hscrub != NULL && m->framing != H1_BODY_NONE) {
+		/*
+		 * the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded;
+		 * a small unencoded one is held whole and keeps a Content-Length (credresp.c)
+		 */
 		http_copy_headers(hout, m, "content-encoding", NULL);
-		if (r->minor_version == 1) {
+		if (cred_resp_holds(m)) {
+			r->scrub_whole = 1;
+		} else if (r->minor_version == 1) {
 			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
 			r->scrub_chunked = 1;
 		} else {
@@ -475,6 +505,7 @@ framed:
 		if (sr != 0) {
 			evbuffer_drain(uin, (size_t)n);
 			r->client_keep_alive = 0;
+			r->status = 0;  /* nothing of the head went out: the client gets a 502 */
 			relay_abort(c, sr == -2 ? "the response's Content-Encoding cannot be scrubbed" : "cannot scrub the response",
 			            502);
 			return 1;

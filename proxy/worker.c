@@ -292,6 +292,7 @@ worker_join(struct worker *w)
 	deadline_dispose(w);
 	event_base_free(w->base);
 	pthread_mutex_destroy(&w->mail_mu);
+	cred_scrub_cache_free(w);
 	free(w->scratch);
 	free(w->msg);
 }

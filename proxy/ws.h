@@ -101,10 +101,12 @@ int ws_reader_consume(struct ws_reader *rd, uint64_t n);
 
 struct evbuffer;
 struct scrub_set;
+struct scrub_hits;
 struct ws_tunnel;
 
 #define WS_STEP 16384       /* payload bytes unmasked and searched, or scrubbed, per round */
-#define WS_TEXT_EMIT 16384  /* scrubbed text bytes that go out as a fragment before their frame ends */
+#define WS_TEXT_EMIT 16384  /* scrubbed message bytes that go out as a fragment before their frame ends */
+#define WS_CTL_MAX 125      /* the longest control frame payload (RFC 6455 5.5) */
 
 enum {
 	WS_RELAY_MORE = 0,      /* every whole byte was handled: more input is needed */
@@ -114,11 +116,11 @@ enum {
 };
 
 /*
- * A relay for one connection.  <scrub> (taken; NULL: text frames pass
- * unchanged) maps the injected values to their placeholders, its tags
- * naming the values in the hit masks.
+ * A relay for one connection.  <scrub> (borrowed: it must outlive the
+ * tunnel; NULL: upstream frames pass unchanged) maps the values of the
+ * host's secrets to their placeholders, its tags naming them in the hits.
  */
-struct ws_tunnel *ws_tunnel_create(struct scrub_set *scrub);
+struct ws_tunnel *ws_tunnel_create(const struct scrub_set *scrub);
 /* Adds a placeholder to search client frames for, known by <id>.  0, SLUICE_EINVAL or SLUICE_ETOOBIG. */
 int ws_tunnel_search_add(struct ws_tunnel *t, const char *ph, size_t len, size_t id);
 /* Wipes what it holds (the scrubber's held-back tail) and frees <t> (NULL is fine). */
@@ -136,15 +138,18 @@ void ws_tunnel_destroy(struct ws_tunnel *t);
 int ws_tunnel_from_client(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, size_t cap, size_t *id,
                           const char **err);
 /*
- * Upstream to client: binary and control frames pass unchanged (streamed);
- * text messages are scrubbed as one stream per message and re-framed: each
- * input frame yields the scrubbed bytes decided so far (a frame may be cut in
- * several fragments past WS_TEXT_EMIT bytes), and the frame with FIN flushes
- * the scrubber.  ORs the tags of what was scrubbed into *hits.  Returns
- * WS_RELAY_MORE, BLOCKED or BAD (*err).
+ * Upstream to client, with a scrub set: text and binary messages alike are
+ * scrubbed as one stream per message and re-framed: each input frame yields
+ * the scrubbed bytes decided so far (a frame may be cut in several fragments
+ * past WS_TEXT_EMIT bytes), and the frame with FIN flushes the scrubber.
+ * Control frames (a close reason, a ping or pong payload) are taken whole
+ * (at most WS_CTL_MAX bytes), scrubbed, and sent cut to WS_CTL_MAX bytes if
+ * a placeholder made them longer.  Without a set, frames pass unchanged.
+ * Sets the tags of what was scrubbed in *hits.  Returns WS_RELAY_MORE,
+ * BLOCKED or BAD (*err).
  */
 int ws_tunnel_from_server(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, size_t cap,
-                          uint32_t *hits, const char **err);
+                          struct scrub_hits *hits, const char **err);
 /*
  * Queues a close frame with <code> toward the client on <out> if the bytes
  * sent so far end on a frame boundary.  0, or -1 when it could not be sent.

@@ -17,15 +17,17 @@
  * possible, and an exfiltration_attempt audit record with the upgrade
  * request's id, place "websocket".
  *
- * Upstream frames: text messages are scrubbed of the values the upgrade
- * request carried (one scrub stream per message, so a value split across
+ * Upstream frames from a host secrets are bound to: text and binary
+ * messages are scrubbed of the values of every secret bound to the host
+ * (credscrub.c; one scrub stream per message, so a value split across
  * fragments is replaced whole) and re-framed, since scrubbing changes lengths:
- * each text frame yields one frame of the scrubbed bytes decided so far (more
+ * each data frame yields one frame of the scrubbed bytes decided so far (more
  * than one past WS_TEXT_EMIT bytes), and the frame with FIN flushes the
- * stream.  Binary and control frames pass unchanged; control frames may come
- * between the fragments of a text message and keep their place.  No frame is
- * ever held whole: payloads stream, and the only bytes held are the
- * scrubber's and the search's held-back tails (each under the longest needle).
+ * stream.  Control frames may come between the fragments of a message and
+ * keep their place; they are held whole (125 bytes at most) and scrubbed.  No
+ * data frame is ever held whole: payloads stream, and the only bytes held are
+ * the scrubber's and the search's held-back tails (each under the longest
+ * needle).
  */
 #include <string.h>
 #include <event2/buffer.h>
@@ -46,17 +48,18 @@ struct ws_tunnel {
 	uint8_t scratch[WS_STEP];                    /* unmasked payload being searched */
 	/* upstream -> client */
 	struct ws_reader srd;
-	struct scrub_set *scrub;                     /* NULL: text passes unchanged */
+	const struct scrub_set *scrub;               /* borrowed from the request; NULL: frames pass unchanged */
 	struct scrub_stream *scrub_st;
-	struct evbuffer *scrub_out;                  /* scrubbed text of the current frame not yet framed */
-	int text;                                    /* the current upstream frame is scrubbed text */
-	int text_started;                            /* a frame of the current text message went out */
+	struct evbuffer *scrub_out;                  /* scrubbed payload of the current frame not yet framed */
+	int text;                                    /* the current upstream frame is scrubbed data (text or binary) */
+	int ctl;                                     /* the current upstream frame is a control frame, held whole */
+	unsigned msg_op;                             /* the opcode of the scrubbed message in progress */
+	int text_started;                            /* a frame of the current message went out */
 	int down_mid;                                /* the client's output ends inside a frame */
-	uint32_t hits_seen;                          /* scrub tags already logged (glue) */
 };
 
 struct ws_tunnel *
-ws_tunnel_create(struct scrub_set *scrub)
+ws_tunnel_create(const struct scrub_set *scrub)
 {
 	struct ws_tunnel *t = xcalloc(1, sizeof(*t));
 
@@ -88,7 +91,6 @@ ws_tunnel_destroy(struct ws_tunnel *t)
 		return;
 	ph_search_free(t->search);
 	scrub_stream_free(t->scrub_st);  /* wipes a held-back part of a value */
-	scrub_set_free(t->scrub);
 	if (t->scrub_out != NULL) {
 		size_t n = evbuffer_get_length(t->scrub_out);
 		if (n > 0)
@@ -184,7 +186,7 @@ text_emit(struct ws_tunnel *t, struct evbuffer *out, int fin)
 
 	if (n == 0 && !fin)
 		return;
-	hl = ws_frame_head_write(head, fin, t->text_started ? WS_OP_CONT : WS_OP_TEXT, n);
+	hl = ws_frame_head_write(head, fin, t->text_started ? WS_OP_CONT : t->msg_op, n);
 	evbuffer_add(out, head, hl);
 	evbuffer_add_buffer(out, t->scrub_out);
 	t->text_started = !fin;
@@ -192,7 +194,7 @@ text_emit(struct ws_tunnel *t, struct evbuffer *out, int fin)
 
 /* The current text frame ended: its scrubbed bytes go out, and at FIN the rest of the message. 0 or -1. */
 static int
-text_frame_end(struct ws_tunnel *t, struct evbuffer *out, uint32_t *hits)
+text_frame_end(struct ws_tunnel *t, struct evbuffer *out, struct scrub_hits *hits)
 {
 	int fin = t->srd.f.fin;
 
@@ -202,9 +204,40 @@ text_frame_end(struct ws_tunnel *t, struct evbuffer *out, uint32_t *hits)
 	return 0;
 }
 
+/*
+ * A control frame from the upstream, its header already drained: taken once
+ * whole (rd->left <= WS_CTL_MAX), scrubbed and re-framed.  1 done, 0 wait, -1
+ * out of memory.
+ */
+static int
+ctl_frame(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, struct scrub_hits *hits)
+{
+	struct ws_reader *rd = &t->srd;
+	uint8_t head[WS_HEAD_MAX], pay[WS_CTL_MAX];
+	size_t n = (size_t)rd->left, hl, m;
+	int ret;
+
+	if (evbuffer_get_length(in) < n)
+		return 0;
+	ret = n > 0 ? scrub_buffer(t->scrub, evbuffer_pullup(in, (ev_ssize_t)n), n, t->scrub_out, hits) : 0;
+	evbuffer_drain(in, n);
+	ws_reader_consume(rd, n);
+	t->ctl = 0;
+	if (ret != 0)
+		return -1;
+	/* a placeholder longer than the value may push it past the bound: cut (a placeholder is no secret) */
+	m = evbuffer_remove(t->scrub_out, pay, sizeof(pay)) ;
+	evbuffer_drain(t->scrub_out, evbuffer_get_length(t->scrub_out));
+	hl = ws_frame_head_write(head, 1, rd->f.opcode, m);
+	evbuffer_add(out, head, hl);
+	evbuffer_add(out, pay, m);
+	sluice_wipe(pay, sizeof(pay));
+	return 1;
+}
+
 int
 ws_tunnel_from_server(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer *out, size_t cap,
-                      uint32_t *hits, const char **err)
+                      struct scrub_hits *hits, const char **err)
 {
 	struct ws_reader *rd = &t->srd;
 	size_t avail, n;
@@ -219,18 +252,33 @@ ws_tunnel_from_server(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer 
 				return WS_RELAY_MORE;
 			if (h < 0)
 				return WS_RELAY_BAD;
-			t->text = t->scrub != NULL && rd->kind == WS_OP_TEXT && rd->f.opcode < WS_OP_CLOSE;
-			if (t->text) {
+			t->text = t->scrub != NULL && rd->f.opcode < WS_OP_CLOSE &&
+			          (rd->kind == WS_OP_TEXT || rd->kind == WS_OP_BINARY);
+			t->ctl = t->scrub != NULL && rd->f.opcode >= WS_OP_CLOSE;
+			if (t->ctl && rd->left > WS_CTL_MAX) {
+				*err = "control frame longer than 125 bytes";
+				return WS_RELAY_BAD;
+			}
+			if (t->text && !t->text_started)
+				t->msg_op = rd->kind;
+			if (t->text || t->ctl) {
 				evbuffer_drain(in, (size_t)h);  /* re-framed as it is scrubbed */
 			} else {
 				evbuffer_remove_buffer(in, out, (size_t)h);
 				t->down_mid = rd->left > 0;
 			}
-			if (rd->left == 0) {
+			if (rd->left == 0 && !t->ctl) {
 				ws_reader_consume(rd, 0);
 				if (t->text && text_frame_end(t, out, hits) != 0)
 					goto nomem;
 			}
+			continue;
+		}
+		if (t->ctl) {
+			if ((h = ctl_frame(t, in, out, hits)) < 0)
+				goto nomem;
+			if (h == 0)
+				return WS_RELAY_MORE;
 			continue;
 		}
 		avail = evbuffer_get_length(in);
@@ -326,20 +374,19 @@ int
 ws_tunnel_start(struct conn *c)
 {
 	struct req *r = c->req;
-	struct scrub_set *scrub = NULL;
+	const struct scrub_set *scrub;
 	struct ws_tunnel *t;
 	const struct cred_entry *e;
 	const char *ph;
 	size_t i, n = policy_secret_count(c->pol);
+	int err;
 
 	if (r == NULL || n == 0)
 		return 0;  /* no secrets: the byte tunnel */
-	if (r->nuses > 0 && (scrub = cred_scrub_set_new(r)) == NULL)
+	/* the host's set (credresp.c), whatever the upgrade request injected; r keeps it while the tunnel lives */
+	scrub = cred_resp_set(c, &err);
+	if (err || (t = ws_tunnel_create(scrub)) == NULL)
 		goto fail;
-	if ((t = ws_tunnel_create(scrub)) == NULL) {
-		scrub_set_free(scrub);
-		goto fail;
-	}
 	r->ws = t;
 	for (i = 0; i < n; i++) {
 		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
@@ -364,7 +411,7 @@ ws_tunnel_pump(struct conn *c)
 	struct evbuffer *cin = cio_in(c), *cout = cio_out(c);
 	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *uout = bufferevent_get_output(c->up->bev);
 	size_t before, idx = 0, i;
-	uint32_t hits = 0, fresh;
+	struct scrub_hits hits;
 	const char *err = "?";
 	int a, b;
 
@@ -382,16 +429,14 @@ ws_tunnel_pump(struct conn *c)
 		return;
 	}
 	before = evbuffer_get_length(cout);
+	memset(&hits, 0, sizeof(hits));
 	b = ws_tunnel_from_server(t, uin, cout, PROXY_HIGH_WATER, &hits, &err);
 	r->bytes_down += evbuffer_get_length(cout) - before;
-	r->scrub_hits |= hits;
-	if ((fresh = hits & ~t->hits_seen) != 0) {
-		t->hits_seen |= fresh;
-		for (i = 0; i < r->nuses; i++)
-			if (fresh & (1u << i))
-				log_info("c%llu: secret '%s' scrubbed from a WebSocket text frame", (unsigned long long)c->id,
-				         r->uses[i].s->name);
-	}
+	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
+		if (scrub_hits_has(&hits, (unsigned)i) && !scrub_hits_has(&r->scrub_hits, (unsigned)i))
+			log_info("c%llu: secret '%s' scrubbed from a WebSocket frame", (unsigned long long)c->id,
+			         policy_secret_get(c->pol, i)->name);
+	scrub_hits_or(&r->scrub_hits, &hits);
 	if (b == WS_RELAY_BAD) {
 		refuse_framing(c, "upstream", err);
 		return;

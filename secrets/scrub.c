@@ -16,50 +16,13 @@
  * one-shot output.
  */
 #include "secrets/scrub.h"
+#include "secrets/scrub_int.h"
 
 #include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/sluice.h"
-
-struct pair {
-	uint8_t *from;
-	uint8_t *to;
-	size_t from_len;
-	size_t to_len;
-	unsigned tag;
-};
-
-/* The needles (of two bytes or more) sharing one first-two-byte key. */
-struct bucket {
-	uint16_t key;
-	uint32_t start;  /* into order[] */
-	uint32_t count;
-};
-
-#define WINDOW_MAX 32  /* the longest window; shifts fit a byte */
-#define WINDOW_MIN 4   /* shorter needles: no window, a bitmap test at every position */
-#define SHIFT_BITS 12  /* the shift table's index: a hash of two bytes */
-
-/* Two bytes to a shift-table slot (the first byte's high nibble is folded in). */
-#define SHIFT_SLOT(b0, b1) ((((unsigned)(b0) << 4) ^ (unsigned)(b1)) & ((1u << SHIFT_BITS) - 1))
-
-struct scrub_set {
-	struct pair *pairs;
-	size_t n;
-	size_t cap;
-	size_t max_len;
-	/* The index, rebuilt after every add. */
-	uint64_t pair_map[65536 / 64];  /* first two bytes of a needle; every (c, *) for a one-byte needle c */
-	uint64_t first_map[4];          /* first byte of a needle of two bytes or more */
-	int32_t single[256];            /* the one-byte needle c, or -1 */
-	uint32_t *order;                /* pair indices: by key, then longest first, then first added */
-	struct bucket *buckets;         /* sorted by key */
-	size_t nbuckets;
-	size_t win;                     /* the window, or 0 */
-	uint8_t shift[1u << SHIFT_BITS]; /* by SHIFT_SLOT of a window's last two bytes: how far it may slide */
-};
 
 struct scrub_stream {
 	const struct scrub_set *set;
@@ -91,8 +54,8 @@ scrub_set_new(void)
 	return s;
 }
 
-static void
-pair_wipe(struct pair *p)
+void
+scrub_pair_wipe(struct pair *p)
 {
 	sluice_wipe(p->from, p->from_len);
 	sluice_wipe(p->to, p->to_len);
@@ -109,7 +72,7 @@ scrub_set_free(struct scrub_set *s)
 	if (s == NULL)
 		return;
 	for (i = 0; i < s->n; i++)
-		pair_wipe(&s->pairs[i]);
+		scrub_pair_wipe(&s->pairs[i]);
 	free(s->pairs);
 	free(s->order);
 	free(s->buckets);
@@ -174,8 +137,8 @@ window_build(struct scrub_set *s)
 	}
 }
 
-static void
-reindex(struct scrub_set *s)
+void
+scrub_reindex(struct scrub_set *s)
 {
 	struct sort_ent *ents;
 	size_t i, m = 0, nb = 0;
@@ -229,8 +192,8 @@ reindex(struct scrub_set *s)
 }
 
 /* Appends a pair without reindexing; the caller has checked the arguments. */
-static void
-pair_push(struct scrub_set *s, const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len,
+void
+scrub_pair_push(struct scrub_set *s, const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len,
           unsigned tag)
 {
 	struct pair *p;
@@ -257,8 +220,8 @@ pair_push(struct scrub_set *s, const uint8_t *from, size_t from_len, const uint8
 	p->tag = tag;
 }
 
-static int
-pair_ok(const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len, unsigned tag)
+int
+scrub_pair_ok(const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len, unsigned tag)
 {
 	if (from == NULL || from_len == 0 || from_len > SCRUB_NEEDLE_MAX)
 		return 0;
@@ -271,258 +234,49 @@ int
 scrub_set_add(struct scrub_set *s, const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len,
               unsigned tag)
 {
-	if (!pair_ok(from, from_len, to, to_len, tag))
+	if (!scrub_pair_ok(from, from_len, to, to_len, tag))
 		return SLUICE_EINVAL;
-	pair_push(s, from, from_len, to, to_len, tag);
-	reindex(s);
+	scrub_pair_push(s, from, from_len, to, to_len, tag);
+	scrub_reindex(s);
 	return 0;
 }
 
-/* ---- the echo forms of a value ---- */
-
-static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Standard base64 of <in> with '=' padding into <out> (room for 4 * ceil(n / 3)); returns its length. */
-static size_t
-b64_encode(const uint8_t *in, size_t n, uint8_t *out)
+struct scrub_set *
+scrub_set_dup(const struct scrub_set *s)
 {
-	size_t i, o = 0;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-
-		out[o++] = (uint8_t)b64_alphabet[v >> 18];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 12) & 63];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 6) & 63];
-		out[o++] = (uint8_t)b64_alphabet[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
-
-		out[o++] = (uint8_t)b64_alphabet[v >> 18];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? (uint8_t)b64_alphabet[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	return o;
-}
-
-/*
- * The base64 characters of <v>/<n> placed at offset <align> (0..2) of an
- * encoded stream: those that depend on its bytes only, or with <terminal>
- * everything from the first of them to the end of a stream that ends with
- * <v> (its partial last character and padding).  <tmp> has room for
- * n + 2 bytes and <out> for 4 * ceil((n + 2) / 3).  Returns the length.
- */
-static size_t
-b64_form(const uint8_t *v, size_t n, unsigned align, int terminal, uint8_t *tmp, uint8_t *out)
-{
-	size_t first = (4 * align + 2) / 3;  /* ceil(4a / 3): the first character without a byte before <v> */
-	size_t last = 4 * (align + n) / 3;   /* one past the last character without a byte after <v> */
-	size_t total;
-
-	memset(tmp, 0, align);
-	memcpy(tmp + align, v, n);
-	total = b64_encode(tmp, align + n, out);
-	if (terminal)
-		last = total;
-	if (last <= first)
-		return 0;
-	memmove(out, out + first, last - first);
-	return last - first;
-}
-
-static int
-unreserved(uint8_t c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-	       c == '_' || c == '~';
-}
-
-/* Percent-encoding of <v>/<n> into <out> (room for 3n). */
-static size_t
-pct_form(const uint8_t *v, size_t n, int lower, uint8_t *out)
-{
-	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
-	size_t i, o = 0;
-
-	for (i = 0; i < n; i++) {
-		if (unreserved(v[i])) {
-			out[o++] = v[i];
-			continue;
-		}
-		out[o++] = '%';
-		out[o++] = (uint8_t)hex[v[i] >> 4];
-		out[o++] = (uint8_t)hex[v[i] & 15];
-	}
-	return o;
-}
-
-enum { JSON_PLAIN = 0, JSON_SLASH = 1, JSON_HTML = 2 };
-
-/*
- * JSON string escaping of <v>/<n> into <out> (room for 6n): the short escapes
- * and \u00xx for other control bytes; JSON_SLASH also writes '/' as "\/"
- * (PHP), JSON_HTML writes < > & as \u003c \u003e \u0026 (Go).
- */
-static size_t
-json_form(const uint8_t *v, size_t n, int variant, uint8_t *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
-
-	for (i = 0; i < n; i++) {
-		uint8_t c = v[i];
-		uint8_t e = 0;
-
-		switch (c) {
-		case '"': e = '"'; break;
-		case '\\': e = '\\'; break;
-		case '\b': e = 'b'; break;
-		case '\f': e = 'f'; break;
-		case '\n': e = 'n'; break;
-		case '\r': e = 'r'; break;
-		case '\t': e = 't'; break;
-		case '/': e = variant == JSON_SLASH ? '/' : 0; break;
-		default: break;
-		}
-		if (e != 0) {
-			out[o++] = '\\';
-			out[o++] = e;
-		} else if (c < 0x20 || (variant == JSON_HTML && (c == '<' || c == '>' || c == '&'))) {
-			memcpy(out + o, "\\u00", 4);
-			out[o + 4] = (uint8_t)hex[c >> 4];
-			out[o + 5] = (uint8_t)hex[c & 15];
-			o += 6;
-		} else {
-			out[o++] = c;
-		}
-	}
-	return o;
-}
-
-/*
- * Adds one form of a secret unless it is shorter than 8 bytes (too likely to
- * occur by chance) or the secret already has it (pairs from <first> on).
- */
-static int
-form_add(struct scrub_set *s, size_t first, const uint8_t *from, size_t from_len, const uint8_t *to,
-         size_t to_len, unsigned tag)
-{
+	struct scrub_set *d = scrub_set_new();
 	size_t i;
 
-	if (from_len < 8)
-		return 0;
-	if (!pair_ok(from, from_len, to, to_len, tag))
-		return SLUICE_EINVAL;
-	for (i = first; i < s->n; i++)
-		if (s->pairs[i].from_len == from_len && memcmp(s->pairs[i].from, from, from_len) == 0)
-			return 0;
-	pair_push(s, from, from_len, to, to_len, tag);
-	return 0;
+	for (i = 0; i < s->n; i++)
+		scrub_pair_push(d, s->pairs[i].from, s->pairs[i].from_len, s->pairs[i].to, s->pairs[i].to_len, s->pairs[i].tag);
+	scrub_reindex(d);
+	return d;
 }
 
-static int
-has_byte(const uint8_t *v, size_t n, const char *set)
+size_t
+scrub_set_count(const struct scrub_set *s)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] != 0 && strchr(set, v[i]) != NULL)
-			return 1;
-	return 0;
+	return s->n;
 }
 
 int
-scrub_set_add_secret(struct scrub_set *s, const uint8_t *value, size_t vlen, const char *placeholder,
-                     unsigned tag)
+scrub_hits_first(const struct scrub_hits *h)
 {
-	const uint8_t *ph = (const uint8_t *)placeholder;
-	size_t plen, big, first = s->n, fl, tl;
-	uint8_t *tmp = NULL, *fb = NULL, *tb = NULL;
-	unsigned a;
-	int ret = SLUICE_EINVAL, lower, variant;
+	size_t k;
 
-	if (value == NULL || vlen == 0 || vlen > SCRUB_NEEDLE_MAX || placeholder == NULL || tag >= SCRUB_TAGS)
-		return SLUICE_EINVAL;
-	plen = strlen(placeholder);
-	if (plen == 0 || plen > SCRUB_NEEDLE_MAX)
-		return SLUICE_EINVAL;
-	big = (vlen > plen ? vlen : plen) + 8;
-	tmp = xmalloc(big);
-	fb = xmalloc(6 * big);
-	tb = xmalloc(6 * big);
-
-	if ((ret = form_add(s, first, value, vlen, ph, plen, tag)) != 0)
-		goto out;
-	for (a = 0; a < 3; a++) {
-		fl = b64_form(value, vlen, a, 0, tmp, fb);
-		tl = b64_form(ph, plen, a, 0, tmp, tb);
-		if ((ret = form_add(s, first, fb, fl, tb, tl, tag)) != 0)
-			goto out;
-		if ((a + vlen) % 3 == 0)
-			continue;  /* the stream's end falls on a character boundary: no partial form */
-		fl = b64_form(value, vlen, a, 1, tmp, fb);
-		tl = b64_form(ph, plen, a, 1, tmp, tb);
-		if ((ret = form_add(s, first, fb, fl, tb, tl, tag)) != 0)
-			goto out;
-	}
-	for (lower = 0; lower < 2; lower++) {
-		fl = pct_form(value, vlen, lower, fb);
-		tl = pct_form(ph, plen, lower, tb);
-		if (fl == vlen)
-			break;  /* nothing to encode: the literal already covers it */
-		if ((ret = form_add(s, first, fb, fl, tb, tl, tag)) != 0)
-			goto out;
-	}
-	for (variant = JSON_PLAIN; variant <= JSON_HTML; variant++) {
-		if (variant == JSON_SLASH && !has_byte(value, vlen, "/"))
-			continue;
-		if (variant == JSON_HTML && !has_byte(value, vlen, "<>&"))
-			continue;
-		fl = json_form(value, vlen, variant, fb);
-		tl = json_form(ph, plen, variant, tb);
-		if (fl == vlen && memcmp(fb, value, vlen) == 0)
-			continue;
-		if ((ret = form_add(s, first, fb, fl, tb, tl, tag)) != 0)
-			goto out;
-	}
-	ret = 0;
-out:
-	if (ret != 0)
-		while (s->n > first)
-			pair_wipe(&s->pairs[--s->n]);
-	reindex(s);
-	sluice_wipe(tmp, big);
-	sluice_wipe(fb, 6 * big);
-	sluice_wipe(tb, 6 * big);
-	free(tmp);
-	free(fb);
-	free(tb);
-	return ret;
+	for (k = 0; k < SCRUB_TAGS / 64; k++)
+		if (h->w[k] != 0)
+			return (int)(k * 64 + (size_t)__builtin_ctzll(h->w[k]));
+	return -1;
 }
 
-int
-scrub_set_add_basic(struct scrub_set *s, const uint8_t *cred, size_t len, const uint8_t *cred_ph, size_t ph_len,
-                    unsigned tag)
+void
+scrub_hits_or(struct scrub_hits *dst, const struct scrub_hits *src)
 {
-	uint8_t *fb, *tb;
-	size_t fl, tl;
-	int ret;
+	size_t k;
 
-	if (cred == NULL || len == 0 || cred_ph == NULL || ph_len == 0 || len > SCRUB_NEEDLE_MAX / 2 ||
-	    ph_len > SCRUB_NEEDLE_MAX / 2)
-		return SLUICE_EINVAL;
-	fb = xmalloc(4 * (len / 3 + 1));
-	tb = xmalloc(4 * (ph_len / 3 + 1));
-	fl = b64_encode(cred, len, fb);
-	tl = b64_encode(cred_ph, ph_len, tb);
-	ret = scrub_set_add(s, fb, fl, tb, tl, tag);
-	sluice_wipe(fb, fl);
-	sluice_wipe(tb, tl);
-	free(fb);
-	free(tb);
-	return ret;
+	for (k = 0; k < SCRUB_TAGS / 64; k++)
+		dst->w[k] |= src->w[k];
 }
 
 /* ---- the scan ---- */
@@ -598,7 +352,7 @@ emit(struct evbuffer *out, const uint8_t *p, size_t len)
  */
 static int
 scan(const struct scrub_set *s, const uint8_t *buf, size_t n, size_t start, size_t limit, int final,
-     struct evbuffer *out, uint32_t *hits, size_t *stop)
+     struct evbuffer *out, struct scrub_hits *hits, size_t *stop)
 {
 	const uint64_t *map = s->pair_map;
 	size_t i = start, run = start, pi = 0, end;
@@ -656,7 +410,7 @@ scan(const struct scrub_set *s, const uint8_t *buf, size_t n, size_t start, size
 		    (ret = emit(out, s->pairs[pi].to, s->pairs[pi].to_len)) != 0)
 			return ret;
 		if (hits != NULL)
-			*hits |= (uint32_t)1 << s->pairs[pi].tag;
+			hits->w[s->pairs[pi].tag >> 6] |= (uint64_t)1 << (s->pairs[pi].tag & 63);
 		i += s->pairs[pi].from_len;
 		run = i;
 	}
@@ -665,7 +419,8 @@ scan(const struct scrub_set *s, const uint8_t *buf, size_t n, size_t start, size
 }
 
 int
-scrub_buffer(const struct scrub_set *set, const uint8_t *in, size_t len, struct evbuffer *out, uint32_t *hits)
+scrub_buffer(const struct scrub_set *set, const uint8_t *in, size_t len, struct evbuffer *out,
+             struct scrub_hits *hits)
 {
 	size_t stop;
 
@@ -721,7 +476,8 @@ stream_reserve(struct scrub_stream *st)
 }
 
 int
-scrub_stream_feed(struct scrub_stream *st, const uint8_t *in, size_t len, struct evbuffer *out, uint32_t *hits)
+scrub_stream_feed(struct scrub_stream *st, const uint8_t *in, size_t len, struct evbuffer *out,
+                  struct scrub_hits *hits)
 {
 	const struct scrub_set *s = st->set;
 	size_t take, n, p, q = 0, r;
@@ -764,7 +520,7 @@ scrub_stream_feed(struct scrub_stream *st, const uint8_t *in, size_t len, struct
 }
 
 int
-scrub_stream_end(struct scrub_stream *st, struct evbuffer *out, uint32_t *hits)
+scrub_stream_end(struct scrub_stream *st, struct evbuffer *out, struct scrub_hits *hits)
 {
 	size_t p;
 	int ret = 0;

@@ -18,7 +18,24 @@
 struct evbuffer;
 
 #define SCRUB_NEEDLE_MAX 32768   /* the longest form a secret can take (percent-encoding of 8 KiB is 24 KiB) */
-#define SCRUB_TAGS 32            /* tags are 0..31: a bit each in the hit masks */
+#define SCRUB_TAGS 1024          /* tags are 0..1023 (a policy declares at most this many secrets): a bit each in
+                                    struct scrub_hits */
+#define SCRUB_FORM_MIN 8         /* echo forms shorter than this are not added (too likely by chance) */
+
+/* Which tags a scrub replaced: bit <tag>.  Zero it before the first feed. */
+struct scrub_hits {
+	uint64_t w[SCRUB_TAGS / 64];
+};
+/* 1 if <tag> is set in <h>. */
+static inline int
+scrub_hits_has(const struct scrub_hits *h, unsigned tag)
+{
+	return tag < SCRUB_TAGS && (h->w[tag >> 6] >> (tag & 63)) & 1;
+}
+/* The lowest tag set in <h>, or -1 when none is. */
+int scrub_hits_first(const struct scrub_hits *h);
+/* <dst> |= <src>. */
+void scrub_hits_or(struct scrub_hits *dst, const struct scrub_hits *src);
 #define UNZIP_OUT_MAX (256 * 1024) /* bytes one unzip_feed call may append: the caller's backpressure bound */
 
 struct scrub_set;       /* what to replace: pairs (from -> to) with a tag; from/to copied into wiped memory */
@@ -35,8 +52,11 @@ int scrub_set_add(struct scrub_set *s, const uint8_t *from, size_t from_len, con
  * Adds every echo form of secret <value> -> the same form of <placeholder>, tagged <tag>:
  * the literal; its standard base64 at each of the three alignments (the characters that depend only on the
  * value's bytes when it starts at offset 0, 1 or 2 of a base64-encoded stream; placeholder likewise);
- * percent-encoding (every byte outside unreserved encoded, upper- and lower-case hex, each only if it differs
- * from the literal); JSON string escaping (only if it differs). Skips forms shorter than 8 bytes.
+ * percent-encoding, in upper- and lower-case hex, as each common encoder writes it (every byte outside
+ * RFC 3986 unreserved; encodeURIComponent, which keeps !'()*; Python's quote, which keeps '/'; form
+ * encoding, space as '+', as quote_plus / Go's QueryEscape, WHATWG URLSearchParams and PHP urlencode
+ * write it), each only if it differs from the literal and the forms before it; JSON string escaping
+ * (only if it differs). Skips forms shorter than SCRUB_FORM_MIN bytes.
  *
  * Extensions: where the value ends a base64 stream, the form that runs on to
  * the stream's end (its last, partial character and its '=' padding) is also
@@ -52,6 +72,23 @@ int scrub_set_add_secret(struct scrub_set *s, const uint8_t *value, size_t vlen,
  * Adds base64(<cred>) -> base64(<cred_ph>) for an exact injected Basic credential ("user:value").
  * 0, or SLUICE_EINVAL (either empty or over SCRUB_NEEDLE_MAX / 2 bytes, tag >= SCRUB_TAGS).
  */
+/* One secret for scrub_set_add_secrets(). */
+struct scrub_secret {
+	const uint8_t *value;
+	size_t len;
+	const char *placeholder;
+	unsigned tag;
+};
+/*
+ * scrub_set_add_secret() for each of <n> secrets, indexing the set once
+ * (what a set of a hundred secrets needs to be built in a millisecond).  All
+ * or nothing: on an error no pair of these secrets stays in <s>.
+ */
+int scrub_set_add_secrets(struct scrub_set *s, const struct scrub_secret *v, size_t n);
+/* A copy of <s> (its pairs copied into wiped memory), to add to without changing <s>. */
+struct scrub_set *scrub_set_dup(const struct scrub_set *s);
+/* The number of pairs in <s> (tests, bench). */
+size_t scrub_set_count(const struct scrub_set *s);
 int scrub_set_add_basic(struct scrub_set *s, const uint8_t *cred, size_t len, const uint8_t *cred_ph,
                         size_t ph_len, unsigned tag);
 void scrub_set_free(struct scrub_set *s);  /* wipes every pair */
@@ -62,8 +99,8 @@ struct scrub_stream *scrub_stream_new(const struct scrub_set *set);
 /*
  * Appends to <out> the scrubbed form of everything fed so far except a held-back tail (at most the longest
  * 'from' minus one byte), so a value split across feeds is still replaced whole: never a partial value,
- * never a partial replacement. Leftmost-longest matching; replaced text is not rescanned. ORs the tags of
- * what it replaced into *hits. 0, or SLUICE_ENOMEM.
+ * never a partial replacement. Leftmost-longest matching; replaced text is not rescanned. Sets the tags of
+ * what it replaced in *hits (NULL: not wanted). 0, or SLUICE_ENOMEM.
  *
  * Only bytes that could still begin a 'from' are held back: a stream that
  * holds nothing resembling a value is passed on without delay.  The output
@@ -71,15 +108,15 @@ struct scrub_stream *scrub_stream_new(const struct scrub_set *set);
  * the stream's output is incomplete: drop the stream and the body.
  */
 int scrub_stream_feed(struct scrub_stream *st, const uint8_t *in, size_t len, struct evbuffer *out,
-                      uint32_t *hits);
+                      struct scrub_hits *hits);
 /* Flushes the held-back tail (scrubbed).  The stream may then start a new body. */
-int scrub_stream_end(struct scrub_stream *st, struct evbuffer *out, uint32_t *hits);
+int scrub_stream_end(struct scrub_stream *st, struct evbuffer *out, struct scrub_hits *hits);
 void scrub_stream_free(struct scrub_stream *st);  /* wipes the held-back tail */
 /* Bytes currently held back (for tests and backpressure accounting). */
 size_t scrub_stream_held(const struct scrub_stream *st);
 /* One-shot: scrubs <in> whole into <out> (header values). */
 int scrub_buffer(const struct scrub_set *set, const uint8_t *in, size_t len, struct evbuffer *out,
-                 uint32_t *hits);
+                 struct scrub_hits *hits);
 
 struct unzip;           /* a Content-Encoding decoder: gzip, x-gzip or deflate (zlib-wrapped, or raw as sent by
                            some servers: detect) */

@@ -5,6 +5,7 @@
  * the search has decided: everything fed except the longest held-back tail.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "secrets/scrub.h"
@@ -67,18 +68,17 @@ ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id)
 int
 ph_search_feed(struct ph_search *s, const uint8_t *p, size_t len, size_t *id)
 {
-	uint32_t hits;
-	size_t k, tag;
+	struct scrub_hits hits;
+	size_t k;
+	int tag;
 
 	for (k = 0; k * SCRUB_TAGS < s->n; k++) {
-		hits = 0;
+		memset(&hits, 0, sizeof(hits));
 		if (scrub_stream_feed(s->st[k], p, len, s->sink, &hits) != 0)
 			return -1;
 		evbuffer_drain(s->sink, evbuffer_get_length(s->sink));
-		if (hits != 0) {
-			for (tag = 0; !(hits & (1u << tag)); tag++)
-				;
-			*id = s->id[k * SCRUB_TAGS + tag];
+		if ((tag = scrub_hits_first(&hits)) >= 0) {
+			*id = s->id[k * SCRUB_TAGS + (size_t)tag];
 			return 1;
 		}
 	}

@@ -63,6 +63,16 @@ void secret_source_dispose(struct secret_source *src);
  */
 int secret_fetch(const struct secret_source *src, unsigned timeout_ms, struct secret_buf **out, const char **err);
 
+#define SECRET_MIN_BYTES 8               /* the shortest value the gateway injects (SCRUB_FORM_MIN) */
+/*
+ * Whether a fetched value can be used as a secret's value: one shorter than
+ * SECRET_MIN_BYTES is refused, because its echo in a response could not be
+ * scrubbed reliably (too likely to occur by chance: the scrubber skips such
+ * forms).  secret_fetch() already refused NUL, CR and LF.  0, or
+ * SLUICE_EINVAL with *err (static text, never the value).
+ */
+int secret_value_check(const struct secret_buf *b, const char **err);
+
 /*
  * The placeholder of secret <name>: derived with HMAC-SHA256 from <key>, so
  * it is the same across restarts and value rotations.  <format> shapes it

@@ -305,3 +305,13 @@ secret_fetch(const struct secret_source *src, unsigned timeout_ms, struct secret
 	*out = b;
 	return 0;
 }
+
+int
+secret_value_check(const struct secret_buf *b, const char **err)
+{
+	if (b->len < SECRET_MIN_BYTES) {
+		*err = "the secret's value is shorter than 8 bytes: its echo in a response could not be scrubbed";
+		return SLUICE_EINVAL;
+	}
+	return 0;
+}

@@ -8,7 +8,12 @@
  * the rest is the body.  The body scrubbed in the fuzzer's pieces must equal
  * the one-shot result, hits included, the held-back tail must stay under the
  * longest needle, and with plain needles both must equal a naive
- * leftmost-longest reference.
+ * leftmost-longest reference.  With one value, each percent-encoding an
+ * encoder writes (RFC 3986 in both hex cases, encodeURIComponent, Python's
+ * quote and quote_plus, WHATWG forms, PHP urlencode: an encoder written here
+ * apart from the scrubber's) of 8 bytes or more must be replaced when it
+ * stands alone, and the value is added with a second secret through
+ * scrub_set_add_secrets at a tag past 32.
  */
 #include <event2/buffer.h>
 #include <stddef.h>
@@ -20,6 +25,7 @@
 #include "secrets/scrub.h"
 
 #define NEEDLES_MAX 8
+#define TAG_HIGH 700   /* a tag past the old limit of 32 */
 
 struct needle {
 	const uint8_t *from, *to;
@@ -39,6 +45,58 @@ take(const uint8_t **p, size_t *left, size_t n)
 	return r;
 }
 
+/* <v> percent-encoded by encoder <style> (0..5) in <lower> hex into <out> (room for 3n); its length. */
+static size_t
+encode(const uint8_t *v, size_t n, int style, int lower, uint8_t *out)
+{
+	static const char *const keep[] = {"-._~", "-._~!'()*", "-._~/", "-._~", "*-._", "-._"};
+	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		uint8_t c = v[i];
+		int alnum = (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+
+		if (alnum || (c != 0 && strchr(keep[style], c) != NULL))
+			out[o++] = c;
+		else if (c == ' ' && style >= 3)
+			out[o++] = '+';
+		else {
+			out[o++] = '%';
+			out[o++] = (uint8_t)hex[c >> 4];
+			out[o++] = (uint8_t)hex[c & 15];
+		}
+	}
+	return o;
+}
+
+/* Every encoding of <v> that is a form the scrubber claims (8 bytes or more) is replaced when alone in a body. */
+static void
+check_forms(const struct scrub_set *set, const uint8_t *v, size_t n)
+{
+	uint8_t body[3 * 48 + 2];
+	struct evbuffer *out = evbuffer_new();
+	struct scrub_hits h;
+	size_t len;
+	int style, lower;
+
+	for (style = 0; style < 6; style++)
+		for (lower = 0; lower < 2; lower++) {
+			body[0] = '[';
+			len = encode(v, n, style, lower, body + 1);
+			body[1 + len] = ']';
+			if (len < 8)
+				continue;
+			memset(&h, 0, sizeof(h));
+			if (scrub_buffer(set, body, len + 2, out, &h) != 0)
+				abort();
+			if (scrub_hits_first(&h) < 0)
+				abort();
+			evbuffer_drain(out, evbuffer_get_length(out));
+		}
+	evbuffer_free(out);
+}
+
 static uint8_t *
 flatten(struct evbuffer *b, size_t *len)
 {
@@ -48,7 +106,8 @@ flatten(struct evbuffer *b, size_t *len)
 
 /* The reference: at each position the longest needle (first added on a tie), or the byte. */
 static void
-reference(const struct needle *nd, size_t nn, const uint8_t *in, size_t len, struct evbuffer *out, uint32_t *hits)
+reference(const struct needle *nd, size_t nn, const uint8_t *in, size_t len, struct evbuffer *out,
+          struct scrub_hits *hits)
 {
 	size_t i = 0, k;
 
@@ -65,7 +124,7 @@ reference(const struct needle *nd, size_t nn, const uint8_t *in, size_t len, str
 			continue;
 		}
 		evbuffer_add(out, nd[best].to, nd[best].to_len);
-		*hits |= 1u << best;
+		hits->w[0] |= (uint64_t)1 << best;
 		i += nd[best].from_len;
 	}
 }
@@ -79,11 +138,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct scrub_set *set;
 	struct scrub_stream *st;
 	struct evbuffer *one, *str, *ref;
-	uint32_t h1 = 0, h2 = 0, h3 = 0;
+	struct scrub_hits h1, h2, h3;
 	uint8_t *o1, *o2;
 
 	if ((mode = take(&p, &left, 1)) == NULL)
 		return 0;
+	memset(&h1, 0, sizeof(h1));
+	memset(&h2, 0, sizeof(h2));
+	memset(&h3, 0, sizeof(h3));
 	set = scrub_set_new();
 	if (mode[0] & 1) {
 		const uint8_t *lb = take(&p, &left, 1), *v;
@@ -95,10 +157,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		memcpy(ph, "PH_placeholder_0123456789abcdef", 32);
 		ph[(mode[0] >> 1) % 31 + 1] = '\0';
-		if (scrub_set_add_secret(set, v, lb[0] % 48 + 1, ph, 5) != 0)
+		if (mode[0] & 64) {
+			/* the bulk path, with a second secret and a tag past 32 */
+			struct scrub_secret two[2] = {{v, lb[0] % 48 + 1, ph, TAG_HIGH}, {(const uint8_t *)"other-value-xyz", 15,
+			                                                                      "PH_other", 9}};
+			if (scrub_set_add_secrets(set, two, 2) != 0)
+				abort();
+		} else if (scrub_set_add_secret(set, v, lb[0] % 48 + 1, ph, 5) != 0) {
 			abort();
+		}
 		if (scrub_set_add_basic(set, v, lb[0] % 48 + 1, (const uint8_t *)ph, strlen(ph), 6) != 0)
 			abort();
+		check_forms(set, v, lb[0] % 48 + 1);
 	} else {
 		size_t want = (mode[0] >> 1) % NEEDLES_MAX + 1;
 
@@ -145,13 +215,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	o1 = flatten(one, &l1);
 	o2 = flatten(str, &l2);
-	if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || h1 != h2)
+	if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || memcmp(&h1, &h2, sizeof(h1)) != 0)
 		abort();
 	if (!(mode[0] & 1)) {
 		/* First added wins a tie: the reference keeps the first longest it sees. */
 		reference(nd, nn, p, left, ref, &h3);
 		o2 = flatten(ref, &l2);
-		if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || h1 != h3)
+		if (l1 != l2 || (l1 > 0 && memcmp(o1, o2, l1) != 0) || memcmp(&h1, &h3, sizeof(h1)) != 0)
 			abort();
 	}
 	scrub_stream_free(st);

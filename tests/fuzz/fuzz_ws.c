@@ -11,7 +11,7 @@
  *     unmasked payloads, end to end, never hold a whole placeholder;
  *   - upstream side: what goes out parses as strict server frames with sound
  *     message sequencing; without a scrub set it is a prefix of the input;
- *     with one, no text message holds the value.
+ *     with one, no text or binary message, nor control frame, holds the value.
  */
 #include <event2/buffer.h>
 #include <stddef.h>
@@ -65,7 +65,7 @@ client_payloads(const uint8_t *p, size_t len, uint8_t *out)
 	return o;
 }
 
-/* Checks upstream output frames: strict, well sequenced, and (scrubbed) no text message holds VAL. */
+/* Checks upstream output frames: strict, well sequenced, and (scrubbed) no text or binary message holds VAL. */
 static void
 check_server_out(const uint8_t *p, size_t len, int scrubbed)
 {
@@ -82,11 +82,13 @@ check_server_out(const uint8_t *p, size_t len, int scrubbed)
 			abort();  /* headers go out whole and valid */
 		pos += (size_t)n;
 		size_t have = rd.left < len - pos ? (size_t)rd.left : len - pos;
-		int text = rd.kind == WS_OP_TEXT && rd.f.opcode < WS_OP_CLOSE;
-		if (have < rd.left && scrubbed && text)
-			abort();  /* re-framed text goes out whole; other frames stream (a cut one ends the output) */
-		if (text) {
-			if (rd.f.opcode == WS_OP_TEXT)
+		int data = (rd.kind == WS_OP_TEXT || rd.kind == WS_OP_BINARY) && rd.f.opcode < WS_OP_CLOSE;
+		if (have < rd.left && scrubbed)
+			abort();  /* with a set every frame is re-framed and goes out whole */
+		if (scrubbed && rd.f.opcode >= WS_OP_CLOSE && (rd.left > 125 || memmem(p + pos, have, VAL, strlen(VAL))))
+			abort();  /* a control frame: scrubbed, within its bound */
+		if (data) {
+			if (rd.f.opcode != WS_OP_CONT)
 				m = 0;
 			memcpy(msg + m, p + pos, have);
 			m += have;
@@ -106,7 +108,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct scrub_set *set = NULL;
 	struct ws_tunnel *t;
 	size_t step, cap, off = 0, id = 0, olen;
-	uint32_t hits = 0;
+	struct scrub_hits hits = {{0}};
 	const char *err;
 	int server, r = WS_RELAY_MORE;
 
@@ -167,5 +169,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	evbuffer_free(out);
 	evbuffer_free(all);
 	ws_tunnel_destroy(t);
+	scrub_set_free(set);  /* borrowed by the tunnel */
 	return 0;
 }

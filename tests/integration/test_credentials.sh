@@ -33,7 +33,7 @@ export SLUICE_IT_KEY; SLUICE_IT_KEY=$("$PY" "$T/mint.py" "$T/seed")
 [ ${#SLUICE_IT_KEY} -gt 40 ] || die "setup: the exec secret's value was not made"
 # an exec: source whose value the test rotates (a counter file): re-run after the upstream answers 401
 printf 1 >"$T/rot.n"
-printf 'import sys\nprint("rot-" + open(sys.argv[1]).read().strip())\n' >"$T/rot.py"
+printf 'import sys\nprint("rotating-value-" + open(sys.argv[1]).read().strip())\n' >"$T/rot.py"
 ROT_PH="sluice_ph_rot$ID$(rnd 20)"
 GH_PH="ghp_Ph$ID$(rnd 28)"                           # explicit placeholders (derived ones: key, slack)
 Q_PH="sluice_ph_q$ID$(rnd 24)" SB_PH="sluice_ph_sb$ID$(rnd 24)" BROKEN_PH="sluice_ph_broken$ID$(rnd 20)"
@@ -276,15 +276,15 @@ check "audit: injected secret key at header:x-api-key" audit_wait ".path==\"/e/i
 # an exec: source is re-run after the upstream answers 401 (an expired token), and only then
 code=$(pcurl -o /dev/null -w '%{http_code}' -H "X-Note: $ROT_PH" https://api.example.test/e/rot-a 2>/dev/null)
 check_eq "exec source: 200" 200 "$code"
-up_check "exec source: the upstream received the program's value" /e/rot-a '.x_note == "rot-1"'
+up_check "exec source: the upstream received the program's value" /e/rot-a '.x_note == "rotating-value-1"'
 printf 2 >"$T/rot.n"
 pcurl -o /dev/null -H "X-Note: $ROT_PH" https://api.example.test/e/rot-b 2>/dev/null
-up_check "exec source: no ttl, no 401: the value is not re-read" /e/rot-b '.x_note == "rot-1"'
+up_check "exec source: no ttl, no 401: the value is not re-read" /e/rot-b '.x_note == "rotating-value-1"'
 code=$(pcurl -o /dev/null -w '%{http_code}' -H "X-Note: $ROT_PH" "https://api.example.test/e/rot-401?status=401" 2>/dev/null)
 check_eq "exec source: the upstream rejects the value (401)" 401 "$code"
 sleep 6  # the store re-runs sources at its 5 s tick
 pcurl -o /dev/null -H "X-Note: $ROT_PH" https://api.example.test/e/rot-c 2>/dev/null
-up_check "exec source: after the 401 the program ran again and its new value is injected" /e/rot-c '.x_note == "rot-2"'
+up_check "exec source: after the 401 the program ran again and its new value is injected" /e/rot-c '.x_note == "rotating-value-2"'
 
 # query parameter
 nf body; b=$F

@@ -68,7 +68,7 @@ no_values() { check_eq "$1" "" "$("$PY" "$T/vals.py" forms "$2" 2>&1)"; }
 
 # ---------------------------------------------------------------- upstream, clients
 pki_init
-spawn "$T/wsup.log" env ECHO_MASK_GH="$SLUICE_IT_WS_GH" ECHO_MASK_KEY="$SLUICE_IT_WS_KEY" \
+spawn "$T/wsup.log" env WS_STORED="$SLUICE_IT_WS_GH" ECHO_MASK_GH="$SLUICE_IT_WS_GH" ECHO_MASK_KEY="$SLUICE_IT_WS_KEY" \
   ECHO_MASK_PH_GH="$GH_PH" ECHO_MASK_PH_KEY="$KEY_PH" \
   "$PY" "$WSUP" --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$WLOG"
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "ws upstream did not start: $(tail -n 3 "$T/wsup.log")"
@@ -132,6 +132,14 @@ wsc /ws-echo text:hello-ws 'binary:\x00\x01\xfe\xff' 'frame:1:0:frag-' 'frame:9:
 check_eq "secrets: echo of text, binary and a fragmented message (a ping between)" \
   "status 101~text[1] hello-ws~binary[1] 0001feff~pong~text[1] frag-mented~" "$(out_of)"
 
+# issue 17: a connection that injected nothing reads back a value the service stored, in a binary message and a
+# text one, each cut inside the value with a ping between the fragments: both are scrubbed (F4, binary frames)
+wsc /ws-stored 'binary:stored' 'text:stored' recv:2
+GH_PH_HEX=$(printf '%s' "$GH_PH" | od -An -tx1 -v | tr -d ' \n')
+check_eq "stored value, no placeholder sent: the binary message comes back with the placeholder (2 frames)" \
+  "status 101~ping~binary[2] 00${GH_PH_HEX}ff~ping~text[2] <${GH_PH}>~" "$(out_of)"
+no_values "  no form of the value reaches the client" "$F"
+
 # the upgrade carries the injected Authorization; the echo of it is scrubbed
 wsc /ws-auth --header "Authorization: Bearer $GH_PH" --header "Sec-WebSocket-Extensions: permessage-deflate" \
   text:auth recv:1
@@ -144,8 +152,8 @@ check_eq "  Sec-WebSocket-Extensions was stripped from the upgrade (no extension
   "$(jq -r 'select(.ev=="head" and .path=="/ws-auth") | .extensions' "$WLOG" | tail -n 1)"
 check "audit: the upgrade (101) records secret gh injected at header:authorization" audit_wait \
   '.path=="/ws-auth" and .status==101 and any(.secrets[]?; .name=="gh" and (.place|ascii_downcase)=="header:authorization")'
-check "gateway log: the scrub of a text frame is logged with the secret's name" \
-  eventually 5 grep -q "secret 'gh' scrubbed from a WebSocket text frame" "$GWLOG"
+check "gateway log: the scrub of a frame is logged with the secret's name" \
+  eventually 5 grep -q "secret 'gh' scrubbed from a WebSocket frame" "$GWLOG"
 
 # the upstream fragments the echoed message at every offset inside the value (and just around it)
 pre="auth=[Bearer " steps=() want="status 101~"

@@ -10,6 +10,10 @@ complete message:
     "auth"              a text message "auth=[<the Authorization header of the upgrade request>]", one frame
     "auth-split N"      the same text, fragmented at byte offset N: a TEXT frame without FIN, a ping, then a
                         continuation frame with FIN (N = 0 or the length: one fragment is empty)
+    "stored"            (text or binary) a message of the same type with the value of the environment variable
+                        WS_STORED between \x00 and \xff bytes (text: < and >), cut in two frames inside the value, a ping
+                        between them: what the bound service stored, read back by a connection that injected
+                        nothing (issue 17)
     anything else       echoed back as one frame of the same type (text or binary)
 A ping is answered with a pong, a close with a close (then the connection ends).  Frames it sends are unmasked.
 
@@ -26,6 +30,7 @@ written as {{<NAME>}} wherever it occurs in a logged string (as echo_upstream.py
 import base64
 import hashlib
 import itertools
+import os
 
 from upstream_common import BufConn, latin, mask, seen, serve
 
@@ -107,7 +112,12 @@ class Conn(BufConn):
         return fin, op, data
 
     def answer(self, op, msg):
-        if op == 1 and msg == b"auth":
+        if op in (1, 2) and msg == b"stored":
+            v = os.environ.get("WS_STORED", "").encode("latin-1")
+            text = (b"\x00" + v + b"\xff") if op == 2 else (b"<" + v + b">")
+            k = 1 + len(v) // 2
+            self.c.sendall(frame(op, text[:k], fin=False) + frame(9, b"mid") + frame(0, text[k:]))
+        elif op == 1 and msg == b"auth":
             self.c.sendall(frame(1, b"auth=[" + self.auth.encode("latin-1") + b"]"))
         elif op == 1 and msg.startswith(b"auth-split "):
             text = b"auth=[" + self.auth.encode("latin-1") + b"]"

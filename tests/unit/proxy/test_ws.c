@@ -107,6 +107,19 @@ payloads(struct evbuffer *b, int from_client, char *out, size_t cap)
 	return o;
 }
 
+/* The tunnels borrow their sets: kept here, freed when the group ends. */
+static struct scrub_set *sets[1024];
+static size_t nsets;
+
+static int
+free_sets(void **state)
+{
+	(void)state;
+	while (nsets > 0)
+		scrub_set_free(sets[--nsets]);
+	return 0;
+}
+
 static struct ws_tunnel *
 tunnel_with(int scrub)
 {
@@ -114,7 +127,8 @@ tunnel_with(int scrub)
 	struct ws_tunnel *t;
 
 	if (scrub) {
-		s = scrub_set_new();
+		assert_true(nsets < sizeof(sets) / sizeof(sets[0]));
+		s = sets[nsets++] = scrub_set_new();
 		assert_int_equal(scrub_set_add_secret(s, (const uint8_t *)VAL, strlen(VAL), PH, 0), 0);
 	}
 	t = ws_tunnel_create(s);
@@ -146,14 +160,17 @@ server_feed(struct ws_tunnel *t, struct evbuffer *src, size_t step, struct evbuf
             const char **err)
 {
 	struct evbuffer *in = evbuffer_new();
+	struct scrub_hits h;
 	int r = WS_RELAY_MORE;
 
+	memset(&h, 0, sizeof(h));
 	while (evbuffer_get_length(src) > 0) {
 		evbuffer_remove_buffer(src, in, step);
-		r = ws_tunnel_from_server(t, in, out, 1 << 20, hits, err);
+		r = ws_tunnel_from_server(t, in, out, 1 << 20, &h, err);
 		if (r != WS_RELAY_MORE)
 			break;
 	}
+	*hits = (uint32_t)h.w[0];
 	evbuffer_free(in);
 	return r;
 }
@@ -513,13 +530,13 @@ test_server_text_scrubbed(void **state)
 
 	(void)state;
 	sframe(src, 1, WS_OP_TEXT, "auth=Bearer " VAL "!");
-	sframe(src, 1, WS_OP_BINARY, "bin " VAL);  /* binary passes unchanged */
-	sframe(src, 1, WS_OP_PING, VAL);           /* control frames too */
+	sframe(src, 1, WS_OP_BINARY, "bin " VAL);  /* binary messages are scrubbed like text */
+	sframe(src, 1, WS_OP_PING, VAL);           /* and control frames, whole */
 	sframe(src, 1, WS_OP_TEXT, "");
 	assert_int_equal(server_feed(t, src, 1 << 20, out, &hits, &err), WS_RELAY_MORE);
 	assert_int_equal(hits, 1);
 	assert_int_equal(decode(out, 0, got, sizeof(got)), 0);
-	assert_string_equal(got, "1:1:auth=Bearer " PH "!|2:1:bin " VAL "|9:1:" VAL "|1:1:|");
+	assert_string_equal(got, "1:1:auth=Bearer " PH "!|2:1:bin " PH "|9:1:" PH "|1:1:|");
 	evbuffer_free(src);
 	evbuffer_free(out);
 	ws_tunnel_destroy(t);
@@ -606,6 +623,70 @@ test_server_long_text(void **state)
 	ws_tunnel_destroy(t);
 }
 
+/* A binary message fragmented inside the value, a pong between the fragments: replaced whole, opcode kept. */
+static void
+test_server_binary_fragmented(void **state)
+{
+	size_t vlen = strlen(VAL), k;
+
+	(void)state;
+	for (k = 1; k < vlen; k++) {
+		struct ws_tunnel *t = tunnel_with(1);
+		struct evbuffer *src = evbuffer_new(), *out = evbuffer_new();
+		const char *err = NULL;
+		uint32_t hits = 0;
+		char got[512];
+
+		frame(src, 0, WS_OP_BINARY, 0, "\x00\xff" VAL, 2 + k);
+		sframe(src, 1, WS_OP_PONG, "p");
+		frame(src, 1, WS_OP_CONT, 0, VAL + k, vlen - k);
+		assert_int_equal(server_feed(t, src, 3, out, &hits, &err), WS_RELAY_MORE);
+		assert_int_equal(hits, 1);
+		assert_int_equal(payloads(out, 0, got, sizeof(got)), 2 + strlen(PH));
+		/* payloads() joins the data frames: the bytes before the value, then the placeholder */
+		assert_memory_equal(got, "\x00\xff" PH, 2 + strlen(PH));
+		assert_true(contains(out, "\x8a\x01p"));  /* the pong, between them */
+		assert_non_null(memmem(got, sizeof(got), PH, strlen(PH)));
+		assert_null(memmem(got, sizeof(got), VAL, vlen));
+		/* the first frame out is BINARY, not TEXT */
+		assert_int_equal(evbuffer_pullup(out, 1)[0] & 0x0f, WS_OP_BINARY);
+		evbuffer_free(src);
+		evbuffer_free(out);
+		ws_tunnel_destroy(t);
+	}
+}
+
+/* A close frame whose reason holds the value, made too long by the placeholder: cut to 125 bytes, still valid. */
+static void
+test_server_control_cut(void **state)
+{
+	struct ws_tunnel *t = tunnel_with(1);
+	struct evbuffer *src = evbuffer_new(), *out = evbuffer_new();
+	const char *err = NULL;
+	uint32_t hits = 0;
+	char reason[125];
+	struct ws_reader rd;
+	int h;
+
+	(void)state;
+	memset(reason, 'r', sizeof(reason));
+	memcpy(reason, "\x03\xe8", 2);
+	memcpy(reason + sizeof(reason) - strlen(VAL), VAL, strlen(VAL));
+	frame(src, 1, WS_OP_CLOSE, 0, reason, sizeof(reason));
+	assert_int_equal(server_feed(t, src, 7, out, &hits, &err), WS_RELAY_MORE);
+	assert_int_equal(hits, 1);
+	ws_reader_init(&rd, 0);
+	h = ws_reader_head(&rd, evbuffer_pullup(out, -1), evbuffer_get_length(out), &err);
+	assert_true(h > 0);
+	assert_int_equal(rd.f.opcode, WS_OP_CLOSE);
+	assert_true(rd.f.len <= 125);
+	assert_int_equal(evbuffer_get_length(out), (size_t)h + rd.f.len);
+	assert_null(memmem(evbuffer_pullup(out, -1), evbuffer_get_length(out), VAL, strlen(VAL)));
+	evbuffer_free(src);
+	evbuffer_free(out);
+	ws_tunnel_destroy(t);
+}
+
 static void
 test_server_without_scrub_set(void **state)
 {
@@ -648,7 +729,7 @@ test_server_malformed(void **state)
 		struct ws_tunnel *t = tunnel_with(1);
 		struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
 		const char *err = NULL;
-		uint32_t hits = 0;
+		struct scrub_hits hits = {{0}};
 
 		evbuffer_add(in, cases[i].bytes, cases[i].len);
 		assert_int_equal(ws_tunnel_from_server(t, in, out, 1 << 20, &hits, &err), WS_RELAY_BAD);
@@ -665,7 +746,7 @@ test_close_client(void **state)
 	struct ws_tunnel *t = tunnel_with(0);
 	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
 	const char *err = NULL;
-	uint32_t hits = 0;
+	struct scrub_hits hits = {{0}};
 	char big[300];
 
 	(void)state;
@@ -730,11 +811,13 @@ main(void)
 		cmocka_unit_test(test_server_text_scrubbed),
 		cmocka_unit_test(test_server_fragmented_every_offset),
 		cmocka_unit_test(test_server_long_text),
+		cmocka_unit_test(test_server_binary_fragmented),
+		cmocka_unit_test(test_server_control_cut),
 		cmocka_unit_test(test_server_without_scrub_set),
 		cmocka_unit_test(test_server_malformed),
 		cmocka_unit_test(test_close_client),
 		cmocka_unit_test(test_search_limits),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, free_sets);
 }

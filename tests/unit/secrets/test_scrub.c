@@ -60,10 +60,13 @@ static char *
 oneshot(const struct scrub_set *s, const char *in, size_t len, uint32_t *hits)
 {
 	struct evbuffer *out = evbuffer_new();
+	struct scrub_hits h;
 	char *r;
 
-	*hits = 0;
-	assert_int_equal(scrub_buffer(s, U8(in), len, out, hits), 0);
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(scrub_buffer(s, U8(in), len, out, &h), 0);
+	*hits = (uint32_t)h.w[0];
+	assert_true(h.w[0] >> 32 == 0);
 	r = drain(out);
 	evbuffer_free(out);
 	return r;
@@ -88,18 +91,20 @@ streamed(const struct scrub_set *s, const char *in, size_t len, const size_t *cu
 	struct scrub_stream *st = scrub_stream_new(s);
 	struct evbuffer *out = evbuffer_new();
 	size_t off = 0, i;
+	struct scrub_hits h;
 	char *r;
 
-	*hits = 0;
+	memset(&h, 0, sizeof(h));
 	for (i = 0; i < ncuts && off < len; i++) {
 		size_t n = cuts[i] < len - off ? cuts[i] : len - off;
 
-		assert_int_equal(scrub_stream_feed(st, U8(in + off), n, out, hits), 0);
+		assert_int_equal(scrub_stream_feed(st, U8(in + off), n, out, &h), 0);
 		assert_true(scrub_stream_held(st) < scrub_set_max_len(s));
 		off += n;
 	}
-	assert_int_equal(scrub_stream_feed(st, U8(in + off), len - off, out, hits), 0);
-	assert_int_equal(scrub_stream_end(st, out, hits), 0);
+	assert_int_equal(scrub_stream_feed(st, U8(in + off), len - off, out, &h), 0);
+	assert_int_equal(scrub_stream_end(st, out, &h), 0);
+	*hits = (uint32_t)h.w[0];
 	assert_int_equal(scrub_stream_held(st), 0);
 	r = drain(out);
 	evbuffer_free(out);
@@ -177,6 +182,90 @@ test_literal(void **state)
 	(void)state;
 	expect(s, in, "{\"token\":\"" PH "\",\"again\":\"" PH "\"}", 1u << 3);
 	scrub_set_free(s);
+}
+
+/* The percent-encodings other encoders write (issue 17): each one of VALUE3 is scrubbed to the same form of PH3. */
+#define VALUE3 "a b/c!d'e(f)g*h~i_j.k-l+m=n"
+#define PH3 "sluice_ph_percent_forms_0123"
+static void
+test_percent_forms(void **state)
+{
+	static const char *forms[] = {
+		"a%20b%2Fc%21d%27e%28f%29g%2Ah~i_j.k-l%2Bm%3Dn", /* RFC 3986, curl */
+		"a%20b%2fc%21d%27e%28f%29g%2ah~i_j.k-l%2bm%3dn", /* the same, lower-case hex */
+		"a%20b%2Fc!d'e(f)g*h~i_j.k-l%2Bm%3Dn",           /* encodeURIComponent */
+		"a%20b/c%21d%27e%28f%29g%2Ah~i_j.k-l%2Bm%3Dn",   /* Python quote (keeps '/') */
+		"a%20b/c%21d%27e%28f%29g%2ah~i_j.k-l%2bm%3dn",
+		"a+b%2Fc%21d%27e%28f%29g%2Ah~i_j.k-l%2Bm%3Dn",   /* quote_plus, Go QueryEscape */
+		"a+b%2Fc%21d%27e%28f%29g*h%7Ei_j.k-l%2Bm%3Dn",   /* WHATWG forms, URLSearchParams */
+		"a+b%2Fc%21d%27e%28f%29g%2Ah%7Ei_j.k-l%2Bm%3Dn", /* PHP urlencode */
+		"a+b%2fc%21d%27e%28f%29g%2ah%7ei_j.k-l%2bm%3dn",
+	};
+	struct scrub_set *s = scrub_set_new();
+	uint32_t hits;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(scrub_set_add_secret(s, U8(VALUE3), strlen(VALUE3), PH3, 5), 0);
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char in[256], *r;
+
+		snprintf(in, sizeof(in), "q=%s&x=1", forms[i]);
+		r = oneshot(s, in, strlen(in), &hits);
+		assert_int_equal(hits, 1u << 5);
+		assert_string_equal(r, "q=" PH3 "&x=1");  /* PH3 holds only unreserved bytes: every form of it is PH3 */
+		free(r);
+	}
+	scrub_set_free(s);
+}
+
+/* A host with 150 secrets (one per sandbox): every value scrubbed with its own tag, past the old 32. */
+static void
+test_many_secrets(void **state)
+{
+	enum { N = 150 };
+	static char vals[N][48], phs[N][48];
+	struct scrub_secret v[N];
+	struct scrub_set *s = scrub_set_new(), *d;
+	struct scrub_hits h;
+	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
+	size_t i, n;
+	char *r;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		snprintf(vals[i], sizeof(vals[i]), "ghp_Sbx%03zuTokenValue%08zx", i, i * 2654435761u);
+		snprintf(phs[i], sizeof(phs[i]), "ghp_PLACEHOLDER_%03zu_xxxxxxxxxxx", i);
+		v[i] = (struct scrub_secret){U8(vals[i]), strlen(vals[i]), phs[i], (unsigned)(i * 6)};
+	}
+	for (i = 0; i < N; i++)
+		evbuffer_add_printf(in, "{\"k\":\"%s\"} ", vals[N - 1 - i]);
+	assert_int_equal(scrub_set_add_secrets(s, v, N), 0);
+	d = scrub_set_dup(s);
+	assert_int_equal(scrub_set_count(d), scrub_set_count(s));
+	for (int pass = 0; pass < 2; pass++) {
+		n = evbuffer_get_length(in);
+		memset(&h, 0, sizeof(h));
+		assert_int_equal(scrub_buffer(pass ? d : s, evbuffer_pullup(in, -1), n, out, &h), 0);
+		r = drain(out);
+		for (i = 0; i < N; i++) {
+			assert_null(strstr(r, vals[i]));
+			assert_non_null(strstr(r, phs[i]));
+			assert_true(scrub_hits_has(&h, (unsigned)(i * 6)));
+			assert_false(scrub_hits_has(&h, (unsigned)(i * 6 + 1)));
+		}
+		assert_int_equal(scrub_hits_first(&h), 0);
+		free(r);
+	}
+	/* all or nothing: one bad secret leaves the set as it was */
+	v[7].tag = SCRUB_TAGS;
+	n = scrub_set_count(d);
+	assert_int_equal(scrub_set_add_secrets(d, v, N), SLUICE_EINVAL);
+	assert_int_equal(scrub_set_count(d), n);
+	scrub_set_free(d);
+	scrub_set_free(s);
+	evbuffer_free(in);
+	evbuffer_free(out);
 }
 
 /* base64 of prefix + VALUE (+ suffix) at each alignment: no run survives, and the decoding round trips. */
@@ -264,7 +353,7 @@ test_basic(void **state)
 	assert_string_equal(r, want);
 	assert_int_equal(hits, 1u << 9);
 	assert_int_equal(scrub_set_add_basic(s, U8(""), 0, U8(cph), strlen(cph), 9), SLUICE_EINVAL);
-	assert_int_equal(scrub_set_add_basic(s, U8(cred), strlen(cred), U8(cph), strlen(cph), 32), SLUICE_EINVAL);
+	assert_int_equal(scrub_set_add_basic(s, U8(cred), strlen(cred), U8(cph), strlen(cph), SCRUB_TAGS), SLUICE_EINVAL);
 	free(r);
 	free(enc);
 	free(encph);
@@ -357,7 +446,7 @@ test_split_never_partial(void **state)
 	struct scrub_stream *st = scrub_stream_new(s);
 	struct evbuffer *out = evbuffer_new();
 	size_t k, vlen = strlen(VALUE);
-	uint32_t hits = 0;
+	struct scrub_hits hits = {{0}};
 
 	(void)state;
 	for (k = 1; k < vlen; k++) {
@@ -373,7 +462,7 @@ test_split_never_partial(void **state)
 		assert_string_equal(r, PH);
 		free(r);
 	}
-	assert_int_equal(hits, 1u << 3);
+	assert_int_equal(hits.w[0], 1u << 3);
 	evbuffer_free(out);
 	scrub_stream_free(st);
 	scrub_set_free(s);
@@ -438,7 +527,7 @@ test_tail_and_end(void **state)
 	struct scrub_set *s = two_secrets();
 	struct scrub_stream *st = scrub_stream_new(s);
 	struct evbuffer *out = evbuffer_new();
-	uint32_t hits = 0;
+	struct scrub_hits hits = {{0}};
 	char *r;
 
 	(void)state;
@@ -458,7 +547,7 @@ test_tail_and_end(void **state)
 	r = drain(out);
 	assert_string_equal(r, "tst_Fake");
 	free(r);
-	assert_int_equal(hits, 0);
+	assert_int_equal(scrub_hits_first(&hits), -1);
 	/* A prefix that turns out not to be one is released by the next feed. */
 	assert_int_equal(scrub_stream_feed(st, U8("tst_Fak"), 7, out, &hits), 0);
 	assert_int_equal(evbuffer_get_length(out), 0);
@@ -490,7 +579,7 @@ test_set_errors(void **state)
 	assert_int_equal(scrub_set_max_len(s), SCRUB_NEEDLE_MAX);
 	assert_int_equal(scrub_set_add_secret(s, U8(""), 0, "PLACEHOLDER", 0), SLUICE_EINVAL);
 	assert_int_equal(scrub_set_add_secret(s, U8(VALUE), strlen(VALUE), "", 0), SLUICE_EINVAL);
-	assert_int_equal(scrub_set_add_secret(s, U8(VALUE), strlen(VALUE), PH, 32), SLUICE_EINVAL);
+	assert_int_equal(scrub_set_add_secret(s, U8(VALUE), strlen(VALUE), PH, SCRUB_TAGS), SLUICE_EINVAL);
 	/* 8 KiB of reserved bytes: the percent form is 24 KiB, within the bound. */
 	assert_int_equal(scrub_set_add_secret(s, big, 8192, PH, 1), 0);
 	/* 8 KiB of control bytes: the JSON form (48 KiB) is over it, and nothing of the secret stays. */
@@ -833,6 +922,8 @@ main(void)
 		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_random_splits),
 		cmocka_unit_test(test_unzip_formats),
+		cmocka_unit_test(test_percent_forms),
+		cmocka_unit_test(test_many_secrets),
 		cmocka_unit_test(test_unzip_errors),
 		cmocka_unit_test(test_unzip_bomb),
 		cmocka_unit_test(test_unzip_pending),
