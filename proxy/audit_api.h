@@ -75,6 +75,7 @@ struct audit_rec {
 	const char *hold_by;
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
+	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 };
 
 struct metrics;

@@ -24,6 +24,8 @@ http_req_reset(struct conn *c)
 	struct req *r = c->req;
 
 	audit_unpark(c);  /* a request or passthrough waiting for its audit record */
+	if (c->state == CONN_S_DEAD)
+		http_refusals_flush(c);  /* the connection ends (conn_close): the count of refusals not recorded */
 	if (r == NULL)
 		return;
 	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
@@ -200,20 +202,70 @@ http_audit_decide(struct conn *c)
 	return r->audit_seq == 0 && audit_enabled(c->w->gw->audit) ? -1 : 0;
 }
 
+int
+http_refusal_admit(struct conn *c)
+{
+	struct conn *p = c->h2_stream ? h2srv_parent(c) : c;
+
+	if (p == NULL)
+		return 1;
+	if (p->nrefused < PROXY_REFUSALS_AUDITED) {
+		p->nrefused++;
+		return 1;
+	}
+	p->nrefused_quiet++;
+	return 0;
+}
+
+void
+http_refusals_flush(struct conn *c)
+{
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], why[160];
+
+	if (c->h2_stream || c->nrefused_quiet == 0)
+		return;
+	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
+	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
+	struct audit_rec a = {
+		.type = "denial",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.client = conn_peer_str(c, peer),
+		.dest = conn_dest_str(c, dest),
+		.sni = c->sni,
+		.host = c->host[0] ? c->host : NULL,
+		.rule = "audit.refusals",
+		.reason = why,
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+		.limit_retry_after = -1,
+		.suppressed = c->nrefused_quiet,
+	};
+	audit_write(c->w->gw->audit, &a);
+	c->nrefused_quiet = 0;
+}
+
 void
 http_audit_request(struct conn *c, const char *verdict)
 {
 	struct req *r = c->req;
+	int quiet = 0;
 
 	if (!r->audit_decided) {
 		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
 		verdict = "deny";
-		r->audit_seq = audit_request_rec(c, verdict, 1);
+		quiet = !http_refusal_admit(c);
+		if (!quiet)
+			r->audit_seq = audit_request_rec(c, verdict, 1);
 		r->audit_decided = 1;
 		r->audit_done = 1;
 	}
 	if (r->event != NULL && !r->audit_exfil) {
-		audit_exfil_rec(c);
+		if (!quiet)
+			audit_exfil_rec(c);
 		r->audit_exfil = 1;
 	}
 	if (!r->audit_done) {
@@ -567,15 +619,14 @@ read_request(struct conn *c)
 		            "Proxy-Authorization matches no sandbox's proxy_auth", 1);
 		return 1;
 	}
-	/* placeholders: swapped in bound places, refused anywhere else (credreq.c) */
-	if (policy_secret_count(c->pol) > 0 && cred_check_head(c, m) != 0) {
-		evbuffer_drain(in, (size_t)n);
-		return 1;
-	}
 	/*
 	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
 	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
 	 */
+	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	if ((hold = cred_hold_begin(c, m)) < 0) {
 		evbuffer_drain(in, (size_t)n);
 		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
@@ -594,12 +645,12 @@ read_request(struct conn *c)
 	/*
 	 * A held body is answered with our own 100; with secrets, no WebSocket
 	 * extension (frames stay searchable); with a secret injected, no gRPC
-	 * message compression (grpc-accept-encoding): the response's messages are
-	 * scrubbed one by one (credresp.c), which needs them uncompressed.
+	 * message compression (grpc-accept-encoding, dropped by credhead.c): the
+	 * response's messages are scrubbed one by one (credresp.c), which needs
+	 * them uncompressed.
 	 */
 	const char *skip[] = {"host", hold ? "expect" : NULL,
-	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL,
-	                      r->nuses > 0 ? "grpc-accept-encoding" : NULL};
+	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL};
 	copy_headers(r->up_head, m, skip, sizeof(skip) / sizeof(skip[0]));
 	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
 	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
@@ -618,8 +669,14 @@ read_request(struct conn *c)
 	}
 	if (!hold)
 		evbuffer_add(r->up_head, "\r\n", 2);
-	if (r->nuses > 0)
-		cred_apply_head(c);
+	/*
+	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
+	 * values written only inside bound places, a placeholder anywhere else refused
+	 */
+	if (policy_secret_count(c->pol) > 0 && cred_check_head(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	evbuffer_drain(in, (size_t)n);
 	if (hold) {
 		cred_hold_start(c);
