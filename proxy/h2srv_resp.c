@@ -43,6 +43,7 @@ h2srv_audit_refusal(struct h2stream *st, int status, const char *reason)
 {
 	struct conn *p = st->s->c;
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], id[32], method[40], path[1024];
+	struct audit_rec a;
 
 	if (st->audited)
 		return;
@@ -52,29 +53,22 @@ h2srv_audit_refusal(struct h2stream *st, int status, const char *reason)
 	if (!http_refusal_admit(p))
 		return;
 	snprintf(id, sizeof(id), "%llu-%d", (unsigned long long)p->id, (int)st->id);
-	struct audit_rec a = {
-		.type = "request",
-		.sandbox = p->sandbox != NULL ? p->sandbox : conn_peer_str(p, peer),
-		.id = id,
-		.client = conn_peer_str(p, peer),
-		.dest = conn_dest_str(p, dest),
-		.sni = p->sni,
-		.host = p->host[0] ? p->host : NULL,
-		.method = field(st, ":method", method, sizeof(method)),
-		/* a refused path is not normalised: written as sent (escaped), without its query unless audit.log_query */
-		.path = field(st, ":path", path, sizeof(path)),
-		.http_version = "2",
-		.verdict = "deny",
-		.rule = "http2",
-		.reason = reason,
-		.status = status,
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = -1,
-		.upstream_tls = -1,
-		.conn_id = p->id,
-		.limit_retry_after = -1,
-	};
+	a = AUDIT_REC_INIT("request");
+	a.sandbox = p->sandbox != NULL ? p->sandbox : conn_peer_str(p, peer);
+	a.id = id;
+	a.client = conn_peer_str(p, peer);
+	a.dest = conn_dest_str(p, dest);
+	a.sni = p->sni;
+	a.host = p->host[0] ? p->host : NULL;
+	a.method = field(st, ":method", method, sizeof(method));
+	/* a refused path is not normalised: written as sent (escaped), without its query unless audit.log_query */
+	a.path = field(st, ":path", path, sizeof(path));
+	a.http_version = "2";
+	a.verdict = "deny";
+	a.rule = "http2";
+	a.reason = reason;
+	a.status = status;
+	a.conn_id = p->id;
 	if (a.path != NULL && !p->w->gw->cfg->audit_log_query)
 		path[strcspn(path, "?")] = '\0';
 	audit_write(p->w->gw->audit, &a);

@@ -226,24 +226,17 @@ http_refusals_flush(struct conn *c)
 		return;
 	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
 	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
-	struct audit_rec a = {
-		.type = "denial",
-		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.client = conn_peer_str(c, peer),
-		.dest = conn_dest_str(c, dest),
-		.sni = c->sni,
-		.host = c->host[0] ? c->host : NULL,
-		.rule = "audit.refusals",
-		.reason = why,
-		.status = -1,
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = -1,
-		.upstream_tls = -1,
-		.conn_id = c->id,
-		.limit_retry_after = -1,
-		.suppressed = c->nrefused_quiet,
-	};
+	struct audit_rec a = AUDIT_REC_INIT("denial");
+
+	a.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	a.client = conn_peer_str(c, peer);
+	a.dest = conn_dest_str(c, dest);
+	a.sni = c->sni;
+	a.host = c->host[0] ? c->host : NULL;
+	a.rule = "audit.refusals";
+	a.reason = why;
+	a.conn_id = c->id;
+	a.suppressed = c->nrefused_quiet;
 	audit_write(c->w->gw->audit, &a);
 	c->nrefused_quiet = 0;
 }

@@ -115,8 +115,9 @@ struct ph_search *ph_search_new(void);
 int ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id);
 /*
  * The same, with the placeholder's encoded forms searched too (as
- * scrub_set_add_secret lists them: base64 at each alignment, percent-encoding
- * in either case, JSON escaping): a body that streams is searched for these.
+ * scrub_set_add_secret lists them: base64 at each alignment; percent and JSON
+ * forms only where they differ from the literal, which for placeholders of
+ * unreserved characters they do not): a body that streams is searched for these.
  */
 int ph_search_add_forms(struct ph_search *s, const char *ph, size_t len, size_t id);
 /* Searches <len> more bytes: 1 and *id when a placeholder ends in them, 0, or -1 (out of memory). */
