@@ -7,6 +7,7 @@
  * bad escape, and an attacker would put one before the placeholder.  They
  * are for searching, never for what is sent.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "common/sluice.h"
@@ -178,7 +179,7 @@ b64_run(const uint8_t *p, size_t len, uint8_t *out)
  * base64 text starts at one of the four alignments of its run.
  */
 static long
-b64_view(const uint8_t *p, size_t len, unsigned align, uint8_t *out)
+b64_view(const uint8_t *p, size_t len, unsigned align, size_t min_out, uint8_t *out)
 {
 	size_t i = 0, j, o = 0;
 	int any = 0;
@@ -190,7 +191,8 @@ b64_view(const uint8_t *p, size_t len, unsigned align, uint8_t *out)
 		}
 		for (j = i; j < len && b64val(p[j]) >= 0; j++)
 			;
-		if (j - i >= B64_RUN_MIN && j - i > align) {
+		/* a run whose decoding is shorter than every needle cannot hold one */
+		if (j - i >= B64_RUN_MIN && j - i > align && (j - i - align) * 3 / 4 >= min_out) {
 			if (any)
 				out[o++] = '\0';
 			o += b64_run(p + i + align, j - i - align, out + o);
@@ -204,7 +206,7 @@ b64_view(const uint8_t *p, size_t len, unsigned align, uint8_t *out)
 long
 ph_decode_base64(const uint8_t *p, size_t len, uint8_t *out)
 {
-	return b64_view(p, len, 0, out);
+	return b64_view(p, len, 0, 0, out);
 }
 
 struct needles {
@@ -213,7 +215,10 @@ struct needles {
 	size_t n;
 	unsigned char *found;
 	size_t nfound;
+	size_t minlen;       /* the shortest needle not found yet: every decoding shrinks, so shorter views hold none */
 };
+
+#define VIEW_STACK 1024  /* views this small are decoded on the stack */
 
 static int search(struct needles *nd, const uint8_t *p, size_t len, int depth);
 
@@ -222,18 +227,19 @@ static int
 search_step(struct needles *nd, const uint8_t *p, size_t len, int depth, int k)
 {
 	size_t cap = ph_decode_bound(len);
-	uint8_t *buf = try_malloc(cap);
+	uint8_t stack[VIEW_STACK], *buf = cap <= sizeof(stack) ? stack : try_malloc(cap);
 	long n;
 	int ret = 0;
 
 	if (buf == NULL)
 		return SLUICE_ENOMEM;
 	n = k == 0 ? ph_decode_percent(p, len, buf) : k == 1 ? ph_decode_json(p, len, buf)
-	                                                     : b64_view(p, len, (unsigned)(k - 2), buf);
+	                                                     : b64_view(p, len, (unsigned)(k - 2), nd->minlen, buf);
 	if (n >= 0)
 		ret = search(nd, buf, (size_t)n, depth - 1);
-	sluice_wipe(buf, cap);
-	free(buf);
+	sluice_wipe(buf, n > 0 ? (size_t)n : 0);
+	if (buf != stack)
+		free(buf);
 	return ret;
 }
 
@@ -243,6 +249,8 @@ search(struct needles *nd, const uint8_t *p, size_t len, int depth)
 	size_t i;
 	int k, ret;
 
+	if (len < nd->minlen)
+		return 0;
 	for (i = 0; i < nd->n; i++)
 		if (!nd->found[i] && nd->len[i] > 0 && nd->len[i] <= len && memmem(p, len, nd->ph[i], nd->len[i]) != NULL) {
 			nd->found[i] = 1;
@@ -265,14 +273,20 @@ search(struct needles *nd, const uint8_t *p, size_t len, int depth)
 int
 ph_detect(const uint8_t *p, size_t len, const char *const *ph, const size_t *phlen, size_t n, unsigned char *found)
 {
-	struct needles nd = {ph, phlen, n, found, 0};
+	struct needles nd = {ph, phlen, n, found, 0, 0};
 	size_t i;
 	int ret;
 
 	if (len > PH_DETECT_PLACE_MAX)
 		return SLUICE_ETOOBIG;
-	for (i = 0; i < n; i++)
+	nd.minlen = SIZE_MAX;
+	for (i = 0; i < n; i++) {
 		nd.nfound += found[i] != 0;
+		if (!found[i] && phlen[i] > 0 && phlen[i] < nd.minlen)
+			nd.minlen = phlen[i];
+	}
+	if (nd.minlen == SIZE_MAX)
+		return (int)nd.nfound;  /* nothing left to find */
 	if ((ret = search(&nd, p, len, PH_DETECT_DEPTH)) != 0)
 		return ret;
 	return (int)nd.nfound;
