@@ -243,16 +243,45 @@ search_step(struct needles *nd, const uint8_t *p, size_t len, int depth, int k)
 	return ret;
 }
 
+#define PAIRS_BITS 4096   /* the byte-pair filter of a view: one bit per hashed pair */
+#define PAIRS_FROM 8      /* needles from which on the filter pays for itself */
+#define PAIR(a, b) ((((unsigned)(a) * 31u) + (unsigned)(b)) & (PAIRS_BITS - 1))
+
+/* 0 when some byte pair of <ph> (its start, middle and end) is not in the view's pair set <bm>: it is not there. */
+static int
+pairs_may(const uint64_t *bm, const char *ph, size_t len)
+{
+	size_t at[3] = {0, len / 2 - 1, len - 2}, k, h;
+
+	for (k = 0; k < 3; k++) {
+		h = PAIR((uint8_t)ph[at[k]], (uint8_t)ph[at[k] + 1]);
+		if (!(bm[h / 64] & (1ull << (h % 64))))
+			return 0;
+	}
+	return 1;
+}
+
 static int
 search(struct needles *nd, const uint8_t *p, size_t len, int depth)
 {
-	size_t i;
-	int k, ret;
+	uint64_t bm[PAIRS_BITS / 64];
+	size_t i, h;
+	int k, ret, filter = nd->n - nd->nfound >= PAIRS_FROM;
 
 	if (len < nd->minlen)
 		return 0;
+	/* many needles: one pass over the view saves a memmem for each needle that cannot be in it */
+	if (filter) {
+		memset(bm, 0, sizeof(bm));
+		for (i = 0; i + 1 < len; i++) {
+			h = PAIR(p[i], p[i + 1]);
+			bm[h / 64] |= 1ull << (h % 64);
+		}
+	}
 	for (i = 0; i < nd->n; i++)
-		if (!nd->found[i] && nd->len[i] > 0 && nd->len[i] <= len && memmem(p, len, nd->ph[i], nd->len[i]) != NULL) {
+		if (!nd->found[i] && nd->len[i] > 0 && nd->len[i] <= len &&
+		    (!filter || nd->len[i] < 2 || pairs_may(bm, nd->ph[i], nd->len[i])) &&
+		    memmem(p, len, nd->ph[i], nd->len[i]) != NULL) {
 			nd->found[i] = 1;
 			nd->nfound++;
 		}
