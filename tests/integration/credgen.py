@@ -13,8 +13,11 @@
         The invariant generator: N requests (h1 and h2) with the placeholder at a random place in a random
         encoding; prints "ok ..." / "FAIL ..." lines and, on any failure, the seed and the failing cases
         (masked: a value is never printed).
-    credgen.py flood PROXY_PORT CAFILE AUDIT N
+    credgen.py flood PROXY_PORT CAFILE LOG AUDIT N
         N malformed streams on one h2 connection; prints "refused K" (streams answered or reset).
+    credgen.py h1flood PROXY_PORT CAFILE LOG AUDIT N
+        N requests with the placeholder in an unbound header on one keep-alive HTTP/1.1 connection; prints
+        "refused K" (403 answers).
 
 The secret under test: value $SLUICE_IT_V (never printed), placeholder $SLUICE_IT_PH, bound to
 api.example.test at header:authorization, basic, query:key, json:$.token and form:token; a second one, value
@@ -712,6 +715,33 @@ def flood(env, n):
     return 0
 
 
+def h1flood(env, n):
+    """<n> requests with the placeholder in an unbound header on one keep-alive HTTP/1.1 connection."""
+    t = env.tunnel(["http/1.1"])
+    refused = 0
+    buf = b""
+    try:
+        for i in range(n):
+            t.sendall(b"GET /k/%d HTTP/1.1\r\nHost: %s\r\nX-Note: %s\r\n\r\n" % (i, HOST.encode(), env.ph.encode()))
+            while b"\r\n\r\n" not in buf:
+                d = t.recv(65536)
+                if not d:
+                    raise EOFError
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            n_body = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+            while len(buf) < (n_body[0] if n_body else 0):
+                buf += t.recv(65536)
+            buf = buf[n_body[0] if n_body else 0:]
+            if head.startswith(b"HTTP/1.1 403"):
+                refused += 1
+    except (OSError, EOFError):
+        pass
+    t.close()
+    print("refused %d" % refused)
+    return 0
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "upstream":
@@ -724,6 +754,8 @@ def main():
         return 1 if generate(env, int(sys.argv[6]), int(sys.argv[7])) else 0
     if cmd == "flood":
         return flood(env, int(sys.argv[6]))
+    if cmd == "h1flood":
+        return h1flood(env, int(sys.argv[6]))
     raise SystemExit("unknown command")
 
 

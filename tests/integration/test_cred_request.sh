@@ -12,7 +12,8 @@
 #    places of allowed requests, every other request is refused with nothing sent and (403) its exfiltration_attempt
 #    record, or by an earlier named reason (400, 421);
 #  - the audit of HTTP/2 refusals (translation errors, resets) and its bound per connection: a flood of bad streams
-#    is recorded one by one up to the bound, then as one count.
+#    (and of exfiltration attempts on one HTTP/1.1 keep-alive connection) is recorded one by one up to the bound,
+#    then as one count.
 # Real values are random per run and never printed.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
@@ -89,6 +90,17 @@ check "... each with its reason and path" sh -c "tail -n +$((before + 1)) '$AUDI
 sup=$(tail -n +$((before + 1)) "$AUDIT" | jq -r 'select(.type=="denial" and .rule=="audit.refusals") | .suppressed')
 check_eq "the rest is one denial record with the count (rule audit.refusals, suppressed 144)" 144 "$sup"
 check "sluice audit verify accepts the log" "$SLUICE" audit verify "$AUDIT"
+
+# the same bound on one keep-alive HTTP/1.1 connection: 300 exfiltration attempts
+before=$(wc -l <"$AUDIT")
+out=$($CLEAN SLUICE_IT_V=x SLUICE_IT_PH="$SLUICE_IT_PH" SLUICE_IT_QV=x SLUICE_IT_QPH=x timeout 120 "$PY" "$GEN" h1flood \
+  "$PP" "$CA/ca.pem" "$ULOG" "$AUDIT" 300 2>&1)
+check_match "300 exfiltration attempts on one keep-alive HTTP/1.1 connection: each refused (403)" '^refused 300$' "$out"
+eventually 10 sh -c "tail -n +$((before + 1)) '$AUDIT' | grep -q '\"rule\":\"audit.refusals\"'"
+recs=$(tail -n +$((before + 1)) "$AUDIT" | jq -c 'select(.type=="exfiltration_attempt")' | wc -l)
+check_eq "... the first 256 have their exfiltration_attempt records" 256 "$recs"
+sup=$(tail -n +$((before + 1)) "$AUDIT" | jq -r 'select(.type=="denial" and .rule=="audit.refusals") | .suppressed')
+check_eq "... the other 44 are one count at the connection's end" 44 "$sup"
 
 # a malformed stream that is answered (a status) is audited too: :authority naming another host
 st=$($CLEAN timeout 20 "$PY" "$HERE/h2client.py" "$PP" "$CA/ca.pem" api.example.test authority other.example.test - 2>&1)
