@@ -393,6 +393,7 @@ request_trailers(struct h2stream *st, int end_stream)
 
 	if (!end_stream) {  /* nghttp2 refuses this itself; never trust it to */
 		hdr_clear(st);
+		h2srv_audit_refusal(st, -1, "trailers without END_STREAM");
 		h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 		return;
 	}
@@ -591,6 +592,8 @@ h2srv_pump(struct conn *c)
 		r = nghttp2_session_mem_recv(s->ng, evbuffer_pullup(in, -1), n);
 		if (r < 0) {
 			log_info("c%llu: HTTP/2 session error: %s", (unsigned long long)c->id, nghttp2_strerror((int)r));
+			if (nghttp2_session_want_read(s->ng))  /* once: the session reads nothing after this */
+				audit_conn(c, "deny", "http2", nghttp2_strerror((int)r), -1);
 			nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
 			evbuffer_drain(in, n);
 		} else {
