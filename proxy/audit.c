@@ -229,6 +229,8 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "reason", r->reason);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
+		if (r->suppressed > 0)
+			jb_int(&jb, "suppressed", r->suppressed);
 	} else if (is(t, "dns")) {
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "host", r->host);

@@ -75,7 +75,13 @@ struct audit_rec {
 	const char *hold_by;
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
+	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 };
+
+/* A record of <type> with every optional number "none" (-1); set the members it has after this. */
+#define AUDIT_REC_INIT(t)                                                                                    \
+	((struct audit_rec){.type = (t), .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,   \
+	                    .upstream_tls = -1, .limit_retry_after = -1, .generation = -1, .warnings = -1})
 
 struct metrics;
 

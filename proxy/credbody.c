@@ -33,8 +33,10 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/credhead.h"
 #include "proxy/proxy_int.h"
 #include "proxy/semantic.h"
+#include "secrets/detect.h"
 
 #define JSON_PLACE_MAX 1024   /* bytes of a concrete JSON path named in a place */
 
@@ -50,6 +52,37 @@ count(const char *hay, size_t hlen, const char *needle, size_t nlen)
 		hay = hit + nlen;
 	}
 	return n;
+}
+
+/*
+ * 1 if <s>/<len>, with every literal <ph> cut out, still holds <ph> in some
+ * decoded view (percent, base64, escapes: secrets/detect.h), or cannot be
+ * searched; a field value whose literal placeholder is injected must not hide
+ * another one encoded.
+ */
+static int
+hidden(const char *s, size_t len, const char *ph, size_t plen)
+{
+	uint8_t *res = try_malloc(len + 1);
+	unsigned char hit = 0;
+	const char *from = s, *h;
+	size_t o = 0;
+	int ret;
+
+	if (res == NULL)
+		return 1;
+	while ((h = memmem(from, (size_t)(s + len - from), ph, plen)) != NULL) {
+		memcpy(res + o, from, (size_t)(h - from));
+		o += (size_t)(h - from);
+		res[o++] = '\0';
+		from = h + plen;
+	}
+	memcpy(res + o, from, (size_t)(s + len - from));
+	o += (size_t)(s + len - from);
+	ret = ph_detect(res, o, &ph, &plen, 1, &hit);
+	sluice_wipe(res, len + 1);
+	free(res);
+	return ret != 0;
 }
 
 /* The type of body Content-Type names (parameters ignored). */
@@ -110,6 +143,59 @@ cred_hold_begin(struct conn *c, const struct h1_message *m)
 	return r->hold != NULL ? 1 : -1;
 }
 
+static int placeholders_in(struct conn *c, const char *body, size_t len, unsigned char *found);
+
+int
+cred_body_coding_check(struct conn *c, const struct h1_message *m)
+{
+	size_t i, k, n;
+	const char *v;
+
+	if (c->req->body == H1_BODY_NONE)
+		return 0;
+	for (i = 0; i < m->nheaders; i++) {
+		const struct h1_header *h = &m->headers[i];
+		if (!sluice_iov_ieq(h->name, h->name_len, "content-encoding"))
+			continue;
+		for (v = h->value, n = h->value_len; n > 0 && (*v == ' ' || *v == '\t'); v++, n--)
+			;
+		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (sluice_iov_ieq(v, n, "identity"))
+			continue;
+		for (k = 0; k < policy_secret_count(c->pol); k++)
+			if (policy_secret_host_bound(policy_secret_get(c->pol, k), c->host))
+				break;
+		if (k == policy_secret_count(c->pol))
+			return 0;
+		http_answer(c, 415, "unsupported media type", "secrets",
+		            "a request body with a Content-Encoding cannot be searched for placeholders: a host a secret "
+		            "is bound to takes request bodies uncompressed",
+		            1);
+		return -1;
+	}
+	return 0;
+}
+
+int
+cred_trailers_search(struct conn *c, size_t *secret)
+{
+	struct evbuffer *t = c->req->req_trailers;
+	size_t len = t != NULL ? evbuffer_get_length(t) : 0, i, n = policy_secret_count(c->pol);
+	unsigned char *found;
+	int ret;
+
+	if (len == 0 || n == 0)
+		return 0;
+	found = xcalloc(n, 1);
+	ret = placeholders_in(c, (const char *)evbuffer_pullup(t, -1), len, found);
+	for (i = 0; ret > 0 && !found[i]; i++)
+		;
+	*secret = i < n ? i : 0;
+	free(found);
+	return ret > 0 ? 1 : ret < 0 ? -1 : 0;
+}
+
 void
 cred_hold_start(struct conn *c)
 {
@@ -143,18 +229,19 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 	switch (json_typeof(j)) {
 	case JSON_STRING:
 		n = count(json_string_value(j), json_string_length(j), w->ph, w->plen);
+		snprintf(place, sizeof(place), "json:%s", plen_path > 0 ? w->path : "(path too long)");
+		if (hidden(json_string_value(j), json_string_length(j), w->ph, w->plen))
+			return cred_refuse_encoded(w->c, w->s, place);
 		if (n == 0)
 			return 0;
 		w->seen += n;
-		snprintf(place, sizeof(place), "json:%s", plen_path > 0 ? w->path : "(path too long)");
 		return cred_found(w->c, w->s, w->e, place);
 	case JSON_OBJECT:
 		json_object_foreach((json_t *)j, key, v) {
 			len = plen_path;
-			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0) {
+			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0 || hidden(key, strlen(key), w->ph, w->plen)) {
 				w->seen += n;
-				if (cred_found(w->c, w->s, w->e, "json key") != 0)
-					return -1;
+				return cred_refuse_encoded(w->c, w->s, "json key");
 			}
 			if (len > 0 && policy_json_path_key(w->path, sizeof(w->path), &len, key, strlen(key)) != 0)
 				len = 0;
@@ -298,26 +385,6 @@ json_escape(struct evbuffer *out, const uint8_t *v, size_t len)
 	}
 }
 
-/* Percent-encodes <v> as a form value. */
-static void
-form_escape(struct evbuffer *out, const uint8_t *v, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char e[3] = {'%', 0, 0};
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if ((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= '0' && v[i] <= '9') ||
-		    v[i] == '-' || v[i] == '.' || v[i] == '_' || v[i] == '~') {
-			evbuffer_add(out, &v[i], 1);
-		} else {
-			e[1] = hex[v[i] >> 4];
-			e[2] = hex[v[i] & 15];
-			evbuffer_add(out, e, 3);
-		}
-	}
-}
-
 static void
 wipe_free(struct evbuffer *b)
 {
@@ -392,16 +459,18 @@ walk_form(struct walk *w, const char *body, size_t len, char *scratch, int *bad)
 			*bad = 1;
 			return 0;
 		}
-		if ((k = count(scratch, (size_t)dn, w->ph, w->plen)) > 0) {
+		if ((k = count(scratch, (size_t)dn, w->ph, w->plen)) > 0 || hidden(scratch, (size_t)dn, w->ph, w->plen)) {
 			w->seen += k;
-			if (cred_found(w->c, w->s, w->e, "form key") != 0)
-				return -1;
+			return cred_refuse_encoded(w->c, w->s, "form key");
 		}
-		if ((k = count(scratch + dn, (size_t)dv, w->ph, w->plen)) > 0) {
+		k = count(scratch + dn, (size_t)dv, w->ph, w->plen);
+		snprintf(place, sizeof(place), "form:%.*s", (int)(dn < POLICY_INJECT_ARG_MAX + 1 ? dn : 0), scratch);
+		if (dn > POLICY_INJECT_ARG_MAX || memchr(scratch, '\0', (size_t)dn) != NULL)
+			snprintf(place, sizeof(place), "form:(unnamed)");
+		if (hidden(scratch + dn, (size_t)dv, w->ph, w->plen))
+			return cred_refuse_encoded(w->c, w->s, place);
+		if (k > 0) {
 			w->seen += k;
-			snprintf(place, sizeof(place), "form:%.*s", (int)(dn < POLICY_INJECT_ARG_MAX + 1 ? dn : 0), scratch);
-			if (dn > POLICY_INJECT_ARG_MAX || memchr(scratch, '\0', (size_t)dn) != NULL)
-				snprintf(place, sizeof(place), "form:(unnamed)");
 			if (cred_found(w->c, w->s, w->e, place) != 0)
 				return -1;
 		}
@@ -428,7 +497,7 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 		if (dv <= 0 || k == r->nuses)
 			continue;
 		evbuffer_add(out, from, (size_t)(v - from));
-		replace_uses(r, scratch, (size_t)dv, val, form_escape);
+		replace_uses(r, scratch, (size_t)dv, val, credhead_pct_escape);
 		evbuffer_add_buffer(out, val);
 		from = v + vl;
 	}
@@ -437,26 +506,29 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 }
 
 /*
- * 0 when no placeholder can be in <body>, written as it is or decoded: none
- * appears in its bytes, and nothing in it decodes (no JSON escape, no form
- * %XX or '+'), so searching its fields would find nothing.  Most bodies: this saves
- * parsing them a second time (a semantic rule parsed it already).
+ * Which placeholders are in <body> in any form (secrets/detect.h: as they
+ * are, percent-encoded, base64, escaped): found[i] for the i-th secret.  The
+ * count, or a negative SLUICE_E* when the body cannot be searched (refuse).
+ * Most bodies hold none: they go as they came without a second parse.
  */
 static int
-placeholder_possible(struct conn *c, enum cred_body_type type, const char *body, size_t len)
+placeholders_in(struct conn *c, const char *body, size_t len, unsigned char *found)
 {
+	size_t n = policy_secret_count(c->pol), i;
+	const char **ph = xcalloc(n + 1, sizeof(*ph));
+	size_t *plen = xcalloc(n + 1, sizeof(*plen));
 	const struct cred_entry *e;
-	size_t i;
+	int ret;
 
-	if ((type == CRED_BODY_JSON && memchr(body, '\\', len) != NULL) ||
-	    (type == CRED_BODY_FORM && (memchr(body, '%', len) != NULL || memchr(body, '+', len) != NULL)))
-		return 1;
-	for (i = 0; i < policy_secret_count(c->pol); i++) {
+	for (i = 0; i < n; i++) {
 		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
-		if (e != NULL && count(body, len, cred_placeholder(e), strlen(cred_placeholder(e))) > 0)
-			return 1;
+		ph[i] = e != NULL ? cred_placeholder(e) : "";
+		plen[i] = strlen(ph[i]);   /* 0: never searched */
 	}
-	return 0;
+	ret = ph_detect((const uint8_t *)body, len, ph, plen, n, found);
+	free(ph);
+	free(plen);
+	return ret;
 }
 
 /*
@@ -473,12 +545,20 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	char *scratch = NULL;
 	struct walk w;
 	size_t i, raw, before = r->nuses;
+	unsigned char *found;
 	int bad = 0, ret = 0;
 
-	if (!placeholder_possible(c, type, body, len)) {
+	found = xcalloc(policy_secret_count(c->pol) + 1, 1);
+	if ((ret = placeholders_in(c, body, len, found)) <= 0) {
+		free(found);
+		if (ret < 0) {
+			http_answer(c, 500, "internal error", "secrets", "cannot search the request body for placeholders", 1);
+			return -1;
+		}
 		evbuffer_add(out, body, len);
 		return 0;
 	}
+	ret = 0;
 	if (type == CRED_BODY_JSON &&
 	    (doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL)) == NULL)
 		type = CRED_BODY_OTHER;  /* not JSON: nothing in it is a field */
@@ -489,7 +569,7 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	for (i = 0; i < policy_secret_count(c->pol) && ret == 0; i++) {
 		w.s = policy_secret_get(c->pol, i);
 		w.e = cred_entry_of(c->w->gw->creds, w.s);
-		if (w.e == NULL)
+		if (w.e == NULL || !found[i])
 			continue;
 		w.ph = cred_placeholder(w.e);
 		w.plen = strlen(w.ph);
@@ -503,8 +583,12 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 			if (bad)
 				type = CRED_BODY_OTHER;
 		}
-		/* every placeholder must be one found in a field, written as it is */
-		if (ret == 0 && (raw != w.seen || (type == CRED_BODY_OTHER && raw > 0)))
+		/* every placeholder must be one found in a field, written as it is; in any other body, any form refuses */
+		if (ret == 0 && type == CRED_BODY_OTHER)
+			ret = cred_refuse_encoded(c, w.s, "body");
+		else if (ret == 0 && w.seen == 0)  /* found in the body, in no field: in a form no field decodes to */
+			ret = cred_refuse_encoded(c, w.s, "body");
+		else if (ret == 0 && raw != w.seen)
 			ret = cred_found(c, w.s, w.e, "body");
 	}
 	if (ret == 0 && r->nuses > before) {
@@ -521,6 +605,7 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	if (doc != NULL)
 		json_decref(doc);
 	free(scratch);
+	free(found);
 	return ret;
 }
 
@@ -537,14 +622,19 @@ search_only(struct conn *c, const char *body, size_t len)
 	char why[160];
 	size_t i;
 
-	for (i = 0; i < policy_secret_count(c->pol); i++) {
+	unsigned char *found = xcalloc(policy_secret_count(c->pol) + 1, 1);
+	int n = placeholders_in(c, body, len, found);
+
+	for (i = 0; i < policy_secret_count(c->pol) && n != 0; i++) {
 		s = policy_secret_get(c->pol, i);
-		if ((e = cred_entry_of(c->w->gw->creds, s)) == NULL ||
-		    count(body, len, cred_placeholder(e), strlen(cred_placeholder(e))) == 0)
+		if (n > 0 && ((e = cred_entry_of(c->w->gw->creds, s)) == NULL || !found[i]))
 			continue;
-		snprintf(why, sizeof(why), "a body too large to hold (over %zu bytes) is never injected into", c->req->hold_max);
+		free(found);
+		snprintf(why, sizeof(why), "a body too large to hold (over %zu bytes) is never injected into%s",
+		         c->req->hold_max, n < 0 ? " (and it could not be searched)" : "");
 		return cred_refuse(c, s, "body", why);
 	}
+	free(found);
 	return 0;
 }
 
@@ -553,8 +643,9 @@ cred_hold_done(struct conn *c)
 {
 	struct req *r = c->req;
 	struct evbuffer *out;
-	size_t len = evbuffer_get_length(r->hold);
+	size_t len = evbuffer_get_length(r->hold), ti = 0;
 	const char *body;
+	int tr;
 
 	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
 	if (policy_secret_count(c->pol) == 0) {
@@ -565,6 +656,14 @@ cred_hold_done(struct conn *c)
 		evbuffer_free(r->hold);
 		r->hold = NULL;
 		relay_dial(c);
+		return;
+	}
+	/* trailers are never sent (nor injected into): a placeholder in them refuses the request */
+	if ((tr = cred_trailers_search(c, &ti)) != 0) {
+		if (tr < 0)
+			http_answer(c, 500, "internal error", "secrets", "cannot search the request trailers", 1);
+		else
+			cred_refuse(c, policy_secret_get(c->pol, ti), "trailers", "request trailers are never injected into");
 		return;
 	}
 	out = evbuffer_new();
@@ -655,4 +754,7 @@ cred_hold_free(struct req *r)
 	if (r->hold != NULL)
 		evbuffer_free(r->hold);
 	r->hold = NULL;
+	if (r->req_trailers != NULL)
+		evbuffer_free(r->req_trailers);
+	r->req_trailers = NULL;
 }

@@ -14,37 +14,11 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/credhead.h"
 #include "proxy/proxy_int.h"
 #include "secrets/scrub.h"
 
-#define BASIC_MAX 4096   /* the longest Basic credential decoded and searched */
-
-/* Decodes the credential of an "Authorization: Basic ..." value into <out>; its length, or -1. */
-static int
-basic_decode(const char *v, size_t len, uint8_t *out, size_t cap)
-{
-	int n;
-	size_t pad = 0;
-
-	if (len < 6 || strncasecmp(v, "Basic ", 6) != 0)
-		return -1;
-	v += 6;
-	len -= 6;
-	while (len > 0 && *v == ' ') {
-		v++;
-		len--;
-	}
-	if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap)
-		return -1;
-	n = EVP_DecodeBlock(out, (const unsigned char *)v, (int)len);
-	if (n < 0)
-		return -1;
-	if (v[len - 1] == '=')
-		pad++;
-	if (v[len - 2] == '=')
-		pad++;
-	return n - (int)pad;
-}
+#define BASIC_MAX CREDHEAD_BASIC_MAX   /* the longest Basic credential decoded and searched */
 
 /*
  * The place <place> is bound to for <s>: what a use records (for a JSON
@@ -82,30 +56,6 @@ place_bound(const struct policy_secret *s, const char *place, char *use, size_t 
 	return 0;
 }
 
-/* Where in the request target the match at <off> is: "path" or "query:<param>". */
-static void
-target_place(const char *t, size_t len, size_t off, char *place, size_t cap)
-{
-	const char *q = memchr(t, '?', len);
-	size_t k, eq;
-
-	if (q == NULL || (size_t)(q - t) > off) {
-		snprintf(place, cap, "path");
-		return;
-	}
-	for (k = off; k > (size_t)(q - t) + 1 && t[k - 1] != '&'; k--)
-		;
-	for (eq = k; eq < off && t[eq] != '='; eq++)
-		;
-	snprintf(place, cap, "query:%.*s", (int)(eq < off ? eq - k : 0), t + k);
-}
-
-static const char *
-find(const char *hay, size_t hlen, const char *needle, size_t nlen)
-{
-	return nlen == 0 ? NULL : memmem(hay, hlen, needle, nlen);
-}
-
 int
 cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why)
 {
@@ -122,35 +72,52 @@ cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, co
 	return -1;
 }
 
-int
-cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place)
+/*
+ * Why <s>'s placeholder may not be used in <place> on this request, or NULL
+ * (then <use> names the bound place it is in, as a use records it).
+ */
+static const char *
+why_not(struct conn *c, const struct policy_secret *s, const char *place, char *use, size_t cap)
+{
+	if (c->sandbox == NULL)
+		return "the client is not a known sandbox";
+	if (!conn_may_use_secret(c, s))
+		return "this sandbox may not use the secret";
+	if (!policy_secret_host_bound(s, c->host))
+		return "the host is not bound to the secret";
+	if (!place_bound(s, place, use, cap))
+		return "the secret is not bound to this place";
+	if (!c->tls && (c->entry == NULL || !policy_host_allow_plaintext(c->entry)))
+		return "plain HTTP (the host entry has no allow_plaintext)";
+	return NULL;
+}
+
+/*
+ * Admits <s>'s placeholder in <place>: 0 (the use is recorded, its value
+ * taken), or -1 with *why (refused: an exfiltration attempt), or -2 with the
+ * reason in <buf> (the value is unavailable: 503).  Answers nothing.
+ */
+static int
+admit(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place, const char **why,
+      char *buf, size_t cap)
 {
 	struct req *r = c->req;
 	struct cred_value *v;
-	char why[200], use[sizeof(r->uses[0].place)];
+	char use[sizeof(r->uses[0].place)];
 	size_t i;
 
-	if (c->sandbox == NULL)
-		return cred_refuse(c, s, place, "the client is not a known sandbox");
-	if (!conn_may_use_secret(c, s))
-		return cred_refuse(c, s, place, "this sandbox may not use the secret");
-	if (!policy_secret_host_bound(s, c->host))
-		return cred_refuse(c, s, place, "the host is not bound to the secret");
-	if (!place_bound(s, place, use, sizeof(use)))
-		return cred_refuse(c, s, place, "the secret is not bound to this place");
-	if (!c->tls && (c->entry == NULL || !policy_host_allow_plaintext(c->entry)))
-		return cred_refuse(c, s, place, "plain HTTP (the host entry has no allow_plaintext)");
+	if ((*why = why_not(c, s, place, use, sizeof(use))) != NULL)
+		return -1;
 	for (i = 0; i < r->nuses; i++)
 		if (r->uses[i].s == s && strcmp(r->uses[i].place, use) == 0)
 			return 0;
-	if (r->nuses == CRED_USES_MAX)
-		return cred_refuse(c, s, place, "too many secrets in one request");
-	v = cred_value_take(c->w->gw->creds, e, why, sizeof(why));
-	if (v == NULL) {
-		snprintf(r->rule_buf, sizeof(r->rule_buf), "secret '%s' is unavailable: %s", s->name, why);
-		http_answer(c, 503, "secret unavailable", "secrets", r->rule_buf, 1);
+	if (r->nuses == CRED_USES_MAX) {
+		*why = "too many secrets in one request";
 		return -1;
 	}
+	v = cred_value_take(c->w->gw->creds, e, buf, cap);
+	if (v == NULL)
+		return -2;
 	r->uses[r->nuses].s = s;
 	r->uses[r->nuses].e = e;
 	r->uses[r->nuses].v = v;
@@ -159,54 +126,156 @@ cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entr
 	return 0;
 }
 
-int
-cred_check_head(struct conn *c, const struct h1_message *m)
+static int
+answer_unavailable(struct conn *c, const struct policy_secret *s, const char *why)
 {
-	const struct policy *p = c->pol;
-	const struct policy_secret *s;
-	const struct cred_entry *e;
-	uint8_t basic[BASIC_MAX];
-	const char *ph, *hit;
-	char place[96], lname[64];
-	size_t i, j, k, plen, off;
-	int bl;
+	struct req *r = c->req;
 
-	for (i = 0; i < policy_secret_count(p); i++) {
-		s = policy_secret_get(p, i);
-		e = cred_entry_of(c->w->gw->creds, s);
-		if (e == NULL)
+	snprintf(r->rule_buf, sizeof(r->rule_buf), "secret '%s' is unavailable: %s", s->name, why);
+	http_answer(c, 503, "secret unavailable", "secrets", r->rule_buf, 1);
+	return -1;
+}
+
+int
+cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place)
+{
+	const char *why = NULL;
+	char buf[200];
+	int ret = admit(c, s, e, place, &why, buf, sizeof(buf));
+
+	if (ret == -1)
+		return cred_refuse(c, s, place, why);
+	if (ret == -2)
+		return answer_unavailable(c, s, buf);
+	return 0;
+}
+
+int
+cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place)
+{
+	char use[sizeof(c->req->uses[0].place)];
+	const char *why = why_not(c, s, place, use, sizeof(use));
+
+	return cred_refuse(c, s, place,
+	                   why != NULL ? why
+	                               : "the placeholder is encoded here (percent, base64 or escapes) or cut in pieces: "
+	                                 "only a placeholder written as it is is injected");
+}
+
+/* ---- the head that leaves (credhead.c does the search; this is the binding) ---- */
+
+struct judge {
+	struct conn *c;
+	const struct policy_secret **s;   /* by needle */
+	const struct cred_entry **e;
+	/* the first refusal, answered once the plan is done (the head it reads is the request's) */
+	const struct policy_secret *refused;
+	const char *why;
+	int unavailable;
+	char place[CREDHEAD_PLACE_NAME_MAX];
+	char buf[200];
+};
+
+static int
+judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int encoded, size_t *sub)
+{
+	struct judge *j = arg;
+	struct req *r = j->c->req;
+	char use[sizeof(r->uses[0].place)];
+	size_t k;
+	int ret;
+
+	(void)kind;
+	j->refused = j->s[i];
+	snprintf(j->place, sizeof(j->place), "%s", place);
+	if (encoded) {
+		j->why = why_not(j->c, j->s[i], place, use, sizeof(use));
+		if (j->why == NULL)
+			j->why = "the placeholder is encoded here (percent, base64 or escapes) or cut in pieces: only a "
+			         "placeholder written as it is is injected";
+		return -1;
+	}
+	ret = admit(j->c, j->s[i], j->e[i], place, &j->why, j->buf, sizeof(j->buf));
+	if (ret != 0) {
+		j->unavailable = ret == -2;
+		return -1;
+	}
+	/* admitted: the use it is (header and query places are recorded as found) */
+	for (k = 0; k < r->nuses && !(r->uses[k].s == j->s[i] && strcmp(r->uses[k].place, place) == 0); k++)
+		;
+	if (k == r->nuses)
+		return -1;  /* cannot happen: admit recorded it */
+	j->refused = NULL;
+	*sub = k;
+	return 0;
+}
+
+int
+cred_check_head(struct conn *c)
+{
+	struct req *r = c->req;
+	const struct policy *p = c->pol;
+	size_t n = policy_secret_count(p), i, k, m = 0, len;
+	const char **ph = xcalloc(n + 1, sizeof(*ph));
+	size_t *phlen = xcalloc(n + 1, sizeof(*phlen));
+	struct judge j = {c, xcalloc(n + 1, sizeof(*j.s)), xcalloc(n + 1, sizeof(*j.e)), NULL, NULL, 0, "", ""};
+	struct credhead_needles nd;
+	struct credhead_plan plan;
+	struct credhead_sub sub[CRED_USES_MAX];
+	struct evbuffer *out = NULL;
+	const char *head;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		j.s[m] = policy_secret_get(p, i);
+		if ((j.e[m] = cred_entry_of(c->w->gw->creds, j.s[m])) == NULL)
 			continue;
-		ph = cred_placeholder(e);
-		plen = strlen(ph);
-		for (off = 0; (hit = find(m->target + off, m->target_len - off, ph, plen)) != NULL;
-		     off = (size_t)(hit - m->target) + plen) {
-			target_place(m->target, m->target_len, (size_t)(hit - m->target), place, sizeof(place));
-			if (cred_found(c, s, e, place) != 0)
-				return -1;
+		ph[m] = cred_placeholder(j.e[m]);
+		phlen[m] = strlen(ph[m]);
+		m++;
+	}
+	nd = (struct credhead_needles){ph, phlen, m};
+	len = evbuffer_get_length(r->up_head);
+	head = (const char *)evbuffer_pullup(r->up_head, -1);
+	ret = credhead_plan(head, len, &nd, judge_found, &j, &plan);
+	if (ret == 0 && r->nuses > 0) {
+		for (k = 0; k < r->nuses; k++) {
+			sub[k].ph = cred_placeholder(r->uses[k].e);
+			sub[k].phlen = strlen(sub[k].ph);
+			sub[k].val = cred_value_bytes(r->uses[k].v, &sub[k].vlen);
+			sub[k].basic = strcmp(r->uses[k].place, "basic") == 0;
 		}
-		for (j = 0; j < m->nheaders; j++) {
-			const struct h1_header *h = &m->headers[j];
-			if (sluice_iov_ieq(h->name, h->name_len, "proxy-authorization"))
-				continue;  /* ours, never forwarded */
-			for (k = 0; k < h->name_len && k < sizeof(lname) - 1; k++)
-				lname[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
-			lname[k] = '\0';
-			if (find(h->value, h->value_len, ph, plen) != NULL) {
-				snprintf(place, sizeof(place), "header:%s", lname);
-				if (cred_found(c, s, e, place) != 0)
-					return -1;
-			}
-			if (strcmp(lname, "authorization") == 0 &&
-			    (bl = basic_decode(h->value, h->value_len, basic, sizeof(basic))) > 0 &&
-			    find((const char *)basic, (size_t)bl, ph, plen) != NULL) {
-				sluice_wipe(basic, sizeof(basic));
-				if (cred_found(c, s, e, "basic") != 0)
-					return -1;
-			}
+		out = evbuffer_new();
+		for (k = 0; k < r->nuses && !sub[k].basic; k++)
+			;
+		ret = out == NULL ? SLUICE_ENOMEM
+		                  : credhead_render(head, len, &plan, sub, r->nuses, CREDHEAD_DROP_GRPC_ENCODING, out,
+		                                    k < r->nuses ? &r->uses[k].basic : NULL,
+		                                    k < r->nuses ? &r->uses[k].basic_ph : NULL);
+		if (ret == 0) {
+			evbuffer_drain(r->up_head, len);
+			evbuffer_add_buffer(r->up_head, out);
 		}
 	}
-	sluice_wipe(basic, sizeof(basic));
-	return 0;
+	credhead_plan_free(&plan);
+	if (out != NULL) {
+		if ((len = evbuffer_get_length(out)) > 0)
+			sluice_wipe(evbuffer_pullup(out, -1), len);
+		evbuffer_free(out);
+	}
+	if (ret == -1 && j.refused != NULL && j.unavailable)
+		answer_unavailable(c, j.refused, j.buf);
+	else if (ret == -1 && j.refused != NULL)
+		cred_refuse(c, j.refused, j.place, j.why);
+	else if (ret == SLUICE_EINVAL && j.refused == NULL && m > 0)
+		cred_refuse(c, j.s[0], "head", "placeholders overlap, or the head does not split into places");
+	else if (ret != 0)
+		http_answer(c, 500, "internal error", "secrets", "cannot search the request head for placeholders", 1);
+	free(ph);
+	free(phlen);
+	free(j.s);
+	free(j.e);
+	return ret == 0 ? 0 : -1;
 }
 
 int
@@ -226,7 +295,7 @@ cred_client_auth(struct conn *c, const struct h1_message *m)
 		;
 	if (i == policy_sandbox_count(c->pol))
 		return 0;  /* no sandbox authenticates this way: the header means nothing here */
-	n = basic_decode(h->value, h->value_len, cred, sizeof(cred));
+	n = credhead_basic_decode(h->value, h->value_len, cred, sizeof(cred));
 	if (n > 0 && (colon = memchr(cred, ':', (size_t)n)) != NULL &&
 	    cred_proxy_auth(c->w->gw->creds, c->pol, (const char *)cred, (size_t)(colon - cred), (const char *)colon + 1,
 	                    (size_t)(cred + n - colon - 1), &sandbox) == 0) {
@@ -259,7 +328,7 @@ cred_scan_begin(struct conn *c)
 		if (e == NULL)
 			continue;
 		ph = cred_placeholder(e);
-		if (ph_search_add(r->scan, ph, strlen(ph), i) != 0)
+		if (ph_search_add_forms(r->scan, ph, strlen(ph), i) != 0)
 			return -1;
 	}
 	return 0;
@@ -273,7 +342,7 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	size_t len = evbuffer_get_length(r->scan_in), n, id;
 	struct evbuffer_ptr pos;
 	uint8_t buf[4096];
-	int hit = 0;
+	int hit = 0, in_trailers;
 
 	/* search what arrived since the last round */
 	while (r->scan_fed < len && hit == 0) {
@@ -286,14 +355,22 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 			return -1;
 		r->scan_fed += n;
 	}
+	/* the trailers are searched at the end, before the last held-back bytes go */
+	in_trailers = 0;
+	if (!hit && end && (hit = in_trailers = cred_trailers_search(c, &id)) < 0)
+		return -1;
 	if (hit) {
 		s = policy_secret_get(c->pol, id);
-		snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: a body too large to hold "
-		         "(over %u bytes) is never injected into", s->name,
-		         r->hold_max > 0 ? (unsigned)r->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
+		if (in_trailers)
+			snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in trailers: request trailers "
+			         "are never injected into", s->name);
+		else
+			snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: a body too large to "
+			         "hold (over %u bytes) is never injected into", s->name,
+			         r->hold_max > 0 ? (unsigned)r->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
 		r->event = "exfiltration_attempt";
 		r->event_secret = s->name;
-		snprintf(r->event_place, sizeof(r->event_place), "body");
+		snprintf(r->event_place, sizeof(r->event_place), "%s", in_trailers ? "trailers" : "body");
 		evbuffer_drain(r->scan_in, len);  /* never sent */
 		return 1;
 	}
@@ -308,100 +385,6 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	if (end && r->body == H1_BODY_CHUNKED)
 		evbuffer_add(uout, "0\r\n\r\n", 5);
 	return 0;
-}
-
-/* Appends <in> with every <from> replaced by <to>. */
-static void
-replace_all(struct evbuffer *out, const char *in, size_t len, const char *from, size_t flen, const uint8_t *to,
-            size_t tlen)
-{
-	const char *hit;
-
-	while ((hit = find(in, len, from, flen)) != NULL) {
-		evbuffer_add(out, in, (size_t)(hit - in));
-		evbuffer_add(out, to, tlen);
-		len -= (size_t)(hit - in) + flen;
-		in = hit + flen;
-	}
-	evbuffer_add(out, in, len);
-}
-
-/* Rewrites the Authorization: Basic line of <head> with <ph> swapped for <val> inside the credential. */
-static void
-swap_basic(struct evbuffer *head, const char *ph, const uint8_t *val, size_t vlen, struct cred_use *u)
-{
-	size_t len = evbuffer_get_length(head), n;
-	char *h = (char *)evbuffer_pullup(head, -1), *line = h, *eol, *enc = NULL;
-	uint8_t dec[BASIC_MAX];
-	struct evbuffer *cred = evbuffer_new(), *out = evbuffer_new();
-	int bl;
-
-	for (; line < h + len; line = eol + 2) {
-		eol = memmem(line, (size_t)(h + len - line), "\r\n", 2);
-		if (eol == NULL)
-			break;
-		if ((size_t)(eol - line) > 15 && strncasecmp(line, "Authorization: ", 15) == 0 &&
-		    (bl = basic_decode(line + 15, (size_t)(eol - line - 15), dec, sizeof(dec))) > 0) {
-			replace_all(cred, (const char *)dec, (size_t)bl, ph, strlen(ph), val, vlen);
-			free(u->basic_ph);
-			u->basic_ph = xstrndup((const char *)dec, (size_t)bl);  /* as the client sent it: no value */
-			sluice_wipe(dec, sizeof(dec));
-			n = evbuffer_get_length(cred);
-			enc = try_malloc(4 * ((n + 2) / 3) + 1);
-			if (enc != NULL) {
-				EVP_EncodeBlock((unsigned char *)enc, evbuffer_pullup(cred, -1), (int)n);
-				/* the exact credential, for scrubbing its echo */
-				u->basic = secret_buf_new(n);
-				if (u->basic != NULL && n <= u->basic->cap) {
-					memcpy(u->basic->p, evbuffer_pullup(cred, -1), n);
-					u->basic->len = n;
-				}
-			}
-			evbuffer_add(out, h, (size_t)(line - h));
-			evbuffer_add_printf(out, "Authorization: Basic %s\r\n", enc != NULL ? enc : "");
-			evbuffer_add(out, eol + 2, (size_t)(h + len - eol - 2));
-			if (enc != NULL) {
-				sluice_wipe(enc, strlen(enc));
-				free(enc);
-			}
-			break;
-		}
-	}
-	if (evbuffer_get_length(out) > 0) {
-		evbuffer_drain(head, len);
-		evbuffer_add_buffer(head, out);
-	}
-	/* evbuffer chains are not wiped by libevent: clear what held the value */
-	n = evbuffer_get_length(cred);
-	if (n > 0)
-		sluice_wipe(evbuffer_pullup(cred, -1), n);
-	evbuffer_free(cred);
-	evbuffer_free(out);
-}
-
-void
-cred_apply_head(struct conn *c)
-{
-	struct req *r = c->req;
-	struct evbuffer *out;
-	const uint8_t *val;
-	const char *ph;
-	size_t i, vlen, len;
-
-	for (i = 0; i < r->nuses; i++) {
-		ph = cred_placeholder(r->uses[i].e);
-		val = cred_value_bytes(r->uses[i].v, &vlen);
-		if (strcmp(r->uses[i].place, "basic") == 0) {
-			swap_basic(r->up_head, ph, val, vlen, &r->uses[i]);
-			continue;
-		}
-		len = evbuffer_get_length(r->up_head);
-		out = evbuffer_new();
-		replace_all(out, (const char *)evbuffer_pullup(r->up_head, -1), len, ph, strlen(ph), val, vlen);
-		evbuffer_drain(r->up_head, len);
-		evbuffer_add_buffer(r->up_head, out);
-		evbuffer_free(out);
-	}
 }
 
 void

@@ -41,8 +41,14 @@
  * stream (wstunnel.c searches and scrubs its frames as for HTTP/1.1).  The
  * client's END_STREAM is the tunnel's client EOF; RST_STREAM closes it.
  *
- * Work in progress (issue 4): the per-stream audit of the refusals made
- * here (h2srv_stream_refuse, in h2srv_resp.c) is not done yet.
+ * Audit.  A stream that reaches its pipeline is recorded there, like any
+ * request.  One refused here is recorded here (h2srv_audit_refusal): a
+ * translation error answered with a status, a head that resets the stream,
+ * bad trailers, and a stream nghttp2 itself reset for a malformed block.  A
+ * client's own RST_STREAM is not a refusal; resets too fast end the
+ * connection with GOAWAY, recorded once as a denial.  Refusals on one
+ * connection are recorded one by one up to PROXY_REFUSALS_AUDITED, then only
+ * counted (http_refusal_admit): one record with the count when it closes.
  */
 #include <string.h>
 #include <event2/buffer.h>
@@ -260,6 +266,14 @@ h2srv_held(struct conn *vc)
 	return st != NULL ? &st->s->held : NULL;
 }
 
+struct conn *
+h2srv_parent(struct conn *vc)
+{
+	struct h2stream *st = vc->h2_stream ? vc->h2 : NULL;
+
+	return st != NULL ? st->s->c : NULL;
+}
+
 int
 h2srv_waiting(struct conn *c)
 {
@@ -333,6 +347,7 @@ request_start(struct h2stream *st, int end_stream)
 	                                                                                            : lim->header_bytes,
 	                         &hlen, &info, &e) != 0) {
 		if (e.malformed) {
+			h2srv_audit_refusal(st, -1, e.reason);
 			h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 			return;
 		}
@@ -351,6 +366,7 @@ request_start(struct h2stream *st, int end_stream)
 		st->ws = 1;
 	}
 	hdr_clear(st);
+	st->begun = 1;
 	st->chunked = info.chunked;
 	st->req_left = info.content_length;
 	evbuffer_add(st->in, head, hlen);
@@ -381,6 +397,7 @@ request_trailers(struct h2stream *st, int end_stream)
 
 	if (!end_stream) {  /* nghttp2 refuses this itself; never trust it to */
 		hdr_clear(st);
+		h2srv_audit_refusal(st, -1, "trailers without END_STREAM");
 		h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 		return;
 	}
@@ -398,6 +415,7 @@ request_trailers(struct h2stream *st, int end_stream)
 	                          &e) != 0) {
 		log_info("c%llu: stream %d: request trailers refused: %s", (unsigned long long)p->id, (int)st->id, e.reason);
 		hdr_clear(st);
+		h2srv_audit_refusal(st, -1, e.reason);
 		h2srv_stream_reset(st, NGHTTP2_PROTOCOL_ERROR);
 		return;
 	}
@@ -424,6 +442,7 @@ count_reset(struct h2srv *s)
 	if (s->reset_tokens < 0.0 && nghttp2_session_want_read(s->ng)) {
 		log_info("c%llu: HTTP/2 client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)",
 		         (unsigned long long)s->c->id);
+		audit_conn(s->c, "deny", "http2", "the client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)", -1);
 		nghttp2_session_terminate_session(s->ng, NGHTTP2_ENHANCE_YOUR_CALM);
 	}
 }
@@ -434,6 +453,8 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	struct h2stream *st;
 
 	if (f->hd.type == NGHTTP2_RST_STREAM) {
+		if ((st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id)) != NULL)
+			st->client_reset = 1;
 		count_reset(arg);
 		return 0;
 	}
@@ -493,8 +514,11 @@ on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 {
 	struct h2stream *st = nghttp2_session_get_stream_user_data(ng, id);
 
-	(void)code;
 	if (st != NULL) {
+		/* reset before any pipeline had it, not by the client: nghttp2 refused a malformed block */
+		if (!st->begun && !st->client_reset && code != NGHTTP2_NO_ERROR)
+			h2srv_audit_refusal(st, -1, code == NGHTTP2_PROTOCOL_ERROR ? "malformed request header block (PROTOCOL_ERROR)"
+			                                                           : "stream reset before its request was read");
 		nghttp2_session_set_stream_user_data(ng, id, NULL);
 		((struct h2srv *)arg)->consume_conn += st->consume + st->data_unconsumed;
 		st->consume = st->data_unconsumed = 0;
@@ -572,6 +596,8 @@ h2srv_pump(struct conn *c)
 		r = nghttp2_session_mem_recv(s->ng, evbuffer_pullup(in, -1), n);
 		if (r < 0) {
 			log_info("c%llu: HTTP/2 session error: %s", (unsigned long long)c->id, nghttp2_strerror((int)r));
+			if (nghttp2_session_want_read(s->ng))  /* once: the session reads nothing after this */
+				audit_conn(c, "deny", "http2", nghttp2_strerror((int)r), -1);
 			nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
 			evbuffer_drain(in, n);
 		} else {

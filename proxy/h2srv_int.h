@@ -47,6 +47,9 @@ struct h2stream {
 	unsigned deferred : 1;        /* the data source said DEFERRED */
 	unsigned reset : 1;           /* a RST_STREAM was submitted */
 	unsigned ws : 1;              /* an extended CONNECT (WebSocket): <ws_key> was generated */
+	unsigned begun : 1;           /* its head translated: the pipeline (or a refusal of ours) has it */
+	unsigned audited : 1;         /* a refusal of this stream was recorded (or counted) here */
+	unsigned client_reset : 1;    /* the client reset it (RST_STREAM): not a refusal */
 	char ws_key[H2CONV_WS_KEY_LEN];
 	LIST_ENTRY(h2stream) link;
 };
@@ -70,6 +73,13 @@ struct h2srv {
 void h2srv_stream_reset(struct h2stream *st, uint32_t code);
 /* Refuses a stream before any pipeline runs (a translation error): a JSON answer with <status>, logged. */
 void h2srv_stream_refuse(struct h2stream *st, int status, const char *reason);
+/*
+ * Records a refusal of stream <st> made here, before or outside its pipeline
+ * (a translation error, a reset, bad trailers): a "request" record with
+ * verdict deny, rule "http2", <status> (-1: none, the stream was reset) and
+ * <reason>, within the connection's bound (http_refusal_admit).  Once per stream.
+ */
+void h2srv_audit_refusal(struct h2stream *st, int status, const char *reason);
 /* Submits the refusal h2srv_stream_refuse prepared (from h2srv_pump, outside every nghttp2 call). */
 void h2srv_refusal_submit(struct h2stream *st);
 /* The response head is complete in the stream's <out>: submit it as HEADERS.  0, or -1 (reset). */

@@ -20,7 +20,61 @@
 static ssize_t data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                          nghttp2_data_source *src, void *arg);
 
-/* Refuses a stream before any pipeline runs (a translation error): a JSON answer, logged. */
+/* The value of pseudo-header <name> in the stream's collected fields, escaped by the audit writer; NULL if none. */
+static const char *
+field(struct h2stream *st, const char *name, char *buf, size_t cap)
+{
+	nghttp2_nv nva[H2_FIELDS_MAX];
+	size_t i, nl = strlen(name);
+
+	if (st->nfields == 0 || st->nfields > H2_FIELDS_MAX)
+		return NULL;
+	h2_fields_nva(st->hdr, st->nfields, nva);
+	for (i = 0; i < st->nfields; i++)
+		if (nva[i].namelen == nl && memcmp(nva[i].name, name, nl) == 0) {
+			snprintf(buf, cap, "%.*s", (int)nva[i].valuelen, (const char *)nva[i].value);
+			return buf;
+		}
+	return NULL;
+}
+
+void
+h2srv_audit_refusal(struct h2stream *st, int status, const char *reason)
+{
+	struct conn *p = st->s->c;
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], id[32], method[40], path[1024];
+	struct audit_rec a;
+
+	if (st->audited)
+		return;
+	st->audited = 1;
+	atomic_fetch_add(&p->w->gw->nrequests, 1);
+	atomic_fetch_add(&p->w->gw->ndenied, 1);
+	if (!http_refusal_admit(p))
+		return;
+	snprintf(id, sizeof(id), "%llu-%d", (unsigned long long)p->id, (int)st->id);
+	a = AUDIT_REC_INIT("request");
+	a.sandbox = p->sandbox != NULL ? p->sandbox : conn_peer_str(p, peer);
+	a.id = id;
+	a.client = conn_peer_str(p, peer);
+	a.dest = conn_dest_str(p, dest);
+	a.sni = p->sni;
+	a.host = p->host[0] ? p->host : NULL;
+	a.method = field(st, ":method", method, sizeof(method));
+	/* a refused path is not normalised: written as sent (escaped), without its query unless audit.log_query */
+	a.path = field(st, ":path", path, sizeof(path));
+	a.http_version = "2";
+	a.verdict = "deny";
+	a.rule = "http2";
+	a.reason = reason;
+	a.status = status;
+	a.conn_id = p->id;
+	if (a.path != NULL && !p->w->gw->cfg->audit_log_query)
+		path[strcspn(path, "?")] = '\0';
+	audit_write(p->w->gw->audit, &a);
+}
+
+/* Refuses a stream before any pipeline runs (a translation error): a JSON answer, logged and audited. */
 void
 h2srv_stream_refuse(struct h2stream *st, int status, const char *reason)
 {
@@ -30,6 +84,7 @@ h2srv_stream_refuse(struct h2stream *st, int status, const char *reason)
 
 	log_info("c%llu: stream %d from %s refused (%d): %s", (unsigned long long)p->id, (int)st->id,
 	         conn_peer_str(p, peer), status, reason);
+	h2srv_audit_refusal(st, status, reason);
 	respond_json(st->out, status, status == 421 ? "misdirected request" : "bad request", p->host, "http2", reason,
 	             0);
 	/* the answer's HTTP/1.1 head is ours: keep only its body, the status goes in HEADERS */

@@ -26,6 +26,8 @@ http_req_reset(struct conn *c)
 	struct req *r = c->req;
 
 	audit_unpark(c);  /* a request or passthrough waiting for its audit record */
+	if (c->state == CONN_S_DEAD)
+		http_refusals_flush(c);  /* the connection ends (conn_close): the count of refusals not recorded */
 	if (r == NULL)
 		return;
 	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
@@ -198,20 +200,63 @@ http_audit_decide(struct conn *c)
 	return r->audit_seq == 0 && audit_enabled(c->w->gw->audit) ? -1 : 0;
 }
 
+int
+http_refusal_admit(struct conn *c)
+{
+	struct conn *p = c->h2_stream ? h2srv_parent(c) : c;
+
+	if (p == NULL)
+		return 1;
+	if (p->nrefused < PROXY_REFUSALS_AUDITED) {
+		p->nrefused++;
+		return 1;
+	}
+	p->nrefused_quiet++;
+	return 0;
+}
+
+void
+http_refusals_flush(struct conn *c)
+{
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], why[160];
+
+	if (c->h2_stream || c->nrefused_quiet == 0)
+		return;
+	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
+	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
+	struct audit_rec a = AUDIT_REC_INIT("denial");
+
+	a.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	a.client = conn_peer_str(c, peer);
+	a.dest = conn_dest_str(c, dest);
+	a.sni = c->sni;
+	a.host = c->host[0] ? c->host : NULL;
+	a.rule = "audit.refusals";
+	a.reason = why;
+	a.conn_id = c->id;
+	a.suppressed = c->nrefused_quiet;
+	audit_write(c->w->gw->audit, &a);
+	c->nrefused_quiet = 0;
+}
+
 void
 http_audit_request(struct conn *c, const char *verdict)
 {
 	struct req *r = c->req;
+	int quiet = 0;
 
 	if (!r->audit_decided) {
 		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
 		verdict = "deny";
-		r->audit_seq = audit_request_rec(c, verdict, 1);
+		quiet = !http_refusal_admit(c);
+		if (!quiet)
+			r->audit_seq = audit_request_rec(c, verdict, 1);
 		r->audit_decided = 1;
 		r->audit_done = 1;
 	}
 	if (r->event != NULL && !r->audit_exfil) {
-		audit_exfil_rec(c);
+		if (!quiet)
+			audit_exfil_rec(c);
 		r->audit_exfil = 1;
 	}
 	if (!r->audit_done) {
@@ -570,11 +615,6 @@ read_request(struct conn *c)
 		            "Proxy-Authorization matches no sandbox's proxy_auth", 1);
 		return 1;
 	}
-	/* placeholders: swapped in bound places, refused anywhere else (credreq.c) */
-	if (policy_secret_count(c->pol) > 0 && cred_check_head(c, m) != 0) {
-		evbuffer_drain(in, (size_t)n);
-		return 1;
-	}
 	/* a host secrets are bound to: its response is scrubbed, whatever this request carries (credscrub.c) */
 	if (cred_host_scrub(c) != 0) {
 		evbuffer_drain(in, (size_t)n);
@@ -585,6 +625,10 @@ read_request(struct conn *c)
 	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
 	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
 	 */
+	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	if ((hold = cred_hold_begin(c, m)) < 0) {
 		evbuffer_drain(in, (size_t)n);
 		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
@@ -603,11 +647,12 @@ read_request(struct conn *c)
 	/*
 	 * A held body is answered with our own 100; with secrets, no WebSocket
 	 * extension (frames stay searchable); toward a host secrets are bound to,
-	 * no gRPC message compression (grpc-accept-encoding): the response's
-	 * messages are scrubbed one by one (credresp.c), which needs them
-	 * uncompressed; and the sandbox does not choose how such a response is
-	 * encoded (Accept-Encoding) or cut into pieces, none holding a whole
-	 * value (Range, If-Range, and Request-Range, which old servers honour).
+	 * no gRPC message compression (grpc-accept-encoding; credhead.c drops it
+	 * too where a secret is injected): the response's messages are scrubbed
+	 * one by one (credresp.c), which needs them uncompressed; and the sandbox
+	 * does not choose how such a response is encoded (Accept-Encoding) or cut
+	 * into pieces, none holding a whole value (Range, If-Range, and
+	 * Request-Range, which old servers honour).
 	 */
 	const int hs = r->hscrub != NULL;
 	const char *skip[] = {"host", hold ? "expect" : NULL,
@@ -635,8 +680,14 @@ read_request(struct conn *c)
 	}
 	if (!hold)
 		evbuffer_add(r->up_head, "\r\n", 2);
-	if (r->nuses > 0)
-		cred_apply_head(c);
+	/*
+	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
+	 * values written only inside bound places, a placeholder anywhere else refused
+	 */
+	if (policy_secret_count(c->pol) > 0 && cred_check_head(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
 	evbuffer_drain(in, (size_t)n);
 	if (hold) {
 		cred_hold_start(c);

@@ -54,6 +54,7 @@
 #define PROXY_HOLD_BODY_MAX (1024 * 1024)  /* the body held for approval when the hold rule reads none (max_body's default) */
 #define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
 #define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
+#define PROXY_REFUSALS_AUDITED 256          /* refusals on one client connection recorded one by one; beyond: a count */
 #define PROXY_HOLD_GRACE_MS 5000           /* a request waiting for approval: its connection's deadline after the hold's */
 
 struct gateway;
@@ -316,6 +317,7 @@ struct req {
 	char event_place[256];
 	struct ws_tunnel *ws;           /* wstunnel.c: the frames of an upgraded WebSocket, or NULL */
 	struct evbuffer *hold;          /* credbody.c: the request body held before dialling (decoded) */
+	struct evbuffer *req_trailers;  /* the trailer lines of a held or searched chunked body (never sent), or NULL */
 	size_t hold_max;
 	uint64_t body_total;            /* the body's Content-Length as the client sent it */
 	unsigned char body_type;        /* enum cred_body_type, from Content-Type */
@@ -375,6 +377,8 @@ struct conn {
 	unsigned dl_pos;                /* 1 + its slot in the worker's deadline heap, 0 when not armed */
 	unsigned port;
 	uint32_t nreq;                  /* requests begun: audit ids "<id>-<n>" (a stream's starts at its stream id - 1) */
+	uint32_t nrefused;              /* refusals recorded one by one (http_refusal_admit; a stream's: its connection's) */
+	uint32_t nrefused_quiet;        /* refusals past PROXY_REFUSALS_AUDITED: only counted, one record at close */
 	unsigned has_dest : 1;
 	unsigned tls : 1;               /* client side is TLS */
 	unsigned judged : 1;            /* host has a connection verdict */
@@ -498,14 +502,26 @@ void http_timeout(struct conn *c);
 /* The rule to report for a head parser refusal: the limit it enforces, or "http". */
 const char *http_refusal_rule(int status, const char *err);
 void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
+/*
+ * The audit's bound on refusals per client connection (rapid resets, floods
+ * of bad streams or denied requests must not fill the disk): 1 when this
+ * refusal on <c> (or on the connection a stream of <c> belongs to) is
+ * recorded, 0 when it is past PROXY_REFUSALS_AUDITED and only counted.
+ * http_refusals_flush() writes the count as one "denial" record
+ * (rule "audit.refusals", member "suppressed") when the connection ends.
+ */
+int http_refusal_admit(struct conn *c);
+void http_refusals_flush(struct conn *c);
 
 /*
- * credreq.c: placeholders in a request head.  cred_check_head() finds them,
- * takes the values of those in bound places (r->uses) and answers 403 or 503
- * (returning -1) for any other; cred_apply_head() swaps them in r->up_head;
+ * credreq.c: placeholders in the request head that leaves.  cred_check_head()
+ * searches r->up_head as built (every place, in every decoded view:
+ * credhead.c), takes the values of placeholders written in bound places
+ * (r->uses), rewrites r->up_head with each value only inside its place, and
+ * answers 403 or 503 (returning -1) for a placeholder anywhere else.
  * cred_release() drops the values and wipes the head.
  */
-int cred_check_head(struct conn *c, const struct h1_message *m);
+int cred_check_head(struct conn *c);
 /*
  * credresp.c: <head> is the response head as built for the client: scrubbed
  * into <cout>; when the response has a body, sets up its decoder and
@@ -585,6 +601,8 @@ int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
 int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place);
 /* Refuses the request as an exfiltration attempt of <s> at <place>, because <why>: 403, audited; returns -1. */
 int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why);
+/* <s>'s placeholder was found at <place> only in a decoded view (or cut up): refused as cred_refuse; returns -1. */
+int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place);
 
 /*
  * credbody.c: request bodies held whole and searched before dialling; JSON
@@ -597,6 +615,14 @@ enum cred_body_type { CRED_BODY_OTHER = 0, CRED_BODY_JSON = 1, CRED_BODY_FORM = 
 #define CRED_BODY_HOLD_MAX (PROXY_HIGH_WATER / 2)   /* bytes of a body held whole when nothing could be injected */
 #define CRED_BODY_INJECT_MAX (1024 * 1024)          /* bytes of a JSON or form body a secret may be injected into */
 int cred_hold_begin(struct conn *c, const struct h1_message *m);
+/*
+ * A request body with a Content-Encoding (other than identity) toward a host
+ * a secret is bound to cannot be searched for placeholders: 415, audited.
+ * 0, or -1 when answered.
+ */
+int cred_body_coding_check(struct conn *c, const struct h1_message *m);
+/* The trailers of a held or searched body (r->req_trailers): 1 and *<secret> when a placeholder is in them, 0, -1. */
+int cred_trailers_search(struct conn *c, size_t *secret);
 void cred_hold_start(struct conn *c);
 void cred_hold_pump(struct conn *c);
 /* The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse. */
@@ -606,7 +632,6 @@ void cred_hold_free(struct req *r);
 void cred_hold_wait(struct conn *c, int progress);
 /* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
 int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
-void cred_apply_head(struct conn *c);
 void cred_release(struct req *r);
 
 /*
@@ -647,6 +672,8 @@ void h2srv_trailers(struct conn *vc, struct evbuffer *lines);
 void h2srv_stream_abort(struct conn *vc);
 /* Stream connection <vc>'s HTTP/2 connection's count of held body bytes (PROXY_H2_HELD_MAX), NULL for others. */
 size_t *h2srv_held(struct conn *vc);
+/* The client connection a stream's virtual connection <vc> belongs to (NULL once the stream is gone). */
+struct conn *h2srv_parent(struct conn *vc);
 /* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
 int h2srv_waiting(struct conn *c);
 /*

@@ -274,7 +274,9 @@ relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int r
 		r->body_done = move_counted(in, out, &r->body_left, &r->bytes_up);
 		return 1;
 	}
-	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, NULL, err);
+	/* a body held or searched for placeholders (not re-encoded) keeps its trailers to be searched, never sent */
+	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, reencode ? NULL : &r->req_trailers,
+	                    err);
 }
 
 void

@@ -150,6 +150,13 @@ struct ph_search;
 struct ph_search *ph_search_new(void);
 /* Adds placeholder <ph> with the caller's <id>: 0, SLUICE_ETOOBIG (PH_SEARCH_MAX), SLUICE_EINVAL, SLUICE_ENOMEM. */
 int ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id);
+/*
+ * The same, with the placeholder's encoded forms searched too (as
+ * scrub_set_add_secret lists them: base64 at each alignment; percent and JSON
+ * forms only where they differ from the literal, which for placeholders of
+ * unreserved characters they do not): a body that streams is searched for these.
+ */
+int ph_search_add_forms(struct ph_search *s, const char *ph, size_t len, size_t id);
 /* Searches <len> more bytes: 1 and *id when a placeholder ends in them, 0, or -1 (out of memory). */
 int ph_search_feed(struct ph_search *s, const uint8_t *p, size_t len, size_t *id);
 size_t ph_search_held(const struct ph_search *s);

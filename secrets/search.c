@@ -31,8 +31,22 @@ ph_search_new(void)
 	return s;
 }
 
+static int add(struct ph_search *s, const char *ph, size_t len, size_t id, int forms);
+
 int
 ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id)
+{
+	return add(s, ph, len, id, 0);
+}
+
+int
+ph_search_add_forms(struct ph_search *s, const char *ph, size_t len, size_t id)
+{
+	return add(s, ph, len, id, 1);
+}
+
+static int
+add(struct ph_search *s, const char *ph, size_t len, size_t id, int forms)
 {
 	size_t k = s->n / SCRUB_TAGS;
 	int ret;
@@ -53,7 +67,9 @@ ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id)
 			return SLUICE_ENOMEM;
 		}
 	}
-	ret = scrub_set_add(s->set[k], (const uint8_t *)ph, len, (const uint8_t *)ph, len, (unsigned)(s->n % SCRUB_TAGS));
+	/* its echo forms map to themselves too: a hit is reported the same way, nothing is rewritten */
+	ret = forms ? scrub_set_add_secret(s->set[k], (const uint8_t *)ph, len, ph, (unsigned)(s->n % SCRUB_TAGS))
+	            : scrub_set_add(s->set[k], (const uint8_t *)ph, len, (const uint8_t *)ph, len, (unsigned)(s->n % SCRUB_TAGS));
 	if (ret != 0) {
 		if (s->n % SCRUB_TAGS == 0) {  /* the set made for it stays empty: drop it */
 			scrub_stream_free(s->st[k]);
