@@ -103,8 +103,17 @@ int policy_cond_git_eval(struct policy_ctx *c, const struct policy_git_cond *g, 
 /* cond_json.c */
 /* Parses the body once: 1, or -1 with c->cant set. */
 int policy_json_body(struct policy_ctx *c);
-/* Calls <fn> on each value <path> selects in <root>: 0, or -1 past POLICY_JSON_VALUES_MAX. */
+/*
+ * Calls <fn> on each value <path> selects in <root>: 0, -1 past POLICY_JSON_VALUES_MAX, or -2 when an object
+ * on the path holds a key other than the step's that equals it under case folding (policy_json_key_ambiguous).
+ */
 int policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg);
+/*
+ * 1 if the object <obj> holds a key that is not <key>/<klen> byte for byte but equals it under Unicode simple
+ * case folding (common/fold.h): Go's encoding/json and ASP.NET Core read such a key as <key> (the last one
+ * wins), so which value an upstream reads cannot be told.  O(keys of <obj>).
+ */
+int policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen);
 /* A jansson value as a struct policy_val (<inexact>: reals cannot be compared). */
 void policy_json_val(const json_t *j, int inexact, struct policy_val *v);
 /* Checks nesting depth and real-number precision of a JSON text: 0, or -1 when nested too deeply. */

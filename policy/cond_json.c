@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fold.h"
 #include "common/sluice.h"
 #include "policy/cond_int.h"
 
@@ -121,6 +122,19 @@ policy_json_body(struct policy_ctx *c)
 	return 1;
 }
 
+int
+policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen)
+{
+	const char *k;
+	json_t *v;
+	size_t n;
+
+	json_object_keylen_foreach((json_t *)obj, k, n, v)
+		if ((n != klen || memcmp(k, key, n) != 0) && sluice_fold_eq(k, n, key, klen))
+			return 1;
+	return 0;
+}
+
 struct sel {
 	void (*fn)(void *, const json_t *);
 	void *arg;
@@ -134,6 +148,7 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	const char *key;
 	json_t *v;
 	size_t idx;
+	int r;
 
 	if (i == p->n) {
 		if (++s->count > POLICY_JSON_VALUES_MAX)
@@ -144,7 +159,11 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	st = &p->steps[i];
 	switch (st->kind) {
 	case POLICY_JSTEP_KEY:
-		if (json_is_object(j) && (v = json_object_getn(j, st->key, st->klen)) != NULL)
+		if (!json_is_object(j))
+			return 0;
+		if (policy_json_key_ambiguous(j, st->key, st->klen))
+			return -2;
+		if ((v = json_object_getn(j, st->key, st->klen)) != NULL)
 			return walk(v, p, i + 1, s);
 		return 0;
 	case POLICY_JSTEP_INDEX:
@@ -154,14 +173,14 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	case POLICY_JSTEP_ANY_INDEX:
 		if (json_is_array(j))
 			json_array_foreach(j, idx, v)
-				if (walk(v, p, i + 1, s) != 0)
-					return -1;
+				if ((r = walk(v, p, i + 1, s)) != 0)
+					return r;
 		return 0;
 	case POLICY_JSTEP_ANY_KEY:
 		if (json_is_object(j))
 			json_object_foreach((json_t *)j, key, v)
-				if (walk(v, p, i + 1, s) != 0)
-					return -1;
+				if ((r = walk(v, p, i + 1, s)) != 0)
+					return r;
 		return 0;
 	}
 	return 0;
