@@ -191,8 +191,7 @@ cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counter
 		result_set(res, "passthrough", cd.rule, NULL, 200);
 		return 0;
 	}
-	nl = policy_path_normalise(path, plen, cd.host != NULL && policy_host_keep_encoded_slashes(cd.host), res->path,
-	                           sizeof(res->path), &e);
+	nl = policy_host_path(cd.host, path, plen, res->path, sizeof(res->path), &e);
 	if (nl < 0) {
 		result_set(res, "deny", "path", e, 400);
 		return 0;
@@ -224,6 +223,7 @@ cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counter
 			return 0;
 		}
 	}
+	req.has_body = rq->body != NULL && rq->body_len > 0;
 	req.body = rq->body != NULL ? rq->body : "";
 	req.body_len = rq->body != NULL ? rq->body_len : 0;
 	req.body_complete = 1;

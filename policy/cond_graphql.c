@@ -593,7 +593,7 @@ static const char *const gql_members[] = {"query", "operationName", "variables",
  * 1 if the request's query string names a member of a GraphQL request
  * (decoded, compared under case folding): express-graphql and others take
  * ?query= from the URL in preference to the body, so the document the rule
- * judged may not be the one that runs.  A name that does not decode counts.
+ * judged may not be the one that runs.
  */
 static int
 query_has_gql(const struct policy_request *r)
@@ -609,9 +609,7 @@ query_has_gql(const struct policy_request *r)
 	while (policy_form_next(&it, &name, &nlen, &val, &vlen)) {
 		if (nlen > 3 * sizeof(buf))
 			continue;  /* too long to decode to a member's name */
-		n = policy_form_decode(name, nlen, buf, sizeof(buf));
-		if (n < 0 && nlen <= sizeof(buf))
-			return 1;  /* a bad escape: how a server reads it is anyone's guess */
+		n = policy_form_decode(name, nlen, buf, sizeof(buf));  /* a bad escape: kept as written by who lets it by */
 		for (i = 0; n > 0 && i < sizeof(gql_members) / sizeof(gql_members[0]); i++)
 			if (sluice_fold_eq(buf, (size_t)n, gql_members[i], strlen(gql_members[i])))
 				return 1;

@@ -126,6 +126,11 @@ int policy_gql_parse(const char *q, size_t len, struct policy_gql_doc *doc, cons
  * the section's length, -2 (need more) or -1 (malformed, *err set). */
 long policy_git_parse(const char *buf, size_t len, struct policy_git_cmd *cmds, size_t *ncmds, const char **err);
 
+/* screen.c: why <req> is refused on every host (method overrides, a body on GET/HEAD/OPTIONS, a _method form
+ * field when <form_body>: the body is urlencoded and readable), or NULL. */
+const char *policy_screen(const struct policy_host *host, const struct policy_request *req, int head_unknown,
+                          int form_body);
+
 /* Value tests (cond_eval.c). */
 /* 1 when the body can be read as <ct> (CT_JSON, CT_FORM, CT_GIT): held whole (git: held), of that content
  * type, not encoded, or empty; else 0 with c->cant set. */
