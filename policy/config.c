@@ -79,6 +79,7 @@ policy_config_free(struct policy_config *cfg)
 	free(cfg->listen_admin);
 	free(cfg->listen_dns);
 	free(cfg->proxy_clients);
+	free(cfg->nat64_prefixes);
 	free(cfg->user);
 	free(cfg->ca_dir);
 	free(cfg->ca_bundle);
@@ -220,18 +221,54 @@ parse_resolve(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 	return 0;
 }
 
+/* upstream.nat64_prefixes: ["64:ff9b:1::/48", ...], each IPv6 with a length RFC 6052 allows. */
+static int
+parse_nat64(struct policy_ld *l, yaml_node_t *seq, struct policy_config *cfg)
+{
+	yaml_node_item_t *it;
+	size_t n;
+	int ret;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return policy_ld_error(l, seq, "expected a list of IPv6 prefixes for upstream.nat64_prefixes");
+	n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	if (n > 0)
+		cfg->nat64_prefixes = xcalloc(n, sizeof(*cfg->nat64_prefixes));
+	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *c = policy_ld_node(l, *it);
+		struct netaddr_cidr *p;
+		char *s;
+
+		if (c == NULL)
+			continue;
+		ret = policy_ld_string(l, c, "an IPv6 prefix (\"64:ff9b:1::/48\") in upstream.nat64_prefixes", &s);
+		if (ret != 0)
+			return ret;
+		p = &cfg->nat64_prefixes[cfg->nnat64_prefixes];
+		ret = strchr(s, '/') != NULL ? netaddr_cidr_parse(s, p) : -1;
+		free(s);
+		if (ret != 0 || p->family != AF_INET6 || !netaddr_nat64_len_ok(p->prefix))
+			return policy_ld_error(l, c, "expected an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 in "
+			                             "upstream.nat64_prefixes");
+		cfg->nnat64_prefixes++;
+	}
+	return 0;
+}
+
 static int
 parse_upstream(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
-	static const char *const keys[] = {"ca_bundle", "resolve"};
-	yaml_node_t *v[2];
+	static const char *const keys[] = {"ca_bundle", "resolve", "nat64_prefixes"};
+	yaml_node_t *v[3];
 	int ret;
 
-	ret = policy_ld_fields(l, map, "upstream", "a map of upstream settings", keys, 2, v, NULL);
+	ret = policy_ld_fields(l, map, "upstream", "a map of upstream settings", keys, 3, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL &&
 	    (ret = policy_ld_string(l, v[0], "a file name for upstream.ca_bundle", &cfg->ca_bundle)) != 0)
+		return ret;
+	if (v[2] != NULL && (ret = parse_nat64(l, v[2], cfg)) != 0)
 		return ret;
 	if (v[1] != NULL)
 		return parse_resolve(l, v[1], cfg);

@@ -49,6 +49,8 @@ struct policy_config {
 	char *ca_dir;                  /* ca (required) */
 	size_t leaf_cache;             /* leaf_cache (10000) */
 	char *ca_bundle;               /* upstream.ca_bundle (NULL: system trust store) */
+	struct netaddr_cidr *nat64_prefixes; /* upstream.nat64_prefixes: IPv6 prefixes of length 32..96 (RFC 6052) */
+	size_t nnat64_prefixes;
 	struct policy_resolve *resolve;/* upstream.resolve */
 	size_t nresolve;
 	char *audit_file;              /* audit.file (NULL: no audit log; the operator is warned) */
