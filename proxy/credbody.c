@@ -216,7 +216,7 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 				w->path[plen_path] = '\0';
 		}
 		if (w->seen > before && fold_dup(j) != 0)
-			return cred_refuse(w->c, w->s, plen_path > 0 ? w->path : "json",
+			return cred_refuse(w->c, w->s, plen_path > 0 ? w->path : "the JSON body",
 			                   "an object around it has keys that differ only by case (an upstream may read either)");
 		return 0;
 	case JSON_ARRAY:
