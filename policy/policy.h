@@ -278,6 +278,12 @@ struct policy_form_iter {
 };
 /* The next field's raw name and value: 1, or 0 at the end. */
 int policy_form_next(struct policy_form_iter *it, const char **name, size_t *nlen, const char **val, size_t *vlen);
+/*
+ * 1 if the urlencoded <s>/<len> (a query or a form body) has a _method field (name decoded, compared under
+ * case folding) naming another method than <method>/<mlen> (case-insensitively), or one whose value does not
+ * decode: Rack::MethodOverride, Laravel and Symfony run the request as that method.  Else 0.
+ */
+int policy_form_overrides_method(const char *method, size_t mlen, const char *s, size_t len);
 /* Decodes a form component ('+' is a space, %XX a byte): the length, or -1 (a bad escape, or over <cap>). */
 long policy_form_decode(const char *in, size_t len, char *out, size_t cap);
 

@@ -37,19 +37,15 @@ trim(const char **s, size_t *n)
 		(*n)--;
 }
 
-/* 1 if <v>/<n> names <req>'s own method (case-insensitively: Rack upper-cases the field). */
+/* 1 if <v>/<n> names the method <m>/<mlen> (case-insensitively: Rack upper-cases the field). */
 static int
-own_method(const struct policy_request *req, const char *v, size_t n)
+own_method(const char *m, size_t mlen, const char *v, size_t n)
 {
-	return n == req->method_len && strncasecmp(v, req->method, n) == 0;
+	return n == mlen && strncasecmp(v, m, n) == 0;
 }
 
-/*
- * The _method fields of the urlencoded <s>/<len>: 1 if one names another method than <req>'s (or does not
- * decode), else 0.  The name is compared after decoding and under case folding.
- */
-static int
-form_overrides(const struct policy_request *req, const char *s, size_t len)
+int
+policy_form_overrides_method(const char *method, size_t mlen, const char *s, size_t len)
 {
 	struct policy_form_iter it = {s, s + len};
 	const char *name, *val;
@@ -68,7 +64,7 @@ form_overrides(const struct policy_request *req, const char *s, size_t len)
 		v = policy_form_decode(val, vlen, vb, sizeof(vb));
 		if (v < 0)
 			return 1;
-		if (!own_method(req, vb, (size_t)v))
+		if (!own_method(method, mlen, vb, (size_t)v))
 			return 1;
 	}
 	return 0;
@@ -96,16 +92,17 @@ policy_screen(const struct policy_host *host, const struct policy_request *req, 
 				v = req->headers[i].value;
 				n = req->headers[i].value_len;
 				trim(&v, &n);
-				if (!own_method(req, v, n))
+				if (!own_method(req->method, req->method_len, v, n))
 					return "a method-override header names another method than the request's";
 			}
-		if (req->query != NULL && form_overrides(req, req->query, req->query_len))
+		if (req->query != NULL && policy_form_overrides_method(req->method, req->method_len, req->query, req->query_len))
 			return "a _method query parameter names another method than the request's";
 	}
 	if (req->has_body && bodiless_method(req) && !policy_host_get_bodies(host))
 		return "a body on GET, HEAD or OPTIONS (an upstream that ignores it would read it as another request; "
 		       "get_bodies: allow on the host lets it through)";
-	if (form_body && req->body != NULL && req->body_complete && form_overrides(req, req->body, req->body_len))
+	if (form_body && req->body != NULL && req->body_complete &&
+	    policy_form_overrides_method(req->method, req->method_len, req->body, req->body_len))
 		return "a _method form field names another method than the request's";
 	return NULL;
 }

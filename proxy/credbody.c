@@ -102,7 +102,8 @@ cred_hold_begin(struct conn *c, const struct h1_message *m)
 	if (r->body == H1_BODY_NONE || (policy_secret_count(c->pol) == 0 && !sem))
 		return 0;
 	r->body_type = body_type(m);
-	r->hold_max = injectable(c, r->body_type) ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
+	r->body_injectable = injectable(c, r->body_type);
+	r->hold_max = r->body_injectable ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
 	if (!sem && r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
 		return 0;  /* streams through the search */
 	r->body_total = r->body_left;
@@ -530,6 +531,13 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	size_t i, raw, before = r->nuses;
 	int bad = 0, ret = 0;
 
+	/* the form is read here anyway: a _method field would run it as another request (policy/screen.c) */
+	if (type == CRED_BODY_FORM && r->body_injectable &&
+	    policy_form_overrides_method(r->method, r->method_len, body, len)) {
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "a _method form field names another method than the request's");
+		http_answer(c, 403, "denied by policy", "request", r->rule_buf, 1);
+		return -1;
+	}
 	if (!placeholder_possible(c, type, body, len)) {
 		evbuffer_add(out, body, len);
 		return 0;
