@@ -7,6 +7,7 @@ want=(gcc cmake make pkg-config libssl-dev libevent-dev libnghttp2-dev libpcre2-
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 if [ "${1:-build}" = test ]; then
+  # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
   want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux procps)
   command -v node >/dev/null 2>&1 || want+=(nodejs)
 fi
