@@ -246,6 +246,32 @@ test_graphql_unreadable(void **state)
 	policy_unref(p);
 }
 
+static void
+test_config_keys(void **state)
+{
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	char err[512];
+	static const char ok[] = "ca: /x\nupstream:\n  nat64_prefixes: [\"64:ff9b:1::/48\", \"2001:db8:64::/96\"]\n";
+
+	(void)state;
+	assert_int_equal(policy_load_buffer("s.yaml", ok, strlen(ok), &cfg, &pol, err, sizeof(err)), 0);
+	assert_int_equal(cfg->nnat64_prefixes, 2);
+	assert_int_equal(cfg->nat64_prefixes[0].prefix, 48);
+	policy_config_free(cfg);
+	policy_unref(pol);
+	st_load_err("ca: /x\nupstream:\n  nat64_prefixes: [\"64:ff9b:1::/50\"]\n", err, sizeof(err));
+	assert_non_null(strstr(err, "length 32, 40, 48, 56, 64 or 96"));
+	st_load_err("ca: /x\nupstream:\n  nat64_prefixes: [\"10.0.0.0/8\"]\n", err, sizeof(err));
+	assert_non_null(strstr(err, "IPv6 prefix"));
+	st_load_err("ca: /x\nupstream:\n  nat64_prefixes: [\"64:ff9b:1::\"]\n", err, sizeof(err));
+	assert_non_null(strstr(err, "IPv6 prefix"));
+	st_load_err("ca: /x\nhosts:\n  a.test: { path_params: drop }\n", err, sizeof(err));
+	assert_non_null(strstr(err, "expected keep, strip or refuse"));
+	st_load_err("ca: /x\nhosts:\n  a.test: { get_bodies: yes }\n", err, sizeof(err));
+	assert_non_null(strstr(err, "expected refuse or allow"));
+}
+
 int
 main(void)
 {
@@ -253,6 +279,7 @@ main(void)
 		cmocka_unit_test(test_path_params),
 		cmocka_unit_test(test_overrides_and_get_bodies),
 		cmocka_unit_test(test_graphql_unreadable),
+		cmocka_unit_test(test_config_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
