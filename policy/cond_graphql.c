@@ -598,7 +598,7 @@ static const char *const gql_members[] = {"query", "operationName", "variables",
 static int
 query_has_gql(const struct policy_request *r)
 {
-	struct policy_form_iter it = {r->query, r->query + r->query_len};
+	struct policy_form_iter it;
 	const char *name, *val;
 	size_t nlen, vlen, i;
 	char buf[GQL_MEMBER_NAME_MAX];
@@ -606,6 +606,8 @@ query_has_gql(const struct policy_request *r)
 
 	if (r->query == NULL)
 		return 0;
+	it.p = r->query;
+	it.end = r->query + r->query_len;
 	while (policy_form_next(&it, &name, &nlen, &val, &vlen)) {
 		if (nlen > 3 * sizeof(buf))
 			continue;  /* too long to decode to a member's name */

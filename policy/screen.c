@@ -47,11 +47,16 @@ own_method(const char *m, size_t mlen, const char *v, size_t n)
 int
 policy_form_overrides_method(const char *method, size_t mlen, const char *s, size_t len)
 {
-	struct policy_form_iter it = {s, s + len};
+	struct policy_form_iter it;
 	const char *name, *val;
 	size_t nlen, vlen;
 	char nb[sizeof(METHOD_FIELD) + 1], vb[METHOD_VALUE_MAX];
 	long n, v;
+
+	if (s == NULL)
+		return 0;
+	it.p = s;
+	it.end = s + len;
 
 	while (policy_form_next(&it, &name, &nlen, &val, &vlen)) {
 		if (nlen > 3 * (sizeof(nb) - 1))
