@@ -60,6 +60,18 @@ struct policy_val {
 	char tmp[48];
 };
 
+/* The last answers of policy_json_key_ambiguous for one parsed body (cond_json.c). */
+#define POLICY_FOLD_MEMO 8
+struct policy_fold_memo {
+	struct {
+		const json_t *obj;
+		const char *key;
+		size_t klen;
+		int ambiguous;
+	} e[POLICY_FOLD_MEMO];
+	unsigned next;
+};
+
 struct policy_ctx {
 	const struct policy *p;
 	const struct policy_request *req;
@@ -69,6 +81,7 @@ struct policy_ctx {
 	int json_state;           /* 0 not tried, 1 parsed, -1 failed */
 	json_t *json;
 	int json_inexact;         /* a real with more digits than a double keeps */
+	struct policy_fold_memo fold;  /* for c->json */
 	int gql_state;
 	struct policy_gql_doc *gql;
 	int git_state;
@@ -106,8 +119,10 @@ int policy_json_body(struct policy_ctx *c);
 /*
  * Calls <fn> on each value <path> selects in <root>: 0, -1 past POLICY_JSON_VALUES_MAX, or -2 when an object
  * on the path holds a key other than the step's that equals it under case folding (policy_json_key_ambiguous).
+ * <memo> (may be NULL) keeps those answers for <root>'s tree across the conditions of one decision.
  */
-int policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg);
+int policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg,
+                       struct policy_fold_memo *memo);
 /*
  * 1 if the object <obj> holds a key that is not <key>/<klen> byte for byte but equals it under Unicode simple
  * case folding (common/fold.h): Go's encoding/json and ASP.NET Core read such a key as <key> (the last one

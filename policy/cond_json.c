@@ -135,10 +135,33 @@ policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen)
 	return 0;
 }
 
+/*
+ * policy_json_key_ambiguous through <m>'s last answers: rules that read the same key of the same object (500
+ * rules on $.kind) scan the object's keys once.
+ */
+static int
+key_ambiguous(struct policy_fold_memo *m, const json_t *obj, const char *key, size_t klen)
+{
+	size_t i;
+
+	if (m == NULL)
+		return policy_json_key_ambiguous(obj, key, klen);
+	for (i = 0; i < POLICY_FOLD_MEMO; i++)
+		if (m->e[i].obj == obj && m->e[i].klen == klen && memcmp(m->e[i].key, key, klen) == 0)
+			return m->e[i].ambiguous;
+	i = m->next++ % POLICY_FOLD_MEMO;
+	m->e[i].obj = obj;
+	m->e[i].key = key;  /* the rule's compiled key: lives as long as the snapshot */
+	m->e[i].klen = klen;
+	m->e[i].ambiguous = policy_json_key_ambiguous(obj, key, klen);
+	return m->e[i].ambiguous;
+}
+
 struct sel {
 	void (*fn)(void *, const json_t *);
 	void *arg;
 	unsigned count;
+	struct policy_fold_memo *memo;
 };
 
 static int
@@ -161,7 +184,7 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	case POLICY_JSTEP_KEY:
 		if (!json_is_object(j))
 			return 0;
-		if (policy_json_key_ambiguous(j, st->key, st->klen))
+		if (key_ambiguous(s->memo, j, st->key, st->klen))
 			return -2;
 		if ((v = json_object_getn(j, st->key, st->klen)) != NULL)
 			return walk(v, p, i + 1, s);
@@ -187,9 +210,10 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 }
 
 int
-policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg)
+policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg,
+                   struct policy_fold_memo *memo)
 {
-	struct sel s = {fn, arg, 0};
+	struct sel s = {fn, arg, 0, memo};
 
 	return walk(root, path, 0, &s);
 }
