@@ -35,19 +35,22 @@ static const char ops_yaml[] =
 	"      - { id: after-deny, allow: { path: /deny } }\n"
 	"      - { id: two, allow: { path: /two, json: { \"$.a\": { eq: x }, \"$.b\": { eq: y } } } }\n";
 
-static void
-test_json_ops(void **state)
-{
-	struct policy *p = st_load(ops_yaml);
-	struct st_req r = {.method = "POST", .ctype = J};
-
-	(void)state;
+/* One JSON case on <host> (a variable of the test) with the test's <p> and <r>. */
 #define CASE(path_, body_, verdict_, rule_)                                   \
 	do {                                                                  \
 		r.path = (path_);                                             \
 		r.body = (body_);                                             \
-		ST_EXPECT(p, "j.test", &r, (verdict_), (rule_));              \
+		ST_EXPECT(p, host, &r, (verdict_), (rule_));                  \
 	} while (0)
+
+static void
+test_json_ops(void **state)
+{
+	const char *host = "j.test";
+	struct policy *p = st_load(ops_yaml);
+	struct st_req r = {.method = "POST", .ctype = J};
+
+	(void)state;
 	CASE("/eq", "{\"a\":\"usd\"}", POLICY_REQ_ALLOW, "eq");
 	CASE("/eq", "{\"a\":\"USD\"}", POLICY_REQ_DENY, "default");
 	CASE("/eq", "{\"a\":[\"usd\"]}", POLICY_REQ_DENY, "default");
@@ -110,7 +113,6 @@ test_json_ops(void **state)
 	CASE("/deny", "not json", POLICY_REQ_DENY, "deny-big");
 	CASE("/two", "{\"a\":\"x\",\"b\":\"y\"}", POLICY_REQ_ALLOW, "two");
 	CASE("/two", "{\"a\":\"x\",\"b\":\"z\"}", POLICY_REQ_DENY, "default");
-#undef CASE
 	policy_unref(p);
 }
 
@@ -444,16 +446,11 @@ static const char fold_yaml[] =
 static void
 test_json_fold(void **state)
 {
+	const char *host = "f.test";
 	struct policy *p = st_load(fold_yaml);
 	struct st_req r = {.method = "POST", .ctype = J};
 
 	(void)state;
-#define CASE(path_, body_, verdict_, rule_)                                   \
-	do {                                                                  \
-		r.path = (path_);                                             \
-		r.body = (body_);                                             \
-		ST_EXPECT(p, "f.test", &r, (verdict_), (rule_));              \
-	} while (0)
 	CASE("/a", "{\"amount\":1}", POLICY_REQ_ALLOW, "small");
 	/* the body, and variants: upper case, mixed case, alone, KELVIN SIGN, LONG S, escaped */
 	CASE("/a", "{\"amount\":1,\"AMOUNT\":100000}", POLICY_REQ_DENY, "default");
@@ -465,7 +462,7 @@ test_json_fold(void **state)
 	CASE("/d", "{\"amount\":1}", POLICY_REQ_ALLOW, "any");
 	r.path = "/a";
 	r.body = "{\"amount\":1,\"amount\xe2\x84\xaa\":5}";  /* a key that is not it: K is not t */
-	ST_EXPECT(p, "f.test", &r, POLICY_REQ_ALLOW, "small");
+	ST_EXPECT(p, host, &r, POLICY_REQ_ALLOW, "small");
 	CASE("/a", "{\"amount\":1,\"\\u0061mount\":100000}", POLICY_REQ_DENY, "default"); /* an exact duplicate, escaped */
 	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"}]}}", POLICY_REQ_ALLOW, "deep");
 	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"},{\"sku\":\"ok\",\"\xc5\xbfku\":\"evil\"}]}}", POLICY_REQ_DENY,
