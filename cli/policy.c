@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/host.h"
@@ -165,6 +166,26 @@ result_set(struct cli_result *res, const char *verdict, const char *rule, const 
 	res->status = status;
 }
 
+/* 1 if a secret with a form: place is bound to <host> and usable by <rq>'s sandbox, for a form body. */
+static int
+form_injectable(const struct policy *pol, const char *host, const struct cli_req *rq)
+{
+	const struct policy_secret *s;
+	size_t i, k;
+
+	if (rq->content_type == NULL || strncasecmp(rq->content_type, "application/x-www-form-urlencoded", 33) != 0)
+		return 0;
+	for (i = 0; i < policy_secret_count(pol); i++) {
+		s = policy_secret_get(pol, i);
+		if (!policy_secret_host_bound(s, host) || (rq->sandbox != NULL && !policy_secret_sandbox_allowed(s, rq->sandbox)))
+			continue;
+		for (k = 0; k < s->ninject; k++)
+			if (s->inject[k].kind == POLICY_INJECT_FORM)
+				return 1;
+	}
+	return 0;
+}
+
 int
 cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counters *ctr, struct cli_result *res,
           policy_explain_fn fn, void *arg, char *err, size_t errlen)
@@ -191,8 +212,7 @@ cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counter
 		result_set(res, "passthrough", cd.rule, NULL, 200);
 		return 0;
 	}
-	nl = policy_path_normalise(path, plen, cd.host != NULL && policy_host_keep_encoded_slashes(cd.host), res->path,
-	                           sizeof(res->path), &e);
+	nl = policy_host_path(cd.host, path, plen, res->path, sizeof(res->path), &e);
 	if (nl < 0) {
 		result_set(res, "deny", "path", e, 400);
 		return 0;
@@ -223,6 +243,16 @@ cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counter
 			result_set(res, "deny", "max_body", "body larger than the rule's max_body", 413);
 			return 0;
 		}
+	}
+	req.has_body = rq->body != NULL && rq->body_len > 0;
+	/*
+	 * as the gateway: a form body no rule reads is read for its _method field only where a secret may be
+	 * injected into it (proxy/credbody.c); the check is the same function
+	 */
+	if (rq->body != NULL && need == 0 && form_injectable(pol, res->host, rq) &&
+	    policy_form_overrides_method(rq->method, strlen(rq->method), rq->body, rq->body_len)) {
+		result_set(res, "deny", "request", "a _method form field names another method than the request's", 403);
+		return 0;
 	}
 	req.body = rq->body != NULL ? rq->body : "";
 	req.body_len = rq->body != NULL ? rq->body_len : 0;

@@ -98,17 +98,33 @@ hide_add(struct hides *h, const char *path, int dir_too)
 		free(real);
 }
 
-static void
-hide_secret_files(struct hides *h, const char *spec)
+/* The file of a "file:" source <spec> into *<out> (xmalloc'd): 1, or 0 for any other source. */
+static size_t
+secret_file(const char *spec, const char **out)
 {
 	struct secret_source src;
 	const char *err = NULL;
+	size_t n = 0;
 
 	if (spec == NULL || secret_source_parse(spec, &src, &err) != 0)
-		return;
-	if (src.kind == SECRET_SRC_FILE)
-		hide_add(h, src.arg, 0);
+		return 0;
+	if (src.kind == SECRET_SRC_FILE) {
+		*out = xstrdup(src.arg);
+		n = 1;
+	}
 	secret_source_dispose(&src);
+	return n;
+}
+
+static void
+hide_secret_files(struct hides *h, const char *spec)
+{
+	const char *f;
+
+	if (secret_file(spec, &f)) {
+		hide_add(h, f, 0);
+		free((char *)f);
+	}
 }
 
 static uint64_t
@@ -265,6 +281,7 @@ cmd_run(int argc, char **argv)
 	int ch, ret = 1;
 
 	memset(&o, 0, sizeof(o));
+	o.workspace_fd = -1;
 	memset(&h, 0, sizeof(h));
 	o.t0_ns = mono_ns();
 	tv = getenv("SLUICE_RUN_TIMING");
@@ -385,6 +402,27 @@ cmd_run(int argc, char **argv)
 	for (i = 0; i < policy_sandbox_count(pol); i++)
 		hide_secret_files(&h, policy_sandbox_get(pol, i)->proxy_password);
 	o.workspace = workspace;
+	if (workspace != NULL) {
+		/* the paths it hides, as configured (resolved and compared by inode there) */
+		const char *hidden[RUN_HIDE_MAX + 3];
+		size_t nh = 0;
+
+		hidden[nh++] = cfg->ca_dir;
+		hidden[nh++] = cfg->audit_file;
+		hidden[nh++] = o.admin_path;
+		for (i = 0; i < policy_secret_count(pol) && nh < sizeof(hidden) / sizeof(hidden[0]); i++)
+			nh += secret_file(policy_secret_get(pol, i)->source, &hidden[nh]);
+		for (i = 0; i < policy_sandbox_count(pol) && nh < sizeof(hidden) / sizeof(hidden[0]); i++)
+			nh += secret_file(policy_sandbox_get(pol, i)->proxy_password, &hidden[nh]);
+		ret = run_workspace_open(workspace, hidden, nh, &o.workspace_fd, errbuf, sizeof(errbuf));
+		for (i = 3; i < nh; i++)
+			free((char *)hidden[i]);
+		if (ret != 0) {
+			fprintf(stderr, "sluice run: %s\n", errbuf);
+			ret = 1;
+			goto out;
+		}
+	}
 	o.uid = (uid_t)(uid != 0 ? uid : cfg->sandbox_uid);
 	o.ca_pem = ca_pem;
 	o.env = (const char *const *)env;
@@ -403,6 +441,8 @@ out:
 		sluice_free_secret(env[i]);
 	for (i = 0; i < h.n; i++)
 		free(h.v[i]);
+	if (o.workspace_fd >= 0)
+		close(o.workspace_fd);
 	free((char *)o.admin_path);
 	free(ca_pem);
 	free(workspace);

@@ -125,28 +125,70 @@ v4_special(const uint8_t a[4])
 	return NULL;
 }
 
+int
+netaddr_nat64_len_ok(unsigned prefix)
+{
+	return prefix == 32 || prefix == 40 || prefix == 48 || prefix == 56 || prefix == 64 || prefix == 96;
+}
+
+/*
+ * The IPv4 address an RFC 6052 IPv4-embedded IPv6 address <a> carries under a prefix of <len> bits (32, 40,
+ * 48, 56, 64 or 96), into <v4>: 0, or -1 when bits 64..71 (the "u" octet) are not zero.
+ */
+static int
+nat64_v4(const uint8_t *a, unsigned len, uint8_t v4[4])
+{
+	static const uint8_t at[6][4] = {
+		{4, 5, 6, 7}, {5, 6, 7, 9}, {6, 7, 9, 10}, {7, 9, 10, 11}, {9, 10, 11, 12}, {12, 13, 14, 15},
+	};
+	size_t k = len == 96 ? 5 : (len - 32) / 8;
+
+	if (len < 96 && a[8] != 0)
+		return -1;
+	for (size_t i = 0; i < 4; i++)
+		v4[i] = a[at[k][i]];
+	return 0;
+}
+
 const char *
 netaddr_special(const struct sockaddr *sa)
 {
+	return netaddr_special_nat64(sa, NULL, 0);
+}
+
+const char *
+netaddr_special_nat64(const struct sockaddr *sa, const struct netaddr_cidr *nat64, size_t nnat64)
+{
+	static const uint8_t wkp[12] = {0x00, 0x64, 0xff, 0x9b};                 /* 64:ff9b::/96 */
+	static const uint8_t siit[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}; /* ::ffff:0:0:0/96 */
+	const struct netaddr_cidr *best = NULL;
 	const uint8_t *a;
 	uint8_t v4[4];
 	static const uint8_t zero[16];
+	size_t i;
 
 	if (as_v4(sa, v4))
 		return v4_special(v4);
 	if (sa->sa_family != AF_INET6)
 		return "unspecified";
 	a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	/* NAT64 and SIIT: a translator sends it to the IPv4 inside, so that is what is judged */
+	for (i = 0; i < nnat64; i++)  /* the longest listed prefix that holds it */
+		if (nat64[i].family == AF_INET6 && netaddr_nat64_len_ok(nat64[i].prefix) &&
+		    prefix_eq(a, nat64[i].addr, nat64[i].prefix) && (best == NULL || nat64[i].prefix > best->prefix))
+			best = &nat64[i];
+	if (best != NULL)
+		return nat64_v4(a, best->prefix, v4) != 0 ? "nat64" : v4_special(v4);
+	if (memcmp(a, wkp, 12) == 0 || memcmp(a, siit, 12) == 0)
+		return v4_special(a + 12);
+	if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b)
+		return "nat64";  /* 64:ff9b::/32 beyond the /96 (local-use /48 and others): not listed in nat64_prefixes */
 	if (memcmp(a, zero, 16) == 0)
 		return "unspecified";
 	if (memcmp(a, zero, 15) == 0 && a[15] == 1)
 		return "loopback";
 	if (memcmp(a, zero, 12) == 0)                    /* ::a.b.c.d (deprecated compatible) */
 		return v4_special(a + 12) ? v4_special(a + 12) : "reserved";
-	if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b) {   /* 64:ff9b::/96 and /48 NAT64 */
-		const char *c = v4_special(a + 12);
-		return c ? c : "nat64";
-	}
 	if (a[0] == 0x20 && a[1] == 0x02) {              /* 2002::/16 6to4 embeds v4 in bits 16..47 */
 		const char *c = v4_special(a + 2);
 		return c ? c : "6to4";

@@ -26,9 +26,17 @@ int netaddr_cidr_match(const struct netaddr_cidr *list, size_t n, const struct s
  * "broadcast", "unique-local", "documentation"...), or NULL for an ordinary
  * public unicast address.  IPv6 forms that carry an IPv4 address (mapped
  * ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16,
- * Teredo 2001::/32) are judged by the IPv4 address inside them.
+ * Teredo 2001::/32) are judged by the IPv4 address inside them.  NAT64 and SIIT:
+ * the well-known 64:ff9b::/96 and ::ffff:0:0:0/96 are judged by the IPv4 in
+ * their last four bytes; any other address in 64:ff9b::/32 (the local-use
+ * 64:ff9b:1::/48, other embeddings) is "nat64", refused, unless its prefix is
+ * one of <nat64> (upstream.nat64_prefixes), which is judged by the IPv4 at the
+ * position RFC 6052 section 2.2 gives for the prefix's length.
  */
-const char *netaddr_special(const struct sockaddr *sa);
+const char *netaddr_special(const struct sockaddr *sa);  /* no nat64_prefixes */
+const char *netaddr_special_nat64(const struct sockaddr *sa, const struct netaddr_cidr *nat64, size_t nnat64);
+/* 1 if <prefix> is a length RFC 6052 allows for a NAT64 prefix: 32, 40, 48, 56, 64 or 96. */
+int netaddr_nat64_len_ok(unsigned prefix);
 
 /* Formats <c> as "10.0.0.0/8" / "fd00::/64" into <out> (>= 50 bytes); returns <out>. */
 char *netaddr_cidr_format(const struct netaddr_cidr *c, char *out, size_t cap);

@@ -516,6 +516,7 @@ cond_values(struct policy_ctx *c, const struct policy_cond *cond, struct acc *a)
 {
 	const struct policy_request *r = c->req;
 	size_t i;
+	int sel;
 
 	if (c->head_unknown && (cond->place == POLICY_PLACE_QUERY || cond->place == POLICY_PLACE_HEADER)) {
 		c->cant = "the query and headers were not given";
@@ -549,8 +550,9 @@ cond_values(struct policy_ctx *c, const struct policy_cond *cond, struct acc *a)
 			return 0;
 		if (policy_json_body(c) < 0)
 			return -1;
-		if (policy_json_select(c->json, &cond->path, acc_json, a) != 0) {
-			c->cant = "the path selects too many values";
+		if ((sel = policy_json_select(c->json, &cond->path, acc_json, a, &c->fold)) != 0) {
+			c->cant = sel == -2 ? "the JSON body has keys on the rule's path that differ only by case (an upstream may read either)"
+			                    : "the path selects too many values";
 			return -1;
 		}
 		return 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fold.h"
 #include "common/sluice.h"
 #include "policy/cond_int.h"
 
@@ -584,6 +585,40 @@ out:
 
 /* ---- the condition ---- */
 
+/* The members of a GraphQL-over-HTTP request that servers read, from the body or (GET) from the query string. */
+static const char *const gql_members[] = {"query", "operationName", "variables", "extensions"};
+#define GQL_MEMBER_NAME_MAX 16   /* bytes of a decoded query parameter name compared with gql_members */
+
+/*
+ * 1 if the request's query string names a member of a GraphQL request
+ * (decoded, compared under case folding): express-graphql and others take
+ * ?query= from the URL in preference to the body, so the document the rule
+ * judged may not be the one that runs.
+ */
+static int
+query_has_gql(const struct policy_request *r)
+{
+	struct policy_form_iter it;
+	const char *name, *val;
+	size_t nlen, vlen, i;
+	char buf[GQL_MEMBER_NAME_MAX];
+	long n;
+
+	if (r->query == NULL)
+		return 0;
+	it.p = r->query;
+	it.end = r->query + r->query_len;
+	while (policy_form_next(&it, &name, &nlen, &val, &vlen)) {
+		if (nlen > 3 * sizeof(buf))
+			continue;  /* too long to decode to a member's name */
+		n = policy_form_decode(name, nlen, buf, sizeof(buf));  /* a bad escape: kept as written by who lets it by */
+		for (i = 0; n > 0 && i < sizeof(gql_members) / sizeof(gql_members[0]); i++)
+			if (sluice_fold_eq(buf, (size_t)n, gql_members[i], strlen(gql_members[i])))
+				return 1;
+	}
+	return 0;
+}
+
 static int
 one_request(struct policy_ctx *c, const json_t *req)
 {
@@ -591,6 +626,11 @@ one_request(struct policy_ctx *c, const json_t *req)
 	size_t first = c->gql->nops, i;
 	const char *err = NULL;
 
+	for (i = 0; i < sizeof(gql_members) / sizeof(gql_members[0]); i++)
+		if (policy_json_key_ambiguous(req, gql_members[i], strlen(gql_members[i]))) {
+			c->cant = "the GraphQL request has members that differ only by case (a server may read either)";
+			return -1;
+		}
 	if (!json_is_string(q)) {
 		c->cant = "the body has no GraphQL query string";
 		return -1;
@@ -622,6 +662,10 @@ gql_load(struct policy_ctx *c)
 	if (c->gql_state != 0)
 		return c->gql_state;
 	c->gql_state = -1;
+	if (query_has_gql(c->req)) {
+		c->cant = "the query string carries a GraphQL request member (query, operationName, variables, extensions)";
+		return -1;
+	}
 	if (!policy_ctx_body_readable(c, CT_JSON))
 		return -1;
 	if (c->req->body_len == 0) {

@@ -60,6 +60,18 @@ struct policy_val {
 	char tmp[48];
 };
 
+/* The last answers of policy_json_key_ambiguous for one parsed body (cond_json.c). */
+#define POLICY_FOLD_MEMO 8
+struct policy_fold_memo {
+	struct {
+		const json_t *obj;
+		const char *key;
+		size_t klen;
+		int ambiguous;
+	} e[POLICY_FOLD_MEMO];
+	unsigned next;
+};
+
 struct policy_ctx {
 	const struct policy *p;
 	const struct policy_request *req;
@@ -69,6 +81,7 @@ struct policy_ctx {
 	int json_state;           /* 0 not tried, 1 parsed, -1 failed */
 	json_t *json;
 	int json_inexact;         /* a real with more digits than a double keeps */
+	struct policy_fold_memo fold;  /* for c->json */
 	int gql_state;
 	struct policy_gql_doc *gql;
 	int git_state;
@@ -103,8 +116,19 @@ int policy_cond_git_eval(struct policy_ctx *c, const struct policy_git_cond *g, 
 /* cond_json.c */
 /* Parses the body once: 1, or -1 with c->cant set. */
 int policy_json_body(struct policy_ctx *c);
-/* Calls <fn> on each value <path> selects in <root>: 0, or -1 past POLICY_JSON_VALUES_MAX. */
-int policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg);
+/*
+ * Calls <fn> on each value <path> selects in <root>: 0, -1 past POLICY_JSON_VALUES_MAX, or -2 when an object
+ * on the path holds a key other than the step's that equals it under case folding (policy_json_key_ambiguous).
+ * <memo> (may be NULL) keeps those answers for <root>'s tree across the conditions of one decision.
+ */
+int policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg,
+                       struct policy_fold_memo *memo);
+/*
+ * 1 if the object <obj> holds a key that is not <key>/<klen> byte for byte but equals it under Unicode simple
+ * case folding (common/fold.h): Go's encoding/json and ASP.NET Core read such a key as <key> (the last one
+ * wins), so which value an upstream reads cannot be told.  O(keys of <obj>).
+ */
+int policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen);
 /* A jansson value as a struct policy_val (<inexact>: reals cannot be compared). */
 void policy_json_val(const json_t *j, int inexact, struct policy_val *v);
 /* Checks nesting depth and real-number precision of a JSON text: 0, or -1 when nested too deeply. */
@@ -116,6 +140,11 @@ int policy_gql_parse(const char *q, size_t len, struct policy_gql_doc *doc, cons
 /* cond_git.c: the commands of a section into <cmds> (POLICY_GIT_COMMANDS_MAX, or NULL: counted only):
  * the section's length, -2 (need more) or -1 (malformed, *err set). */
 long policy_git_parse(const char *buf, size_t len, struct policy_git_cmd *cmds, size_t *ncmds, const char **err);
+
+/* screen.c: why <req> is refused on every host (method overrides, a body on GET/HEAD/OPTIONS, a _method form
+ * field when <form_body>: the body is urlencoded and readable), or NULL. */
+const char *policy_screen(const struct policy_host *host, const struct policy_request *req, int head_unknown,
+                          int form_body);
 
 /* Value tests (cond_eval.c). */
 /* 1 when the body can be read as <ct> (CT_JSON, CT_FORM, CT_GIT): held whole (git: held), of that content

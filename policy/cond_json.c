@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fold.h"
 #include "common/sluice.h"
 #include "policy/cond_int.h"
 
@@ -121,10 +122,46 @@ policy_json_body(struct policy_ctx *c)
 	return 1;
 }
 
+int
+policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen)
+{
+	const char *k;
+	json_t *v;
+	size_t n;
+
+	json_object_keylen_foreach((json_t *)obj, k, n, v)
+		if ((n != klen || memcmp(k, key, n) != 0) && sluice_fold_eq(k, n, key, klen))
+			return 1;
+	return 0;
+}
+
+/*
+ * policy_json_key_ambiguous through <m>'s last answers: rules that read the same key of the same object (500
+ * rules on $.kind) scan the object's keys once.
+ */
+static int
+key_ambiguous(struct policy_fold_memo *m, const json_t *obj, const char *key, size_t klen)
+{
+	size_t i;
+
+	if (m == NULL)
+		return policy_json_key_ambiguous(obj, key, klen);
+	for (i = 0; i < POLICY_FOLD_MEMO; i++)
+		if (m->e[i].obj == obj && m->e[i].klen == klen && memcmp(m->e[i].key, key, klen) == 0)
+			return m->e[i].ambiguous;
+	i = m->next++ % POLICY_FOLD_MEMO;
+	m->e[i].obj = obj;
+	m->e[i].key = key;  /* the rule's compiled key: lives as long as the snapshot */
+	m->e[i].klen = klen;
+	m->e[i].ambiguous = policy_json_key_ambiguous(obj, key, klen);
+	return m->e[i].ambiguous;
+}
+
 struct sel {
 	void (*fn)(void *, const json_t *);
 	void *arg;
 	unsigned count;
+	struct policy_fold_memo *memo;
 };
 
 static int
@@ -134,6 +171,7 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	const char *key;
 	json_t *v;
 	size_t idx;
+	int r;
 
 	if (i == p->n) {
 		if (++s->count > POLICY_JSON_VALUES_MAX)
@@ -144,7 +182,11 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	st = &p->steps[i];
 	switch (st->kind) {
 	case POLICY_JSTEP_KEY:
-		if (json_is_object(j) && (v = json_object_getn(j, st->key, st->klen)) != NULL)
+		if (!json_is_object(j))
+			return 0;
+		if (key_ambiguous(s->memo, j, st->key, st->klen))
+			return -2;
+		if ((v = json_object_getn(j, st->key, st->klen)) != NULL)
 			return walk(v, p, i + 1, s);
 		return 0;
 	case POLICY_JSTEP_INDEX:
@@ -154,23 +196,24 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 	case POLICY_JSTEP_ANY_INDEX:
 		if (json_is_array(j))
 			json_array_foreach(j, idx, v)
-				if (walk(v, p, i + 1, s) != 0)
-					return -1;
+				if ((r = walk(v, p, i + 1, s)) != 0)
+					return r;
 		return 0;
 	case POLICY_JSTEP_ANY_KEY:
 		if (json_is_object(j))
 			json_object_foreach((json_t *)j, key, v)
-				if (walk(v, p, i + 1, s) != 0)
-					return -1;
+				if ((r = walk(v, p, i + 1, s)) != 0)
+					return r;
 		return 0;
 	}
 	return 0;
 }
 
 int
-policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg)
+policy_json_select(const json_t *root, const struct policy_jpath *path, void (*fn)(void *, const json_t *), void *arg,
+                   struct policy_fold_memo *memo)
 {
-	struct sel s = {fn, arg, 0};
+	struct sel s = {fn, arg, 0, memo};
 
 	return walk(root, path, 0, &s);
 }

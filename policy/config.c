@@ -79,6 +79,7 @@ policy_config_free(struct policy_config *cfg)
 	free(cfg->listen_admin);
 	free(cfg->listen_dns);
 	free(cfg->proxy_clients);
+	free(cfg->nat64_prefixes);
 	free(cfg->user);
 	free(cfg->ca_dir);
 	free(cfg->ca_bundle);
@@ -120,13 +121,51 @@ listen_addr(struct policy_ld *l, yaml_node_t *n, const char *key, int unix_only,
 	return 0;
 }
 
+/*
+ * A list of CIDR blocks at <seq> for <what> (<example> in messages) into *<out> and *<n> (xcalloc'd, owned by the
+ * configuration); with <nat64>, each must be an IPv6 prefix of a length RFC 6052 allows.  0, or the error.
+ */
+static int
+cidr_list(struct policy_ld *l, yaml_node_t *seq, const char *what, const char *example, int nat64,
+          struct netaddr_cidr **out, size_t *n)
+{
+	yaml_node_item_t *it;
+	char msg[128];
+	size_t cap;
+	int ret;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return policy_ld_error(l, seq, "expected a list of %s for %s", nat64 ? "IPv6 prefixes" : "CIDR blocks", what);
+	cap = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	if (cap > 0)
+		*out = xcalloc(cap, sizeof(**out));
+	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *c = policy_ld_node(l, *it);
+		struct netaddr_cidr *p;
+		char *s;
+
+		if (c == NULL)
+			continue;
+		snprintf(msg, sizeof(msg), "a CIDR block (%s) in %s", example, what);
+		if ((ret = policy_ld_string(l, c, msg, &s)) != 0)
+			return ret;
+		p = &(*out)[*n];
+		ret = !nat64 || strchr(s, '/') != NULL ? netaddr_cidr_parse(s, p) : -1;
+		free(s);
+		if (nat64 && (ret != 0 || p->family != AF_INET6 || !netaddr_nat64_len_ok(p->prefix)))
+			return policy_ld_error(l, c, "expected an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 in %s", what);
+		if (ret != 0)
+			return policy_ld_error(l, c, "bad CIDR block in %s", what);
+		(*n)++;
+	}
+	return 0;
+}
+
 static int
 parse_listen(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
 	static const char *const keys[] = {"transparent", "proxy", "admin", "dns", "proxy_clients", "http2"};
 	yaml_node_t *v[6];
-	yaml_node_item_t *it;
-	size_t i;
 	int ret;
 
 	ret = policy_ld_fields(l, map, "listen", "a map of listen addresses", keys, 6, v, NULL);
@@ -144,30 +183,10 @@ parse_listen(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 		return ret;
 	if (v[4] == NULL)
 		return 0;
-	if (v[4]->type != YAML_SEQUENCE_NODE)
-		return policy_ld_error(l, v[4], "expected a list of CIDR blocks for listen.proxy_clients");
 	free(cfg->proxy_clients);
 	cfg->proxy_clients = NULL;
 	cfg->nproxy_clients = 0;
-	i = (size_t)(v[4]->data.sequence.items.top - v[4]->data.sequence.items.start);
-	if (i > 0)
-		cfg->proxy_clients = xcalloc(i, sizeof(*cfg->proxy_clients));
-	for (it = v[4]->data.sequence.items.start; it < v[4]->data.sequence.items.top; it++) {
-		yaml_node_t *c = policy_ld_node(l, *it);
-		char *s;
-
-		if (c == NULL)
-			continue;
-		ret = policy_ld_string(l, c, "a CIDR block (\"10.0.0.0/8\") in listen.proxy_clients", &s);
-		if (ret != 0)
-			return ret;
-		ret = netaddr_cidr_parse(s, &cfg->proxy_clients[cfg->nproxy_clients]);
-		free(s);
-		if (ret != 0)
-			return policy_ld_error(l, c, "bad CIDR block in listen.proxy_clients");
-		cfg->nproxy_clients++;
-	}
-	return 0;
+	return cidr_list(l, v[4], "listen.proxy_clients", "\"10.0.0.0/8\"", 0, &cfg->proxy_clients, &cfg->nproxy_clients);
 }
 
 static int
@@ -223,15 +242,18 @@ parse_resolve(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 static int
 parse_upstream(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
-	static const char *const keys[] = {"ca_bundle", "resolve"};
-	yaml_node_t *v[2];
+	static const char *const keys[] = {"ca_bundle", "resolve", "nat64_prefixes"};
+	yaml_node_t *v[3];
 	int ret;
 
-	ret = policy_ld_fields(l, map, "upstream", "a map of upstream settings", keys, 2, v, NULL);
+	ret = policy_ld_fields(l, map, "upstream", "a map of upstream settings", keys, 3, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL &&
 	    (ret = policy_ld_string(l, v[0], "a file name for upstream.ca_bundle", &cfg->ca_bundle)) != 0)
+		return ret;
+	if (v[2] != NULL && (ret = cidr_list(l, v[2], "upstream.nat64_prefixes", "\"64:ff9b:1::/48\"", 1,
+	                                     &cfg->nat64_prefixes, &cfg->nnat64_prefixes)) != 0)
 		return ret;
 	if (v[1] != NULL)
 		return parse_resolve(l, v[1], cfg);

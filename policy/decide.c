@@ -9,6 +9,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/sluice.h"
@@ -153,6 +154,8 @@ run(const struct policy *p, const struct policy_host *host, const struct policy_
 	struct policy_ctx c;
 	size_t i;
 
+	const char *refused;
+
 	/* everything but the text buffer of the relevant fields */
 	memset(out, 0, offsetof(struct policy_decision, _text));
 	out->act.rule = "default";
@@ -164,13 +167,21 @@ run(const struct policy *p, const struct policy_host *host, const struct policy_
 		default_outcome(p, "host not in policy", &out->act);
 		return;
 	}
+	policy_ctx_init(&c, p, req);
+	c.head_unknown = head_unknown;
+	/* read as upstreams read it, on every host and in every mode (screen.c) */
+	if ((refused = policy_screen(host, req, head_unknown, c.ctype == CT_FORM && !c.encoded)) != NULL) {
+		out->act.rule = "request";
+		out->act.reason = refused;
+		policy_ctx_dispose(&c);
+		return;
+	}
 	if (!host->has_rules) {
 		out->act.verdict = POLICY_REQ_ALLOW;
 		out->act.rule = host->key;
+		policy_ctx_dispose(&c);
 		return;
 	}
-	policy_ctx_init(&c, p, req);
-	c.head_unknown = head_unknown;
 	for (i = 0; i < host->nrules; i++) {
 		const struct policy_rule *r = &host->rules[i];
 		struct policy_explain_step st;
@@ -238,23 +249,99 @@ run(const struct policy *p, const struct policy_host *host, const struct policy_
 	}
 }
 
+/* deny is stricter than hold, hold than allow */
+static int
+strictness(enum policy_req_verdict v)
+{
+	return v == POLICY_REQ_DENY ? 2 : v == POLICY_REQ_HOLD ? 1 : 0;
+}
+
+/*
+ * 1 if <req>'s path has ';' parameters that the host keeps (path_params: keep): then it is judged twice, as
+ * sent and stripped (*<stripped> malloc'd, owned by the caller), and the stricter decision stands.
+ */
+static int
+path_twice(const struct policy_host *host, const struct policy_request *req, struct policy_request *stripped)
+{
+	char *s;
+
+	if (host == NULL || policy_host_path_params(host) != POLICY_PATH_PARAMS_KEEP || req->path == NULL ||
+	    memchr(req->path, ';', req->path_len) == NULL)
+		return 0;
+	*stripped = *req;
+	s = xmalloc(req->path_len + 1);
+	stripped->path_len = policy_path_strip_params(req->path, req->path_len, s, req->path_len + 1);
+	stripped->path = s;
+	return 1;
+}
+
+static void
+decide_both(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+            struct policy_decision *out, policy_explain_fn fn, void *arg, int head_unknown)
+{
+	struct policy_request stripped;
+	struct policy_decision *d2;
+
+	run(p, host, req, out, fn, arg, head_unknown);
+	if (!path_twice(host, req, &stripped))
+		return;
+	d2 = xmalloc(sizeof(*d2));
+	run(p, host, &stripped, d2, fn, arg, head_unknown);
+	if (strictness(d2->act.verdict) > strictness(out->act.verdict) ||
+	    (out->mode == POLICY_MODE_REPORT && d2->mode != POLICY_MODE_REPORT)) {
+		*out = *d2;
+		/* the field texts moved with the copy: repoint them */
+		for (size_t i = 0; i < out->nfields; i++) {
+			out->fields[i].place = out->_text + (d2->fields[i].place - d2->_text);
+			out->fields[i].value = out->_text + (d2->fields[i].value - d2->_text);
+		}
+	}
+	free(d2);
+	free((char *)stripped.path);
+}
+
 void
 policy_decide(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
               struct policy_decision *out)
 {
-	run(p, host, req, out, NULL, NULL, 0);
+	decide_both(p, host, req, out, NULL, NULL, 0);
 }
 
 void
 policy_explain(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
                struct policy_decision *out, policy_explain_fn fn, void *arg)
 {
-	run(p, host, req, out, fn, arg, 0);
+	decide_both(p, host, req, out, fn, arg, 0);
 }
 
-size_t
-policy_body_need(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
-                 unsigned *flags)
+/*
+ * 1 if <req> is a urlencoded POST on a path where some rule of <host> names methods that do not include POST:
+ * a _method field could carry it into another rule, so the body is held to check it (screen.c).
+ */
+static int
+form_method_matters(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+                    int ctype)
+{
+	size_t i, k;
+
+	if (ctype != CT_FORM || !sluice_iov_ieq(req->method, req->method_len, "POST"))
+		return 0;
+	for (i = 0; i < host->nrules; i++) {
+		const struct policy_rule *r = &host->rules[i];
+		int post = 0;
+
+		if (r->nmethods == 0 || r->mode == POLICY_MODE_OFF || path_tv(p, r, req->path, req->path_len) == TV_F)
+			continue;
+		for (k = 0; k < r->nmethods; k++)
+			post |= strcmp(r->methods[k], "POST") == 0;
+		if (!post)
+			return 1;
+	}
+	return 0;
+}
+
+static size_t
+body_need(const struct policy *p, const struct policy_host *host, const struct policy_request *req, unsigned *flags)
 {
 	struct policy_request head = *req;
 	size_t i, need = 0;
@@ -269,6 +356,10 @@ policy_body_need(const struct policy *p, const struct policy_host *host, const s
 	head.body_len = 0;
 	head.body_complete = 0;
 	policy_ctx_init(&c, p, &head);
+	if (form_method_matters(p, host, req, c.ctype)) {
+		need = POLICY_MAX_BODY_DEFAULT;
+		nongit = 1;
+	}
 	for (i = 0; i < host->nrules; i++) {
 		const struct policy_rule *r = &host->rules[i];
 		int x;
@@ -295,6 +386,26 @@ policy_body_need(const struct policy *p, const struct policy_host *host, const s
 	return need;
 }
 
+size_t
+policy_body_need(const struct policy *p, const struct policy_host *host, const struct policy_request *req,
+                 unsigned *flags)
+{
+	struct policy_request stripped;
+	size_t need = body_need(p, host, req, flags), n2;
+	unsigned f2 = 0;
+
+	if (!path_twice(host, req, &stripped))
+		return need;
+	n2 = body_need(p, host, &stripped, &f2);
+	if (n2 > need)
+		need = n2;
+	/* only git sections when both readings hold only them */
+	if (flags != NULL && (n2 > 0 && !(f2 & POLICY_NEED_GIT_SECTION)))
+		*flags &= ~POLICY_NEED_GIT_SECTION;
+	free((char *)stripped.path);
+	return need;
+}
+
 void
 policy_decide_request(const struct policy *p, const struct policy_host *host,
                       const char *method, size_t method_len, const char *path, size_t path_len,
@@ -309,7 +420,7 @@ policy_decide_request(const struct policy *p, const struct policy_host *host,
 	req.path = path;
 	req.path_len = path_len;
 	/* the path-only API: conditions on the query, headers or body cannot be judged */
-	run(p, host, &req, &d, NULL, NULL, 1);
+	decide_both(p, host, &req, &d, NULL, NULL, 1);
 	out->allow = d.act.verdict == POLICY_REQ_ALLOW;
 	out->rule = d.act.rule;
 	out->reason = out->allow ? NULL : d.act.verdict == POLICY_REQ_HOLD ? "held for approval" : d.act.reason;

@@ -330,6 +330,18 @@ policy_host_keep_encoded_slashes(const struct policy_host *h)
 	return h->keep_slashes;
 }
 
+enum policy_path_params
+policy_host_path_params(const struct policy_host *h)
+{
+	return h != NULL ? h->path_params : POLICY_PATH_PARAMS_KEEP;
+}
+
+int
+policy_host_get_bodies(const struct policy_host *h)
+{
+	return h != NULL && h->get_bodies;
+}
+
 enum policy_mode
 policy_host_mode(const struct policy_host *h)
 {

@@ -6,6 +6,7 @@
  * way the policy read it: "/ok/%2e%2e/admin" is "/admin" on both sides, and
  * an encoded slash, which servers disagree about, is refused by default.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/sluice.h"
@@ -87,6 +88,67 @@ small:
 	return -1;
 }
 
+/* 1 if the decoded segment <s>/<n> is "." or ".." followed by ';' parameters. */
+static int
+dot_with_params(const char *s, size_t n)
+{
+	const char *semi = memchr(s, ';', n);
+	size_t k = semi != NULL ? (size_t)(semi - s) : 0;
+
+	return semi != NULL && (k == 1 || k == 2) && s[0] == '.' && s[k - 1] == '.';
+}
+
+size_t
+policy_path_strip_params(const char *in, size_t len, char *out, size_t cap)
+{
+	size_t i = 0, o = 0;
+	int skip = 0;
+
+	for (; i < len && o + 1 < cap; i++) {
+		if (in[i] == '/') {
+			skip = 0;
+			if (o > 0 && out[o - 1] == '/')
+				continue;  /* the segment was all parameters: merged */
+		} else if (in[i] == ';') {
+			skip = 1;
+		}
+		if (!skip)
+			out[o++] = in[i];
+	}
+	if (o > 1 && out[o - 1] == '/' && (len == 0 || in[len - 1] != '/'))
+		o--;  /* "/a/;x" is "/a": the last segment was all parameters */
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return o;
+}
+
+long
+policy_host_path(const struct policy_host *h, const char *in, size_t len, char *out, size_t cap, const char **err)
+{
+	long n = policy_path_normalise(in, len, h != NULL && policy_host_keep_encoded_slashes(h), out, cap, err);
+
+	if (n < 0 || memchr(out, ';', (size_t)n) == NULL)
+		return n;
+	switch (policy_host_path_params(h)) {
+	case POLICY_PATH_PARAMS_REFUSE:
+		*err = "';' path parameters are refused on this host (path_params: refuse)";
+		return -1;
+	case POLICY_PATH_PARAMS_STRIP: {
+		/* in place: the output never grows */
+		char *tmp = xmalloc((size_t)n + 1);
+
+		n = (long)policy_path_strip_params(out, (size_t)n, tmp, (size_t)n + 1);
+		memcpy(out, tmp, (size_t)n + 1);
+		free(tmp);
+		return n;
+	}
+	case POLICY_PATH_PARAMS_KEEP:
+		break;
+	}
+	return n;
+}
+
 long
 policy_path_normalise(const char *in, size_t len, int keep_slashes, char *out, size_t cap,
                       const char **err)
@@ -117,6 +179,10 @@ policy_path_normalise(const char *in, size_t len, int keep_slashes, char *out, s
 		last = i >= len;
 		if (!last)
 			i++; /* the '/' */
+		if (dot_with_params(out + start, o - start)) {
+			*err = "a dot segment with ';' parameters in path";
+			return -1;
+		}
 		if (o - start == 1 && out[start] == '.') {
 			o = start;
 		} else if (o - start == 2 && out[start] == '.' && out[start + 1] == '.') {

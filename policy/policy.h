@@ -49,6 +49,8 @@ struct policy_config {
 	char *ca_dir;                  /* ca (required) */
 	size_t leaf_cache;             /* leaf_cache (10000) */
 	char *ca_bundle;               /* upstream.ca_bundle (NULL: system trust store) */
+	struct netaddr_cidr *nat64_prefixes; /* upstream.nat64_prefixes: IPv6 prefixes of length 32..96 (RFC 6052) */
+	size_t nnat64_prefixes;
 	struct policy_resolve *resolve;/* upstream.resolve */
 	size_t nresolve;
 	char *audit_file;              /* audit.file (NULL: no audit log; the operator is warned) */
@@ -156,6 +158,34 @@ int policy_host_allow_private(const struct policy_host *h);
 int policy_host_keep_encoded_slashes(const struct policy_host *h); /* encoded_slashes: keep */
 
 /*
+ * path_params: what a host's entry does with ';' path parameters ("/a;jsessionid=x/b"), which Tomcat, Jetty and
+ * Spring strip from each segment before routing (so "/public/..;/admin" is "/admin" to them).
+ */
+enum policy_path_params {
+	POLICY_PATH_PARAMS_KEEP = 0,   /* forwarded as sent; allowed only if both the path and the path stripped are */
+	POLICY_PATH_PARAMS_STRIP = 1,  /* the stripped path is judged and forwarded */
+	POLICY_PATH_PARAMS_REFUSE = 2, /* any ';' in the path: 400 */
+};
+enum policy_path_params policy_host_path_params(const struct policy_host *h); /* NULL: keep */
+/* get_bodies: allow on the host's entry (a body on GET, HEAD or OPTIONS is judged, not refused); NULL: 0. */
+int policy_host_get_bodies(const struct policy_host *h);
+
+/*
+ * <in>/<len> (a normalised path) with every ';' parameter removed from each segment, and the empty segments
+ * that leaves merged, into <out> (capacity <cap> >= len + 1): the output length.  "/a;x/;y/b;" is "/a/b".
+ */
+size_t policy_path_strip_params(const char *in, size_t len, char *out, size_t cap);
+
+/*
+ * The path the gateway judges and forwards for <in>/<len> on host entry <h> (may be NULL):
+ * policy_path_normalise with the entry's encoded_slashes, then its path_params (refuse: any ';' is an error;
+ * strip: the parameters are removed).  Same returns as policy_path_normalise.  The gateway and `sluice policy
+ * test|explain` both call this.
+ */
+long policy_host_path(const struct policy_host *h, const char *in, size_t len, char *out, size_t cap,
+                      const char **err);
+
+/*
  * Normalises an origin-form path <in>/<len> (no query, no fragment) into <out>
  * (capacity <cap>, NUL-terminated; <cap> >= len + 1 always suffices).
  *  - bytes outside RFC 3986 pchar and '/' are refused (controls, space, '\\',
@@ -165,7 +195,9 @@ int policy_host_keep_encoded_slashes(const struct policy_host *h); /* encoded_sl
  *  - %00 is refused; %2F and %5C are refused unless <keep_slashes>, which keeps
  *    them encoded (rules then see them inside one segment);
  *  - repeated slashes are merged; "." and ".." segments are removed (RFC 3986
- *    5.2.4); a ".." that would climb above the root is refused.
+ *    5.2.4); a ".." that would climb above the root is refused;
+ *  - a segment whose part before ';' is "." or ".." ("..;x", "%2e;") is refused:
+ *    servers that strip path parameters read it as a dot segment.
  * Returns the output length (>= 1, starts with '/'), or -1 with *<err> set.
  */
 long policy_path_normalise(const char *in, size_t len, int keep_slashes, char *out, size_t cap,
@@ -246,6 +278,12 @@ struct policy_form_iter {
 };
 /* The next field's raw name and value: 1, or 0 at the end. */
 int policy_form_next(struct policy_form_iter *it, const char **name, size_t *nlen, const char **val, size_t *vlen);
+/*
+ * 1 if the urlencoded <s>/<len> (a query or a form body) has a _method field (name decoded, compared under
+ * case folding) naming another method than <method>/<mlen> (case-insensitively), or one whose value does not
+ * decode: Rack::MethodOverride, Laravel and Symfony run the request as that method.  Else 0.
+ */
+int policy_form_overrides_method(const char *method, size_t mlen, const char *s, size_t len);
 /* Decodes a form component ('+' is a space, %XX a byte): the length, or -1 (a bad escape, or over <cap>). */
 long policy_form_decode(const char *in, size_t len, char *out, size_t cap);
 
@@ -339,6 +377,7 @@ struct policy_request {
 	const char *body;         /* the held body, NULL when not held (rules that read it cannot judge) */
 	size_t body_len;
 	int body_complete;        /* 1: body is the whole body; 0: a prefix (enough for git: conditions only) */
+	int has_body;             /* 1: the request carries a body (Content-Length above 0, or chunked), held or not */
 };
 
 /* Flags of policy_body_need. */

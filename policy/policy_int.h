@@ -227,6 +227,8 @@ struct policy_host {
 	int keep_slashes;
 	int has_rules;              /* 0: no rules list, every request allowed */
 	int allow_plaintext;        /* secrets may be injected into plain HTTP (issue 3) */
+	enum policy_path_params path_params; /* path_params: (keep) */
+	int get_bodies;             /* get_bodies: allow (1); refuse (0, the default) */
 	struct policy_rule *rules;
 	size_t nrules;
 	unsigned line, col;         /* of the key, for duplicate reports */

@@ -13,7 +13,7 @@
 #define PORTS_MAX 1024 /* entries in one ports: list */
 
 static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules",
-                                        "allow_plaintext", "mode"};
+                                        "allow_plaintext", "mode", "path_params", "get_bodies"};
 static const char *const item_keys[] = {"allow", "deny", "hold", "id", "mode"};
 /* method, path, id, mode, then policy_cond_keys in its order */
 #define NBODY (4 + POLICY_COND_KEYS)
@@ -323,7 +323,7 @@ static int
 parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_host *h)
 {
 	char where[POLICY_WHERE_MAX], esc[200];
-	yaml_node_t *v[7];
+	yaml_node_t *v[9];
 	yaml_node_item_t *it;
 	size_t i;
 	int ret;
@@ -341,7 +341,7 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 		return ret;
 	snprintf(where, sizeof(where), "hosts.%s",
 	         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
-	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 7, v, NULL);
+	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 9, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[6] != NULL && (ret = parse_mode(l, v[6], where, &h->mode)) != 0)
@@ -379,6 +379,24 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 			h->keep_slashes = 1;
 		else
 			return policy_ld_error(l, v[3], "expected reject or keep for %s.encoded_slashes", where);
+	}
+	if (v[7] != NULL) {
+		if (scalar_is(v[7], "keep"))
+			h->path_params = POLICY_PATH_PARAMS_KEEP;
+		else if (scalar_is(v[7], "strip"))
+			h->path_params = POLICY_PATH_PARAMS_STRIP;
+		else if (scalar_is(v[7], "refuse"))
+			h->path_params = POLICY_PATH_PARAMS_REFUSE;
+		else
+			return policy_ld_error(l, v[7], "expected keep, strip or refuse for %s.path_params", where);
+	}
+	if (v[8] != NULL) {
+		if (scalar_is(v[8], "refuse"))
+			h->get_bodies = 0;
+		else if (scalar_is(v[8], "allow"))
+			h->get_bodies = 1;
+		else
+			return policy_ld_error(l, v[8], "expected refuse or allow for %s.get_bodies", where);
 	}
 	if (v[4] == NULL)
 		return 0;

@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <event2/buffer.h>
+#include "common/fold.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/credhead.h"
@@ -134,7 +135,8 @@ cred_hold_begin(struct conn *c, const struct h1_message *m)
 	if (r->body == H1_BODY_NONE || (policy_secret_count(c->pol) == 0 && !sem))
 		return 0;
 	r->body_type = body_type(m);
-	r->hold_max = injectable(c, r->body_type) ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
+	r->body_injectable = injectable(c, r->body_type);
+	r->hold_max = r->body_injectable ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
 	if (!sem && r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
 		return 0;  /* streams through the search */
 	r->body_total = r->body_left;
@@ -217,6 +219,56 @@ struct walk {
 	char path[JSON_PLACE_MAX];
 };
 
+struct folded {
+	char *s;
+	size_t len;
+};
+
+static int
+folded_cmp(const void *a, const void *b)
+{
+	const struct folded *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int d = memcmp(x->s, y->s, n);
+
+	return d != 0 ? d : x->len < y->len ? -1 : x->len > y->len;
+}
+
+/*
+ * 1 if two keys of the object <j> are equal under case folding (common/fold.h): an upstream written in Go
+ * reads the last of them as the field, so what a bound place holds depends on who reads it; -1 when out of
+ * memory.  O(n log n) in the keys: checked once per object that holds a placeholder.
+ */
+static int
+fold_dup(const json_t *j)
+{
+	size_t n = json_object_size(j), i = 0, klen, bytes = 0;
+	struct folded *f;
+	const char *key;
+	json_t *v;
+	char *buf;
+	int dup = 0;
+
+	if (n < 2)
+		return 0;
+	json_object_keylen_foreach((json_t *)j, key, klen, v)
+		bytes += 3 * klen;
+	f = try_malloc(n * sizeof(*f) + bytes + 1);
+	if (f == NULL)
+		return -1;
+	buf = (char *)(f + n);
+	json_object_keylen_foreach((json_t *)j, key, klen, v) {
+		f[i].s = buf;
+		f[i].len = sluice_fold_key(key, klen, buf);
+		buf += f[i++].len;
+	}
+	qsort(f, n, sizeof(*f), folded_cmp);
+	for (i = 1; i < n && !dup; i++)
+		dup = folded_cmp(&f[i - 1], &f[i]) == 0;
+	free(f);
+	return dup;
+}
+
 /* Finds the placeholder in every string and key under <j>: 0, or -1 when refused (answered). */
 static int
 walk_json(struct walk *w, const json_t *j, size_t plen_path)
@@ -224,7 +276,7 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 	char place[JSON_PLACE_MAX + 8];
 	const char *key;
 	json_t *v;
-	size_t i, n, len;
+	size_t i, n, len, before;
 
 	switch (json_typeof(j)) {
 	case JSON_STRING:
@@ -237,6 +289,7 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 		w->seen += n;
 		return cred_found(w->c, w->s, w->e, place);
 	case JSON_OBJECT:
+		before = w->seen;
 		json_object_foreach((json_t *)j, key, v) {
 			len = plen_path;
 			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0 || hidden(key, strlen(key), w->ph, w->plen)) {
@@ -250,6 +303,9 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 			if (plen_path > 0)
 				w->path[plen_path] = '\0';
 		}
+		if (w->seen > before && fold_dup(j) != 0)
+			return cred_refuse(w->c, w->s, plen_path > 0 ? w->path : "the JSON body",
+			                   "an object around it has keys that differ only by case (an upstream may read either)");
 		return 0;
 	case JSON_ARRAY:
 		json_array_foreach((json_t *)j, i, v) {
@@ -548,6 +604,13 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	unsigned char *found;
 	int bad = 0, ret = 0;
 
+	/* the form is read here anyway: a _method field would run it as another request (policy/screen.c) */
+	if (type == CRED_BODY_FORM && r->body_injectable &&
+	    policy_form_overrides_method(r->method, r->method_len, body, len)) {
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "a _method form field names another method than the request's");
+		http_answer(c, 403, "denied by policy", "request", r->rule_buf, 1);
+		return -1;
+	}
 	found = xcalloc(policy_secret_count(c->pol) + 1, 1);
 	if ((ret = placeholders_in(c, body, len, found)) <= 0) {
 		free(found);

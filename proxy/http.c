@@ -565,6 +565,8 @@ read_request(struct conn *c)
 	r->websocket = m->upgrade_websocket;
 	r->body = m->framing;
 	r->body_left = m->content_length;
+	/* a body on GET/HEAD/OPTIONS that get_bodies: allow let through: the upstream connection ends with it */
+	r->up_no_reuse = r->body != H1_BODY_NONE;
 	h1_chunked_init(&r->body_chunk, PROXY_TRAILER_MAX);
 	/* <m> points into <in>: the head is drained only after its last use below */
 	/* judged under the newest policy, or refused when the connection's facts were revoked (revoke.c) */
@@ -586,8 +588,8 @@ read_request(struct conn *c)
 	if (q != NULL)
 		r->query = xstrndup(q, path_len - plen);
 	r->path = xmalloc(plen + 2);
-	nl = policy_path_normalise(path, plen, c->entry != NULL && policy_host_keep_encoded_slashes(c->entry),
-	                           r->path, plen + 2, &err);
+	/* normalised with the host's encoded_slashes and path_params, as `sluice policy test` does */
+	nl = policy_host_path(c->entry, path, plen, r->path, plen + 2, &err);
 	if (nl < 0) {
 		free(r->path);
 		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */

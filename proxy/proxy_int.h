@@ -290,6 +290,8 @@ struct req {
 	int refused;                    /* the gateway refused the upstream (a private address) */
 	int status;
 	int upstream_keep_alive;
+	int body_injectable;            /* a secret may be injected into this body (a json: or form: place bound here) */
+	int up_no_reuse;                /* a request with a body (set for every such one; only GET/HEAD/OPTIONS use it) */
 	uint64_t bytes_up;
 	uint64_t bytes_down;
 	struct timespec t0;

@@ -452,7 +452,13 @@ response_head(struct conn *c)
 			cred_entry_rejected(r->uses[i].e);
 	r->resp_body = m->framing;
 	r->resp_left = m->content_length;
-	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE;
+	/*
+	 * a body on GET, HEAD or OPTIONS (get_bodies: allow) may be one the upstream ignored and would read as the
+	 * next request: the connection is not pooled after it
+	 */
+	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE &&
+	                         !(r->up_no_reuse && (r->is_head || strcmp(r->method, "GET") == 0 ||
+	                                              strcmp(r->method, "OPTIONS") == 0));
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
 	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
 	hout = r->hscrub != NULL ? evbuffer_new() : cout;

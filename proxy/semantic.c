@@ -86,6 +86,7 @@ request_of(const struct conn *c, const struct policy_header *hdr, size_t n, stru
 	}
 	q->headers = hdr;
 	q->nheaders = n;
+	q->has_body = r->body != H1_BODY_NONE;
 	/*
 	 * Content-Type given only when there is exactly one: with two, no one
 	 * can say which the upstream reads, and the policy, finding them among

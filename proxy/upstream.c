@@ -284,7 +284,8 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 static int
 address_ok(struct upstream *up, const struct sockaddr *sa)
 {
-	const char *cls = netaddr_special(sa);
+	const struct policy_config *cfg = up->w->gw->cfg;
+	const char *cls = netaddr_special_nat64(sa, cfg->nat64_prefixes, cfg->nnat64_prefixes);
 
 	if (cls != NULL && !up->allow_private) {
 		up->refused = 1;

@@ -134,6 +134,7 @@ struct netns_exec {
 	uid_t uid;                  /* uid and gid inside and outside (never 0) */
 	gid_t gid;
 	const char *workspace;      /* host directory bound read-write on /workspace, or NULL */
+	int workspace_fd;           /* with a workspace: the descriptor that is bound (the directory checked) */
 	const char *resolv;         /* contents of /etc/resolv.conf inside */
 	size_t resolv_len;
 	const char *bundle;         /* contents of NETNS_CA_PATH inside */

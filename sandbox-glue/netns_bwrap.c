@@ -25,6 +25,7 @@
 #define FD_RESOLV 3
 #define FD_BUNDLE 4
 #define FD_STATUS 5
+#define FD_WORKSPACE 7   /* after the error pipe's end on FD_STATUS + 1 */
 
 struct args {
 	const char **v;
@@ -97,7 +98,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	static const char *const steps[] = {"?", "setns", "setpgid", "drop privileges", "parent death signal",
 	                                    "file descriptors", ("exec " NETNS_BWRAP)};
 	static const char *const sysdirs[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
-	char links[6][256], uidbuf[16], gidbuf[16], nspath[64], fdr[8], fdb[8], fds[8];
+	char links[6][256], uidbuf[16], gidbuf[16], nspath[64], fdr[8], fdb[8], fds[8], fdw[8];
 	struct args a;
 	int nsfd = -1, rfd = -1, bfd = -1, sp[2] = {-1, -1}, ep[2] = {-1, -1}, e[2], ret = SLUICE_EIO;
 	size_t i, nargv;
@@ -119,6 +120,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	snprintf(gidbuf, sizeof(gidbuf), "%u", (unsigned)x->gid);
 	snprintf(fdr, sizeof(fdr), "%d", FD_RESOLV);
 	snprintf(fdb, sizeof(fdb), "%d", FD_BUNDLE);
+	snprintf(fdw, sizeof(fdw), "%d", FD_WORKSPACE);
 	snprintf(fds, sizeof(fds), "%d", FD_STATUS);
 	arg(&a, "bwrap");
 	/* a user namespace mapping uid U to U: inside it nothing is root, and root's files stay root's */
@@ -163,8 +165,9 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	arg(&a, "--tmpfs");
 	arg(&a, "/run");
 	if (x->workspace != NULL) {
-		arg(&a, "--bind");
-		arg(&a, x->workspace);
+		/* the directory run_workspace_open checked, by its descriptor: no path is looked up again */
+		arg(&a, "--bind-fd");
+		arg(&a, fdw);
 		arg(&a, "/workspace");
 		arg(&a, "--chdir");
 		arg(&a, "/workspace");
@@ -197,7 +200,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	}
 	if (p == 0) {
 		sigset_t none;
-		int hr, hb, hs, he;
+		int hr, hb, hs, he, hw = -1;
 
 		if (setns(nsfd, CLONE_NEWNET) == -1)
 			child_fail(ep[1], 1);
@@ -214,19 +217,23 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		/* the three fds bwrap reads land on 3, 4, 5 (dup2 clears close-on-exec); the rest close */
+		/* the fds bwrap reads land on 3, 4, 5 and 7 (dup2 clears close-on-exec); the rest close */
 		hr = fcntl(rfd, F_DUPFD_CLOEXEC, 16);
 		hb = fcntl(bfd, F_DUPFD_CLOEXEC, 16);
 		hs = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
 		he = fcntl(ep[1], F_DUPFD_CLOEXEC, 16);
-		if (hr == -1 || hb == -1 || hs == -1 || he == -1)
+		if (x->workspace != NULL)  /* moved up first too: it may sit on one of the numbers below */
+			hw = fcntl(x->workspace_fd, F_DUPFD_CLOEXEC, 16);
+		if (hr == -1 || hb == -1 || hs == -1 || he == -1 || (x->workspace != NULL && hw == -1))
 			child_fail(ep[1], 5);
 		if (dup2(hr, FD_RESOLV) == -1 || dup2(hb, FD_BUNDLE) == -1 || dup2(hs, FD_STATUS) == -1 ||
 		    dup2(he, FD_STATUS + 1) == -1)
 			child_fail(he, 5);
 		if (fcntl(FD_STATUS + 1, F_SETFD, FD_CLOEXEC) == -1)
 			child_fail(he, 5);
-		close_range(FD_STATUS + 2, ~0U, 0);
+		if (hw != -1 && dup2(hw, FD_WORKSPACE) == -1)
+			child_fail(FD_STATUS + 1, 5);
+		close_range(FD_WORKSPACE + 1, ~0U, 0);
 		execve(NETNS_BWRAP, (char *const *)a.v, x->envp);
 		child_fail(FD_STATUS + 1, 6);
 	}

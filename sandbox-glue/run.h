@@ -37,6 +37,7 @@ enum run_backend {
 struct run_opts {
 	const char *name;             /* --name, NULL: "sbx-<id>"; must pass sandbox_name_valid */
 	const char *workspace;        /* --workspace, canonical absolute path, or NULL */
+	int workspace_fd;             /* with a workspace: its O_PATH descriptor from run_workspace_open, bound as is */
 	uid_t uid;                    /* the workload's uid and gid; never 0 */
 	int timing;                   /* print where the start-up time went */
 	uint16_t transparent_port;    /* the gateway's transparent listener */
@@ -91,6 +92,16 @@ int run_sandbox(const struct run_opts *o);
  * RUN_ENV_ENTRY_MAX, or SLUICE_ETOOBIG.
  */
 int run_env_make(const char *const *extra, size_t nextra, int workspace, char **envp, size_t max);
+
+/*
+ * Opens the --workspace directory <path> (O_PATH | O_DIRECTORY, close-on-exec) and refuses it when it is,
+ * contains, or is inside any of <hidden> (the CA directory, the audit file, the admin socket, file: secrets;
+ * NULL entries skipped; paths that do not exist yet count by the directory they would be made in), comparing
+ * resolved paths and device/inode up every parent (run_workspace.c says how far).  0 with *<fd> (owned by
+ * the caller: the descriptor netns_spawn binds), or SLUICE_EINVAL with <err> and *<fd> -1.
+ */
+int run_workspace_open(const char *path, const char *const *hidden, size_t nhidden, int *fd, char *err,
+                       size_t errlen);
 void run_env_free(char **envp);
 
 /* 1 if <name> (<len> bytes) is [A-Za-z_][A-Za-z0-9_]*, 1..255 bytes. */

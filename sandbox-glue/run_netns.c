@@ -248,6 +248,7 @@ run_netns(struct run_common *c)
 	x.uid = o->uid;
 	x.gid = (gid_t)o->uid;
 	x.workspace = o->workspace;
+	x.workspace_fd = o->workspace_fd;
 	x.resolv = resolv;
 	x.resolv_len = strlen(resolv);
 	x.bundle = bundle;

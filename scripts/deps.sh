@@ -14,7 +14,8 @@ want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
+  # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
+  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
   want+=(debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb, lintian,

@@ -2,7 +2,10 @@
  * tests/fuzz/fuzz_path.c - policy_path_normalise with both keep_slashes
  * values: the output starts with '/', never holds "/./", "/../" or "//",
  * never ends in "/." or "/..", uses only pchar and '/', and normalising it
- * again is the identity.
+ * again is the identity.  Its ';' parameters stripped (policy_path_strip_params):
+ * no ';' is left, the result is no longer, starts with '/', has no "//", and
+ * normalises to itself (no dot segment can appear: dot segments with
+ * parameters are refused first).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +56,21 @@ check(const char *in, size_t len, int keep)
 	m = policy_path_normalise(out, (size_t)n, keep, again, len + 1, &err);
 	if (m != n || memcmp(out, again, (size_t)n + 1) != 0)
 		__builtin_trap();
+	m = (long)policy_path_strip_params(out, (size_t)n, again, len + 1);
+	if (m < 1 || m > n || again[0] != '/' || strchr(again, ';') != NULL || strstr(again, "//") != NULL ||
+	    strlen(again) != (size_t)m)
+		__builtin_trap();
+	{
+		char *third = malloc((size_t)m + 2);
+		long k;
+
+		if (third == NULL)
+			abort();
+		k = policy_path_normalise(again, (size_t)m, keep, third, (size_t)m + 2, &err);
+		if (k != m || memcmp(third, again, (size_t)m + 1) != 0)
+			__builtin_trap();
+		free(third);
+	}
 out:
 	free(out);
 	free(again);

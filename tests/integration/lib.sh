@@ -473,7 +473,7 @@ policy_base() {
   cat
 }
 GW_USER=${GW_USER:-root} GW_PROXY_CLIENTS=${GW_PROXY_CLIENTS:-} GW_WORKERS=${GW_WORKERS:-2}
-GW_RESOLVE=${GW_RESOLVE:-} GW_EXTRA=${GW_EXTRA:-} GW_DNS=${GW_DNS:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
+GW_RESOLVE=${GW_RESOLVE:-} GW_UPSTREAM_EXTRA=${GW_UPSTREAM_EXTRA:-} GW_EXTRA=${GW_EXTRA:-} GW_DNS=${GW_DNS:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
 gw_conf() {
   local n
   {
@@ -492,6 +492,7 @@ gw_conf() {
     echo "  resolve:"
     for n in $UP_NAMES; do echo "    $n: $UPADDR"; done
     [ -n "$GW_RESOLVE" ] && printf '%s\n' "$GW_RESOLVE" | sed 's/^ */    /'
+    [ -n "$GW_UPSTREAM_EXTRA" ] && printf '%s\n' "$GW_UPSTREAM_EXTRA" | sed 's/^ */  /'
     echo "audit:"
     echo "  file: $AUDIT"
     [ -n "$GW_EXTRA" ] && printf '%s\n' "$GW_EXTRA"
@@ -580,7 +581,7 @@ table inet $GUARD {
     ip daddr { 169.254.0.0/16, 10.0.0.0/8, 100.64.0.0/10, 192.168.0.0/16, 172.16.0.0/12 } counter drop
     ip daddr 127.0.0.1 tcp dport { 80, 443, 8443, 22 } counter drop
     ip6 daddr ::1 tcp dport { 80, 443, 8443, 22 } counter drop
-    ip6 daddr { fe80::/10, ::ffff:0:0/96, 64:ff9b::/96, 2002::/16 } counter drop
+    ip6 daddr { fe80::/10, ::ffff:0:0/96, ::ffff:0:0:0/96, 64:ff9b::/32, 2002::/16 } counter drop
   }
 }
 NFT

@@ -11,7 +11,12 @@ ten.example.test: \"10.1.2.3\"
 cgnat.example.test: \"100.64.1.1\"
 mapped.example.test: \"::ffff:a9fe:a9fe\"
 nat64.example.test: \"64:ff9b::a9fe:a9fe\"
+nat64local.example.test: \"64:ff9b:1::808:808\"
+siit.example.test: \"::ffff:0:a9fe:a9fe\"
+nat64listed.example.test: \"64:ff9b:2:a9fe:a9:fe00::\"
 six.example.test: \"::1\""
+# a listed NAT64 prefix is judged by the IPv4 at its RFC 6052 position (169.254.169.254 for the /48 above)
+GW_UPSTREAM_EXTRA='nat64_prefixes: ["64:ff9b:2::/48"]'
 policy() { cat <<Y
 default: ${1:-deny}
 hosts:
@@ -31,6 +36,9 @@ hosts:
   cgnat.example.test: {}
   mapped.example.test: {}
   nat64.example.test: {}
+  nat64local.example.test: {}
+  siit.example.test: {}
+  nat64listed.example.test: {}
   six.example.test: {}
 Y
 }
@@ -51,7 +59,8 @@ check_eq "control: allow_private host is served" hello "$(pcurl https://api.exam
 refusals "default deny"
 
 # names that resolve to refused addresses: 502 with the reason in JSON
-for h in private.example.test meta.example.test ten.example.test cgnat.example.test mapped.example.test nat64.example.test six.example.test; do
+for h in private.example.test meta.example.test ten.example.test cgnat.example.test mapped.example.test nat64.example.test \
+         nat64local.example.test siit.example.test nat64listed.example.test six.example.test; do
   code=$(pcurl -s -o "$T/b" -w '%{http_code}' "https://$h/x")
   check_eq "$h (resolves to a refused address, no allow_private): 502" 502 "$code"
   check_eq "$h: JSON error is 'upstream failed'" "upstream failed" "$(jq -r .error "$T/b" 2>&1)"
@@ -60,6 +69,14 @@ for h in private.example.test meta.example.test ten.example.test cgnat.example.t
 done
 check_match "private.example.test's reason names loopback" 'loopback' \
   "$(pcurl -s https://private.example.test/x | jq -r .reason 2>&1)"
+# NAT64 / SIIT (issue 19): the local-use /48 (not listed) is refused whatever it embeds (8.8.8.8 here: no
+# packet leaves either way, the guard counts); SIIT and a listed prefix are judged by the IPv4 inside
+check_match "64:ff9b:1::/48, not in nat64_prefixes: refused as nat64" 'a nat64 address' \
+  "$(pcurl -s https://nat64local.example.test/x | jq -r .reason 2>&1)"
+check_match "::ffff:0:a9fe:a9fe (SIIT): judged as the link-local IPv4 inside" 'link-local' \
+  "$(pcurl -s https://siit.example.test/x | jq -r .reason 2>&1)"
+check_match "64:ff9b:2::/48 listed: the IPv4 at the /48 position (link-local) is judged" 'link-local' \
+  "$(pcurl -s https://nat64listed.example.test/x | jq -r .reason 2>&1)"
 # the request was allowed by policy (its record says so, before the dial); the dial refused the address: its
 # response record says 502, rule upstream, and why
 check "audit: the refusal is recorded with status 502, rule upstream and the reason" \

@@ -92,6 +92,18 @@ static const struct special_case special_cases[] = {
 	{"64:ff9b::a9fe:a9fe", "link-local"},
 	{"64:ff9b::127.0.0.1", "loopback"},
 	{"64:ff9b::10.0.0.1", "private"},
+	{"64:ff9b::8.8.8.8", NULL},           /* the well-known /96: judged by the IPv4 inside */
+	/* SIIT ::ffff:0:0:0/96 (RFC 7915 IPv4-translated) */
+	{"::ffff:0:127.0.0.1", "loopback"},
+	{"::ffff:0:a9fe:a9fe", "link-local"},
+	{"::ffff:0:10.1.2.3", "private"},
+	{"::ffff:0:8.8.8.8", NULL},
+	/* the rest of 64:ff9b::/32 is refused unless listed: local-use /48 and other embeddings */
+	{"64:ff9b:1::a9fe:a9fe", "nat64"},
+	{"64:ff9b:1:a9fe:a9:fe00::", "nat64"},
+	{"64:ff9b:1::808:808", "nat64"},
+	{"64:ff9b:a9fe:a9fe::", "nat64"},
+	{"64:ff9b:0:0:1::a9fe:a9fe", "nat64"},
 	{"2002:7f00:1::", "loopback"},
 	{"2002:a9fe:a9fe::1", "link-local"},
 	{"2002:a00:1::", "private"},
@@ -143,6 +155,63 @@ test_special_table(void **state)
 		}
 	}
 	assert_int_equal(failed, 0);
+}
+
+struct nat64_case {
+	const char *addr;
+	const char *cls;
+};
+
+/* upstream.nat64_prefixes: the IPv4 is read at the RFC 6052 position for the prefix's length */
+static void
+test_nat64_prefixes(void **state)
+{
+	static const char *const prefixes[] = {"64:ff9b:1::/48", "2001:db8:100::/40", "2001:db8:200::/56",
+	                                       "2001:db8:300::/64", "2001:db8:400::/32", "2001:db8:122:344::/96"};
+	static const struct nat64_case cases[] = {
+		/* /48: bytes 6-7 and 9-10 (RFC 6052 2.4 example 192.0.2.33 = c000:221) */
+		{"64:ff9b:1:a9fe:a9:fe00::", "link-local"},
+		{"64:ff9b:1:7f00:1::", "loopback"},
+		{"64:ff9b:1:808:8:800::", NULL},
+		{"64:ff9b:1::a9fe:a9fe", "unspecified"},  /* 0.0.0.0 at the /48 position, not the /96 one */
+		{"64:ff9b:1:a9fe:1a9:fe00::", "nat64"},   /* the u octet (bits 64-71) is not zero */
+		/* /40: bytes 5-7 and 9 */
+		{"2001:db8:1a9:fea9:fe::", "link-local"},
+		{"2001:db8:108:808:8::", NULL},
+		/* /56: byte 7 and 9-11 */
+		{"2001:db8:200:a9:fe:a9fe::", "link-local"},
+		/* /64: bytes 9-12 */
+		{"2001:db8:300:0:a9:fea9:fe00:0", "link-local"},
+		{"2001:db8:300:0:7f:1:0:0", "loopback"},
+		/* /32: bytes 4-7 */
+		{"2001:db8:a9fe:a9fe::", "link-local"},
+		{"2001:db8:0a00:0001::", "private"},
+		/* /96, inside the /40 above: the longest listed prefix counts */
+		{"2001:db8:122:344::a9fe:a9fe", "link-local"},
+		{"2001:db8:122:344::808:808", NULL},
+		/* the well-known prefix and the rest of 64:ff9b::/32 as before */
+		{"64:ff9b::a9fe:a9fe", "link-local"},
+		{"64:ff9b:2::a9fe:a9fe", "nat64"},
+	};
+	struct netaddr_cidr list[6];
+	size_t i, failed = 0;
+
+	(void)state;
+	for (i = 0; i < 6; i++)
+		assert_int_equal(netaddr_cidr_parse(prefixes[i], &list[i]), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sockaddr_storage ss;
+		const char *got = netaddr_special_nat64(mk_sa(&ss, cases[i].addr, 443), list, 6);
+
+		if (cases[i].cls == NULL ? got != NULL : got == NULL || strcmp(got, cases[i].cls) != 0) {
+			print_error("nat64 %s: %s, expected %s\n", cases[i].addr, got ? got : "NULL",
+			            cases[i].cls ? cases[i].cls : "NULL");
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+	assert_true(netaddr_nat64_len_ok(48));
+	assert_false(netaddr_nat64_len_ok(80));
 }
 
 static void
@@ -467,6 +536,7 @@ test_netaddr_run(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_special_table),
 		cmocka_unit_test(test_special_other_family),
+		cmocka_unit_test(test_nat64_prefixes),
 		cmocka_unit_test(test_cidr_parse),
 		cmocka_unit_test(test_cidr_parse_errors),
 		cmocka_unit_test(test_cidr_match_table),

@@ -35,19 +35,22 @@ static const char ops_yaml[] =
 	"      - { id: after-deny, allow: { path: /deny } }\n"
 	"      - { id: two, allow: { path: /two, json: { \"$.a\": { eq: x }, \"$.b\": { eq: y } } } }\n";
 
-static void
-test_json_ops(void **state)
-{
-	struct policy *p = st_load(ops_yaml);
-	struct st_req r = {.method = "POST", .ctype = J};
-
-	(void)state;
+/* One JSON case on <host> (a variable of the test) with the test's <p> and <r>. */
 #define CASE(path_, body_, verdict_, rule_)                                   \
 	do {                                                                  \
 		r.path = (path_);                                             \
 		r.body = (body_);                                             \
-		ST_EXPECT(p, "j.test", &r, (verdict_), (rule_));              \
+		ST_EXPECT(p, host, &r, (verdict_), (rule_));                  \
 	} while (0)
+
+static void
+test_json_ops(void **state)
+{
+	const char *host = "j.test";
+	struct policy *p = st_load(ops_yaml);
+	struct st_req r = {.method = "POST", .ctype = J};
+
+	(void)state;
 	CASE("/eq", "{\"a\":\"usd\"}", POLICY_REQ_ALLOW, "eq");
 	CASE("/eq", "{\"a\":\"USD\"}", POLICY_REQ_DENY, "default");
 	CASE("/eq", "{\"a\":[\"usd\"]}", POLICY_REQ_DENY, "default");
@@ -110,7 +113,6 @@ test_json_ops(void **state)
 	CASE("/deny", "not json", POLICY_REQ_DENY, "deny-big");
 	CASE("/two", "{\"a\":\"x\",\"b\":\"y\"}", POLICY_REQ_ALLOW, "two");
 	CASE("/two", "{\"a\":\"x\",\"b\":\"z\"}", POLICY_REQ_DENY, "default");
-#undef CASE
 	policy_unref(p);
 }
 
@@ -426,11 +428,66 @@ test_cond_errors(void **state)
 	assert_string_equal(err, "s.yaml:6:35: expected sandbox or global for secrets.s.limit.per");
 }
 
+/*
+ * Keys equal under case folding (Go's encoding/json, ASP.NET Core) on a path a rule reads: cannot judge, so
+ * allow rules do not match and deny rules do; such keys elsewhere change nothing.
+ */
+static const char fold_yaml[] =
+	"ca: /x\n"
+	"hosts:\n"
+	"  f.test:\n"
+	"    rules:\n"
+	"      - { id: deny-big, deny: { path: /d, json: { \"$.amount\": { min: 1000 } } } }\n"
+	"      - { id: small, allow: { path: /a, json: { \"$.amount\": { max: 100 } } } }\n"
+	"      - { id: deep, allow: { path: /deep, json: { \"$.pay.items[*].sku\": { in: [ok] } } } }\n"
+	"      - { id: any, allow: { path: /d } }\n"
+	"      - { id: uni, allow: { path: /u, json: { \"$['gr\u00f6\u00dfe']\": { eq: s } } } }\n";
+
+static void
+test_json_fold(void **state)
+{
+	const char *host = "f.test";
+	struct policy *p = st_load(fold_yaml);
+	struct st_req r = {.method = "POST", .ctype = J};
+
+	(void)state;
+	CASE("/a", "{\"amount\":1}", POLICY_REQ_ALLOW, "small");
+	/* the body, and variants: upper case, mixed case, alone, KELVIN SIGN, LONG S, escaped */
+	CASE("/a", "{\"amount\":1,\"AMOUNT\":100000}", POLICY_REQ_DENY, "default");
+	CASE("/a", "{\"AMOUNT\":100000,\"amount\":1}", POLICY_REQ_DENY, "default");
+	CASE("/a", "{\"amount\":1,\"aMoUnT\":100000}", POLICY_REQ_DENY, "default");
+	CASE("/a", "{\"Amount\":100000}", POLICY_REQ_DENY, "default");
+	CASE("/d", "{\"amount\":1,\"AMOUNT\":100000}", POLICY_REQ_DENY, "deny-big");
+	CASE("/d", "{\"Amount\":100000}", POLICY_REQ_DENY, "deny-big");
+	CASE("/d", "{\"amount\":1}", POLICY_REQ_ALLOW, "any");
+	r.path = "/a";
+	r.body = "{\"amount\":1,\"amount\xe2\x84\xaa\":5}";  /* a key that is not it: K is not t */
+	ST_EXPECT(p, host, &r, POLICY_REQ_ALLOW, "small");
+	CASE("/a", "{\"amount\":1,\"\\u0061mount\":100000}", POLICY_REQ_DENY, "default"); /* an exact duplicate, escaped */
+	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"}]}}", POLICY_REQ_ALLOW, "deep");
+	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"},{\"sku\":\"ok\",\"\xc5\xbfku\":\"evil\"}]}}", POLICY_REQ_DENY,
+	     "default");
+	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"}],\"ITEMS\":[{\"sku\":\"evil\"}]}}", POLICY_REQ_DENY, "default");
+	CASE("/deep", "{\"pay\":{\"items\":[{\"sku\":\"ok\"}]},\"PAY\":{}}", POLICY_REQ_DENY, "default");
+	CASE("/deep", "{\"pay\":{\"items\":[{\"\\u212Aey\":1,\"sku\":\"ok\"}]},\"\\u017Fku\":1}", POLICY_REQ_ALLOW, "deep");
+	/* an escaped letter folds like any other */
+	CASE("/a", "{\"amount\":1,\"AMOUN\\u0054\":5}", POLICY_REQ_DENY, "default");
+	/* objects no rule reads are not affected */
+	CASE("/a", "{\"amount\":1,\"metadata\":{\"Env\":\"a\",\"env\":\"b\"}}", POLICY_REQ_ALLOW, "small");
+	CASE("/a", "{\"amount\":1,\"Env\":\"a\",\"env\":\"b\"}", POLICY_REQ_ALLOW, "small");
+	/* Unicode simple folding beyond ASCII: \u00f6 / \u00d6, \u00df / \u1e9e */
+	CASE("/u", "{\"gr\xc3\xb6\xc3\x9f" "e\":\"s\"}", POLICY_REQ_ALLOW, "uni");
+	CASE("/u", "{\"gr\xc3\xb6\xc3\x9f" "e\":\"s\",\"GR\xc3\x96\xe1\xba\x9e" "E\":\"t\"}", POLICY_REQ_DENY, "default");
+#undef CASE
+	policy_unref(p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_ops),
+		cmocka_unit_test(test_json_fold),
 		cmocka_unit_test(test_json_bad_bodies),
 		cmocka_unit_test(test_form_query_headers),
 		cmocka_unit_test(test_decimals),

@@ -77,7 +77,43 @@ static const struct path_case cases[] = {
 	{"/a\t", 0, NULL, "invalid character"},
 	{"/%C3%A9", 0, "/%C3%A9", NULL},
 	{"/%c3%a9", 0, "/%C3%A9", NULL},
+	/* ';' parameters on a dot segment: Tomcat, Jetty and Spring read "..;x" as ".." (issue 19) */
+	{"/public/..;/admin/users", 0, NULL, "dot segment with ';'"},
+	{"/public/..;x=1/admin", 0, NULL, "dot segment with ';'"},
+	{"/public/.;/admin", 0, NULL, "dot segment with ';'"},
+	{"/public/%2e%2e;/admin", 0, NULL, "dot segment with ';'"},
+	{"/public/%2E;jsessionid=1/x", 0, NULL, "dot segment with ';'"},
+	{"/public/..;", 0, NULL, "dot segment with ';'"},
+	{"/a;x/..;y", 0, NULL, "dot segment with ';'"},
+	{"/public/...;x/a", 0, "/public/...;x/a", NULL},
+	{"/public/..x;/a", 0, "/public/..x;/a", NULL},
+	{"/public/a;..", 0, "/public/a;..", NULL},
+	{"/public;x/a", 0, "/public;x/a", NULL},
+	{"/public/..%3B/admin", 0, "/public/..%3B/admin", NULL},
 };
+
+struct strip_case {
+	const char *in, *out;
+};
+
+static void
+test_strip_params(void **state)
+{
+	static const struct strip_case sc[] = {
+		{"/a;x/b", "/a/b"}, {"/a;x/;y/b;", "/a/b"}, {"/a/;x", "/a"}, {"/;x", "/"}, {"/a;x/", "/a/"},
+		{"/a", "/a"}, {"/", "/"}, {"/a;b;c/d;e=f", "/a/d"}, {"/public;x/admin", "/public/admin"},
+	};
+	char out[64];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+		n = policy_path_strip_params(sc[i].in, strlen(sc[i].in), out, sizeof(out));
+		assert_int_equal(n, strlen(out));
+		if (strcmp(out, sc[i].out) != 0)
+			fail_msg("strip '%s': expected '%s', got '%s'", sc[i].in, sc[i].out, out);
+	}
+}
 
 static void
 test_table(void **state)
@@ -173,6 +209,7 @@ main(void)
 		cmocka_unit_test(test_embedded_nul),
 		cmocka_unit_test(test_small_buffer),
 		cmocka_unit_test(test_idempotent),
+		cmocka_unit_test(test_strip_params),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
