@@ -27,6 +27,7 @@ http_req_reset(struct conn *c)
 	if (r == NULL)
 		return;
 	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
+	refuse_proto_free(r);
 	cred_release(r);
 	cred_hold_free(r);
 	ws_tunnel_free(r);
@@ -277,8 +278,11 @@ http_answer_keep(const struct conn *c, int status)
 void
 http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
-	int keep = http_answer_keep(c, status);
+	int keep;
 
+	if (refuse_proto_answer(c, status, error, rule, reason, 0, audit))
+		return;  /* a git or gRPC request: answered (or being drained first) in its own protocol */
+	keep = http_answer_keep(c, status);
 	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
 	http_answer_end(c, status, rule, reason, audit, keep);
 }
@@ -408,6 +412,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
 		return -1;
 	}
+	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len, NULL);
 	if (m->host != NULL) {
 		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
 			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);
@@ -655,11 +660,18 @@ http_pump(struct conn *c)
 			relay_pump(c);
 			return;
 		case CONN_S_HOLD:
+			if (refuse_proto_draining(c)) {
+				refuse_proto_pump(c);
+				if (c->state == CONN_S_HOLD)
+					return;
+				break;
+			}
 			if (sem_pumps(c))
 				sem_hold_pump(c);
 			else
 				cred_hold_pump(c);
-			if (c->state == CONN_S_HOLD)
+			/* a refused push is drained from here on (refuse_proto.c), with what is in its input already */
+			if (c->state == CONN_S_HOLD && !refuse_proto_draining(c))
 				return;
 			break;
 		case CONN_S_DIAL:
@@ -713,6 +725,10 @@ http_timeout(struct conn *c)
 		conn_close(c);
 		return;
 	case CONN_S_HOLD:
+		if (refuse_proto_draining(c)) {
+			refuse_proto_timeout(c);
+			return;
+		}
 		if (sem_timeout(c))
 			return;
 		c->req->client_keep_alive = 0;
