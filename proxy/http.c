@@ -18,6 +18,11 @@
 
 static int read_request(struct conn *c);
 
+#define CONNECT_TRANSPARENT_PHRASE "Sandbox Is Transparent: Unset HTTPS_PROXY"
+#define CONNECT_TRANSPARENT_REASON                                                                              \
+	"CONNECT to a transparent sandbox's gateway: this sandbox needs no proxy (its traffic is redirected to the " \
+	"gateway); unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY and connect directly"
+
 void
 http_req_reset(struct conn *c)
 {
@@ -531,6 +536,17 @@ read_request(struct conn *c)
 	/* <m> points into <in>: the head is drained only after its last use below */
 	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
 		evbuffer_drain(in, (size_t)n);
+		if (c->mode == CONN_MODE_TRANSPARENT) {
+			/*
+			 * a proxy variable passed into a transparent sandbox: say so, also in the reason phrase,
+			 * which is all that clients print of a refused CONNECT (Python, Go: "Tunnel connection failed: 405 ...")
+			 */
+			r->client_keep_alive = 0;
+			respond_json_phrase(cio_out(c), 405, CONNECT_TRANSPARENT_PHRASE, "method not allowed", c->host, "http",
+			                    CONNECT_TRANSPARENT_REASON, 1);
+			http_answer_end(c, 405, "http", CONNECT_TRANSPARENT_REASON, 1, 0);
+			return 1;
+		}
 		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
 		return 1;
 	}

@@ -117,6 +117,12 @@ struct cred_use {
  */
 void respond_json(struct evbuffer *out, int status, const char *error, const char *host,
                   const char *rule, const char *reason, int close);
+/*
+ * respond_json with <phrase> (a static literal: printable ASCII, no CR/LF) as the status line's reason
+ * phrase instead of the status's own, for answers whose client prints only the status line (a CONNECT).
+ */
+void respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
+                         const char *rule, const char *reason, int close);
 const char *respond_status_text(int status);
 
 /* ---- refuse_proto.c: refusals in the client's own protocol (git smart HTTP, gRPC) ---- */
