@@ -48,6 +48,7 @@ PY
 cat >"$WS/probe.sh" <<'SH'
 cd /workspace
 echo "UID $(id -u)"
+echo "SELF $(getent ahostsv4 sandbox | head -n 1 | cut -d' ' -f1) $(getent ahostsv6 sandbox | head -n 1 | cut -d' ' -f1)"
 echo "A $(python3 q.py api.example.test A)"
 echo "AAAA $(python3 q.py api.example.test AAAA)"
 echo "MX $(python3 q.py api.example.test MX)"
@@ -63,6 +64,7 @@ out=$("$SLUICE" run -c "$GWCONF" --name dns-probe --workspace "$WS" -- sh /works
 rc=$?
 check_eq "sluice run exits 0" 0 "$rc"
 check_eq "the command runs as the configuration's sandbox.uid" "UID 1234" "$(printf '%s\n' "$out" | grep '^UID')"
+check_eq "the sandbox's host name resolves inside it (/etc/hosts)" "SELF 127.0.0.1 ::1" "$(printf '%s\n' "$out" | grep '^SELF')"
 a=$(printf '%s\n' "$out" | sed -n 's/^A 0 //p')
 check_match "A of an allowed name: NOERROR and a synthetic address (198.18.0.0/15)" '^198\.1[89]\.[0-9]+\.[0-9]+$' "$a"
 check_match "AAAA: NOERROR and a synthetic IPv6 address (fd00:5c:5e::/96)" '^AAAA 0 fd00:5c:5e::[0-9a-f:]+$' \
@@ -83,6 +85,7 @@ check "every query is audited: type dns, the sandbox's name, qtype and answer" \
 check "  the NXDOMAIN too, as a denial" \
   audit_wait '.type == "dns" and .host == "exfil.attacker.test" and .answer == "NXDOMAIN" and .verdict == "deny"'
 check "  and the request by name names the sandbox" audit_wait '.path == "/ok/bydns" and .status == 200 and .sandbox == "dns-probe"'
+check_eq "  no DNS query for the sandbox's own name was audited" "" "$(audit_view | jq -c 'select(.type == "dns" and (.host == "sandbox" or (.host | startswith("sandbox."))))')"
 
 # a datagram shorter than a DNS header, straight at the responder, then a normal query still gets an answer
 "$PY" - "$DNSP" <<'PY' >"$T/short.out" 2>&1

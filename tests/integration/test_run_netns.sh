@@ -167,6 +167,8 @@ out=$(srun "${RUNOPTS[@]}" -- sh -c "
   echo ls_run=\$(ls -A /run | tr '\n' ,) ls_tmp=\$(ls -A /tmp | tr '\n' ,)
   echo home_root=\$(ls /root 2>&1 | head -c 60)
   echo hostname=\$(cat /proc/sys/kernel/hostname)
+  echo hosts_sandbox=\$(getent ahostsv4 sandbox | head -n 1 | cut -d' ' -f1)
+  echo hosts_file=\$(grep -c . /etc/hosts)
   exit 7")
 rc=$?
 echo "$out" | sed 's/^/# /' | head -n 40
@@ -193,6 +195,8 @@ check_match "nft list ruleset fails" '^[1-9]' "$(line nft)"
 check_eq "/run is empty and private" "" "$(printf '%s' "$out" | sed -n 's/^ls_run=\([^ ]*\) .*/\1/p')"
 check_match "/root is not there" 'No such file' "$(line home_root)"
 check_eq "the sandbox has its own hostname" sandbox "$(line hostname)"
+check_eq "its host name resolves inside it from /etc/hosts (no DNS query)" 127.0.0.1 "$(line hosts_sandbox)"
+check_eq "  /etc/hosts is the sandbox's own two lines, nothing of the host's" 2 "$(line hosts_file)"
 no_leftovers "after the escape probes"
 
 # ---------------------------------------------------------------- exit statuses and signals
