@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,56 @@ vm_file(const char *path, const char *key, const char *cfgpath)
 	return 0;
 }
 
+/*
+ * The configuration mistakes users make that `sluice run` can see before the sandbox starts (issue 24):
+ * warnings only, the run goes on.  A configuration without listen.dns resolves no name inside; one
+ * without a listen.admin socket has no gateway the launcher can find or start.
+ */
+static void
+warn_config(const struct policy_config *cfg, const char *path, const char *admin_path)
+{
+	if (cfg->listen_dns == NULL)
+		fprintf(stderr,
+		        "sluice run: warning: %s has no listen.dns: no name resolves inside the sandbox (every lookup "
+		        "fails); add listen.dns (e.g. \"127.0.0.1:5353\") so the gateway answers the names its policy allows\n",
+		        path);
+	if (admin_path == NULL)
+		fprintf(stderr,
+		        "sluice run: warning: %s has no listen.admin (a unix: socket): no gateway for it can be found or "
+		        "started, so the sandbox's traffic reaches one only if it is already running; add listen.admin "
+		        "(e.g. \"unix:/run/sluice/admin.sock\")\n",
+		        path);
+}
+
+/*
+ * --workspace <dir> that uid and gid <uid> cannot write, by its owner and mode (the README's
+ * `--workspace "$PWD"` from a root-owned directory): a warning naming the uid and the owner.  Kept apart
+ * from the check of what the workspace may overlap, which refuses.
+ */
+static void
+warn_workspace(const char *dir, uid_t uid)
+{
+	struct stat st;
+	struct passwd *pw;
+	int w;
+
+	if (dir == NULL || stat(dir, &st) == -1)
+		return;
+	w = (st.st_uid == uid && (st.st_mode & S_IWUSR)) || (st.st_gid == (gid_t)uid && (st.st_mode & S_IWGRP)) ||
+	    (st.st_mode & S_IWOTH);
+	if (w && (st.st_uid == uid || (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))))
+		return;
+	pw = getpwuid(st.st_uid);
+	fprintf(stderr,
+	        "sluice run: warning: --workspace %s is owned by %s (uid %u, mode %04o): the sandbox runs as uid %u, "
+	        "which cannot write it (writes inside fail with \"Permission denied\"); chown %u %s",
+	        dir, pw != NULL ? pw->pw_name : "?", (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)uid,
+	        (unsigned)uid, dir);
+	if (st.st_uid != 0)
+		fprintf(stderr, ", or run it as its owner (--uid %u)", (unsigned)st.st_uid);
+	fputc('\n', stderr);
+}
+
 /* the backend and, for the VMs, the sandbox.qemu settings; 0 or -1 (message printed) */
 static int
 vm_opts(const struct policy_config *cfg, const char *cfgpath, const char *backend, const char *workspace,
@@ -386,6 +437,8 @@ cmd_run(int argc, char **argv)
 		hide_secret_files(&h, policy_sandbox_get(pol, i)->proxy_password);
 	o.workspace = workspace;
 	o.uid = (uid_t)(uid != 0 ? uid : cfg->sandbox_uid);
+	warn_config(cfg, path, o.admin_path);
+	warn_workspace(workspace, o.uid);
 	o.ca_pem = ca_pem;
 	o.env = (const char *const *)env;
 	o.nenv = nenv;
