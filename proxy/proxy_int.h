@@ -647,6 +647,8 @@ void h2srv_stream_abort(struct conn *vc);
 size_t *h2srv_held(struct conn *vc);
 /* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
 int h2srv_waiting(struct conn *c);
+/* An HTTP/2 client connection <c> on which the client opened a stream (sent a request): 1, else 0. */
+int h2srv_had_streams(const struct conn *c);
 /*
  * An upstream answered 101 to the WebSocket upgrade of stream connection
  * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept

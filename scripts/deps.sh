@@ -15,6 +15,7 @@ want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev git fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
+  want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
   # node and npm: Debian's nodejs only suggests npm. A machine with another node build (one that bundles npm, as
   # NodeSource's does, and conflicts with Debian's npm) keeps it.
