@@ -313,6 +313,8 @@ cmd_run(int argc, char **argv)
 	unsigned long uid = 0;  /* 0: not given, the configuration's sandbox.uid */
 	const char *backend = NULL;
 	struct stat st;
+	struct timespec rt;
+	char regname[SANDBOX_NAME_MAX + 1] = "";
 	int ch, ret = 1;
 
 	memset(&o, 0, sizeof(o));
@@ -449,7 +451,13 @@ cmd_run(int argc, char **argv)
 	o.argv = argv + optind;
 	if (o.admin_path != NULL && embed_gateway_ensure(&eg, path, o.admin_path) != 0)
 		goto out;
+	o.name_out = regname;
+	clock_gettime(CLOCK_REALTIME, &rt);
 	ret = run_sandbox(&o);
+	/* a failed command: what the gateway refused for it, from the audit (a name out of the policy shows only
+	 * as "Could not resolve host" inside) */
+	if (ret != 0)
+		run_refusals_print(cfg->audit_file, regname, (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000, ret);
 	embed_gateway_release(&eg);
 out:
 	for (i = 0; i < nenv; i++)

@@ -100,6 +100,31 @@ r = s.recv(1500)
 print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
 PY
 check_eq "after 12 datagrams shorter than a DNS header, the responder still answers" "rcode 0 answers 1" "$(cat "$T/short.out")"
+# a command that fails: sluice run says what the gateway refused for this sandbox during the run (issue 24), from the
+# audit: the name outside the policy (which the client only shows as "Could not resolve host") and a refused request
+cat >"$WS/fail.sh" <<'SH'
+curl -sS --max-time 10 https://exfil.attacker.test/x
+curl -sS --max-time 10 -o /dev/null https://api.example.test/admin
+exit 3
+SH
+chmod a+r "$WS/fail.sh"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- sh /workspace/fail.sh >/dev/null 2>"$T/fail.err"
+rc=$?
+check_eq "a failing command's status passes through" 3 "$rc"
+check_match "  curl only says it could not resolve the name" 'Could not resolve host: exfil.attacker.test' "$(cat "$T/fail.err")"
+check_match "  sluice run then says what the gateway refused for the sandbox" \
+  '^sluice run: the command exited with status 3; the gateway refused, for sandbox refused-run:$' "$(cat "$T/fail.err")"
+check_match "  the name outside the policy" '^sluice run:   exfil\.attacker\.test: not in the policy \(its DNS answer was NXDOMAIN\)$' \
+  "$(cat "$T/fail.err")"
+check_match "  the refused request, with its rule" '^sluice run:   api\.example\.test: GET /admin: no rule matched \(rule default\)$' \
+  "$(cat "$T/fail.err")"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- true 2>"$T/ok.err"
+check_eq "a command that exits 0: no summary (the earlier run's refusals are not this run's)" "" \
+  "$(grep 'the gateway refused' "$T/ok.err")"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- false 2>"$T/false.err"
+check_eq "a command failing without refusals: no summary either (only this run's records count)" "" \
+  "$(grep 'the gateway refused' "$T/false.err")"
+
 sed -i 's/backend: netns/backend: qemu/' "$GWCONF"
 "$SLUICE" run -c "$GWCONF" -- true 2>"$T/qemu.err"
 check_eq "sandbox.backend: qemu is read by sluice run: without sandbox.qemu.kernel it refuses (exit 1), saying so" \
