@@ -285,7 +285,7 @@ http_answer(struct conn *c, int status, const char *error, const char *rule, con
 {
 	int keep;
 
-	if (refuse_proto_answer(c, status, error, rule, reason, 0, audit))
+	if (refuse_proto_answer(c, status, error, rule, reason, audit))
 		return;  /* a git or gRPC request: answered (or being drained first) in its own protocol */
 	keep = http_answer_keep(c, status);
 	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
@@ -417,7 +417,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
 		return -1;
 	}
-	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len, NULL);
+	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len);
 	if (m->host != NULL) {
 		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
 			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);

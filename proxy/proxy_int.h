@@ -145,18 +145,18 @@ enum refuse_proto {
 struct conn;
 struct h1_message;
 struct req;
-enum refuse_proto refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len,
-                                  const char *query);
+/* <path>: the request target's path and query, as sent. */
+enum refuse_proto refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len);
 /*
  * Answers refusal <status> (403, 429, 413) of the current request in its
  * client's protocol when it is a git or gRPC request: 1 when it did (the
  * request is answered, or, for a push with a body, the body is being drained
  * first: refuse_proto_draining), 0 when the JSON answer is the one.  <error>,
- * <rule> and <reason> are copied; <retry> is the Retry-After of a 429 (0: none).
+ * <rule> and <reason> are copied (a 429's reason carries its retry time).
  * <audit>: as http_answer's (the record is written now, before any drain).
  */
 int refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason,
-                        unsigned retry, int audit);
+                        int audit);
 /* A refused push's body is being read and discarded (CONN_S_HOLD): refuse_proto_pump drives it. */
 int refuse_proto_draining(const struct conn *c);
 void refuse_proto_pump(struct conn *c);

@@ -54,18 +54,18 @@ ends_with(const char *s, size_t n, const char *lit, size_t litlen)
 	return n >= litlen && memcmp(s + n - litlen, lit, litlen) == 0;
 }
 
-/* The query (without '?', up to a '#') has the parameter "service=<svc>". */
+/* The list <s>/<n> of items separated by <sep> has the item <item>/<ilen> (a query's params, git's capabilities). */
 static int
-query_service(const char *q, size_t qlen, const char *svc, size_t svclen)
+has_item(const char *s, size_t n, char sep, const char *item, size_t ilen)
 {
 	size_t i = 0;
 
-	while (i < qlen) {
+	while (i < n) {
 		size_t j = i;
 
-		while (j < qlen && q[j] != '&')
+		while (j < n && s[j] != sep)
 			j++;
-		if (j - i == 8 + svclen && memcmp(q + i, "service=", 8) == 0 && memcmp(q + i + 8, svc, svclen) == 0)
+		if (j - i == ilen && memcmp(s + i, item, ilen) == 0)
 			return 1;
 		i = j + 1;
 	}
@@ -81,14 +81,12 @@ content_type_is(const struct h1_message *m, const char *lit)
 }
 
 enum refuse_proto
-refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len,
-                const char *query)
+refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len)
 {
 	const struct h1_header *ct;
 	const char *q = memchr(path, '?', path_len);
 	size_t plen = q != NULL ? (size_t)(q - path) : path_len, qlen = 0;
 
-	(void)query;
 	if (q != NULL) {
 		const char *hash = memchr(q, '#', path_len - plen);
 
@@ -96,9 +94,10 @@ refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *pa
 		qlen = (hash != NULL ? (size_t)(hash - q) : path_len - plen - 1);
 	}
 	if (m->method_len == 3 && memcmp(m->method, "GET", 3) == 0 && ends_with(path, plen, LIT("/info/refs"))) {
-		if (query_service(q, qlen, LIT("git-upload-pack")))
+		/* the query (without '?', up to a '#') has "service=<svc>" */
+		if (has_item(q, qlen, '&', LIT("service=git-upload-pack")))
 			return REFUSE_PROTO_GIT_ADV_UPLOAD;
-		if (query_service(q, qlen, LIT("git-receive-pack")))
+		if (has_item(q, qlen, '&', LIT("service=git-receive-pack")))
 			return REFUSE_PROTO_GIT_ADV_RECEIVE;
 		return REFUSE_PROTO_HTTP;
 	}
@@ -149,24 +148,6 @@ answer_200(struct conn *c, const char *ctype, struct evbuffer *body, int keep)
 	evbuffer_add_buffer(out, body);
 }
 
-/* A space-separated capability list has <cap>. */
-static int
-has_cap(const char *caps, size_t len, const char *cap, size_t caplen)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		size_t j = i;
-
-		while (j < len && caps[j] != ' ')
-			j++;
-		if (j - i == caplen && memcmp(caps + i, cap, caplen) == 0)
-			return 1;
-		i = j + 1;
-	}
-	return 0;
-}
-
 /* The report-status of the refused push whose body starts with <g->buf>, in <body>. */
 static void
 git_report(struct refuse_git *g, struct evbuffer *body)
@@ -191,9 +172,9 @@ git_report(struct refuse_git *g, struct evbuffer *body)
 			if (l > 0 && (size_t)l < sizeof(line))
 				pkt(rep, line, (size_t)l);
 		}
-		if (has_cap(caps, caps_len, LIT("side-band-64k")))
+		if (has_item(caps, caps_len, ' ', LIT("side-band-64k")))
 			band = GIT_PKT_MAX;
-		else if (has_cap(caps, caps_len, LIT("side-band")))
+		else if (has_item(caps, caps_len, ' ', LIT("side-band")))
 			band = GIT_PKT_SMALL;
 	} else {
 		/* the refs are not known (the body's start is gone or malformed): git prints "remote unpack failed: ..." */
@@ -304,15 +285,14 @@ git_finish(struct conn *c)
 }
 
 int
-refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason,
-                    unsigned retry, int audit)
+refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
 	struct req *r = c->req;
 	struct refuse_git *g;
 	char text[REFUSE_TEXT_MAX + 1];
 	int keep;
 
-	(void)retry;  /* a 429's reason says when the limit resets */
+	/* a 429's <reason> says when the limit resets: the retry time reaches the client in the text */
 	/* policy refusals and limits; gRPC also a body too large (RESOURCE_EXHAUSTED); the rest keep their JSON */
 	if (r == NULL || r->proto == REFUSE_PROTO_HTTP ||
 	    !(status == 403 || status == 429 || (status == 413 && r->proto == REFUSE_PROTO_GRPC)))
