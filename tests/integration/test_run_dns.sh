@@ -6,7 +6,9 @@
 # another is refused; an IP-literal connection to a synthetic address is judged as the name behind it; a synthetic
 # address never given out is refused; every query is audited (type "dns", the sandbox's name, qtype, answer); the
 # gateway resolved nothing for the refused names. Also: a datagram shorter than a DNS header (it crashes libevent
-# 2.1.12's evdns) leaves the responder answering.
+# 2.1.12's evdns) leaves the responder answering. Issue 24: the sandbox's own host name resolves from its /etc/hosts
+# (no DNS query for it is audited), and a command that exits non-zero gets a summary of what the gateway refused for
+# its sandbox (the name outside the policy, the refused request and its rule); one that exits 0 does not.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 [ -x /usr/bin/bwrap ] || die "bubblewrap (/usr/bin/bwrap) is missing"
 track_sandbox_objects

@@ -2,7 +2,8 @@
 # Transparent listener: a namespace whose TCP 80/443 is redirected by nftables to the gateway (IPv4 and IPv6).
 # HTTPS allowed/denied (403), deny verdict and unknown host (closed before TLS), Host != SNI (421), no SNI (host =
 # original destination IP), plain HTTP on 80, a connection that was not redirected (closed, audited), a
-# ClientHello split across segments, garbage first bytes.
+# ClientHello split across segments, garbage first bytes, and a CONNECT from a proxy variable inside the sandbox
+# (answered: the sandbox is transparent, unset the variable; issue 24).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 netns_make t v6
 netns_redirect "80, 443"
