@@ -462,7 +462,7 @@ detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record
 		dkv(d, "ms", json_object_get(o, "duration_ms"));
 		dkv(d, "scrubbed", json_object_get(o, "scrubbed"));
 		dkv(d, "reason", json_object_get(o, "reason"));  /* the gateway ended it */
-	} else if (strcmp(t, "connection") == 0 || strcmp(t, "denial") == 0) {
+	} else if (strcmp(t, "connection") == 0 || strcmp(t, "denial") == 0 || strcmp(t, "no_request") == 0) {
 		dkv(d, "sni", json_object_get(o, "sni"));
 		dkv(d, "dest", json_object_get(o, "dest"));
 		dkv(d, "rule", json_object_get(o, "rule"));

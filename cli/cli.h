@@ -25,6 +25,12 @@ int cli_wants_help(int argc, char **argv);
 
 /* `sluice run` (cli/run.c). */
 int cmd_run(int argc, char **argv);
+/*
+ * run_refusals.c: prints to stderr what the gateway refused for sandbox <sandbox> (its audit records in
+ * <audit_path> since <since_ms>, wall-clock milliseconds): names not in the policy, refused requests and
+ * connections, at most 10 distinct lines; nothing when there are none.  <status>: the command's exit status.
+ */
+void run_refusals_print(const char *audit_path, const char *sandbox, int64_t since_ms, int status);
 
 /* `sluice sandboxes` (cli/sandboxes.c). */
 int cmd_sandboxes(int argc, char **argv);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,56 @@ vm_file(const char *path, const char *key, const char *cfgpath)
 	return 0;
 }
 
+/*
+ * The configuration mistakes users make that `sluice run` can see before the sandbox starts (issue 24):
+ * warnings only, the run goes on.  A configuration without listen.dns resolves no name inside; one
+ * without a listen.admin socket has no gateway the launcher can find or start.
+ */
+static void
+warn_config(const struct policy_config *cfg, const char *path, const char *admin_path)
+{
+	if (cfg->listen_dns == NULL)
+		fprintf(stderr,
+		        "sluice run: warning: %s has no listen.dns: no name resolves inside the sandbox (every lookup "
+		        "fails); add listen.dns (e.g. \"127.0.0.1:5353\") so the gateway answers the names its policy allows\n",
+		        path);
+	if (admin_path == NULL)
+		fprintf(stderr,
+		        "sluice run: warning: %s has no listen.admin (a unix: socket): no gateway for it can be found or "
+		        "started, so the sandbox's traffic reaches one only if it is already running; add listen.admin "
+		        "(e.g. \"unix:/run/sluice/admin.sock\")\n",
+		        path);
+}
+
+/*
+ * --workspace <dir> that uid and gid <uid> cannot write, by its owner and mode (the README's
+ * `--workspace "$PWD"` from a root-owned directory): a warning naming the uid and the owner.  Kept apart
+ * from the check of what the workspace may overlap, which refuses.
+ */
+static void
+warn_workspace(const char *dir, uid_t uid)
+{
+	struct stat st;
+	struct passwd *pw;
+	int w;
+
+	if (dir == NULL || stat(dir, &st) == -1)
+		return;
+	w = (st.st_uid == uid && (st.st_mode & S_IWUSR)) || (st.st_gid == (gid_t)uid && (st.st_mode & S_IWGRP)) ||
+	    (st.st_mode & S_IWOTH);
+	if (w && (st.st_uid == uid || (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))))
+		return;
+	pw = getpwuid(st.st_uid);
+	fprintf(stderr,
+	        "sluice run: warning: --workspace %s is owned by %s (uid %u, mode %04o): the sandbox runs as uid %u, "
+	        "which cannot write it (writes inside fail with \"Permission denied\"); chown %u %s",
+	        dir, pw != NULL ? pw->pw_name : "?", (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)uid,
+	        (unsigned)uid, dir);
+	if (st.st_uid != 0)
+		fprintf(stderr, ", or run it as its owner (--uid %u)", (unsigned)st.st_uid);
+	fputc('\n', stderr);
+}
+
 /* the backend and, for the VMs, the sandbox.qemu settings; 0 or -1 (message printed) */
 static int
 vm_opts(const struct policy_config *cfg, const char *cfgpath, const char *backend, const char *workspace,
@@ -278,6 +329,8 @@ cmd_run(int argc, char **argv)
 	unsigned long uid = 0;  /* 0: not given, the configuration's sandbox.uid */
 	const char *backend = NULL;
 	struct stat st;
+	struct timespec rt;
+	char regname[SANDBOX_NAME_MAX + 1] = "";
 	int ch, ret = 1;
 
 	memset(&o, 0, sizeof(o));
@@ -424,6 +477,8 @@ cmd_run(int argc, char **argv)
 		}
 	}
 	o.uid = (uid_t)(uid != 0 ? uid : cfg->sandbox_uid);
+	warn_config(cfg, path, o.admin_path);
+	warn_workspace(workspace, o.uid);
 	o.ca_pem = ca_pem;
 	o.env = (const char *const *)env;
 	o.nenv = nenv;
@@ -434,7 +489,13 @@ cmd_run(int argc, char **argv)
 	o.argv = argv + optind;
 	if (o.admin_path != NULL && embed_gateway_ensure(&eg, path, o.admin_path) != 0)
 		goto out;
+	o.name_out = regname;
+	clock_gettime(CLOCK_REALTIME, &rt);
 	ret = run_sandbox(&o);
+	/* a failed command: what the gateway refused for it, from the audit (a name out of the policy shows only
+	 * as "Could not resolve host" inside) */
+	if (ret != 0)
+		run_refusals_print(cfg->audit_file, regname, (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000, ret);
 	embed_gateway_release(&eg);
 out:
 	for (i = 0; i < nenv; i++)

@@ -12,6 +12,7 @@
  * Whether an update is a fast-forward or a force push cannot be told from
  * here: that needs the repository's history.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/sluice.h"
@@ -226,4 +227,53 @@ policy_cond_git_eval(struct policy_ctx *c, const struct policy_git_cond *g, int 
 		}
 	}
 	return r;
+}
+
+long
+policy_git_refs(const char *buf, size_t len, const char **refs, size_t *ref_lens, size_t cap, size_t *n,
+                const char **caps, size_t *caps_len)
+{
+	struct policy_git_cmd *cmds = try_malloc(POLICY_GIT_COMMANDS_MAX * sizeof(*cmds));
+	const char *err, *nul;
+	size_t ncmds, i, off;
+	long sec;
+
+	*n = 0;
+	*caps = buf;
+	*caps_len = 0;
+	if (cmds == NULL)
+		return -1;
+	sec = policy_git_parse(buf, len, cmds, &ncmds, &err);
+	if (sec > 0) {
+		for (i = 0; i < ncmds && i < cap; i++) {
+			refs[i] = cmds[i].ref;
+			ref_lens[i] = cmds[i].ref_len;
+		}
+		*n = i;
+		/* the capabilities follow the first command's NUL, to the end of its pkt-line (which parsed) */
+		nul = ncmds > 0 ? cmds[0].ref + cmds[0].ref_len : NULL;
+		for (off = 0; nul != NULL && off + 4 <= (size_t)sec;) {
+			long pl = 0;
+			int k;
+
+			for (k = 0; k < 4; k++)
+				pl = pl * 16 + sluice_hexval((unsigned char)buf[off + k]);
+			if (pl == 0)
+				break;
+			if (nul < buf + off + pl) {
+				const char *end = buf + off + pl;
+
+				if (nul < end && *nul == '\0') {
+					if (end[-1] == '\n')
+						end--;
+					*caps = nul + 1;
+					*caps_len = end > nul + 1 ? (size_t)(end - nul - 1) : 0;
+				}
+				break;
+			}
+			off += (size_t)pl;
+		}
+	}
+	free(cmds);
+	return sec;
 }

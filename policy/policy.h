@@ -484,6 +484,17 @@ const char *policy_mode_name(enum policy_mode m);
  */
 long policy_git_section_len(const char *buf, size_t len);
 
+/*
+ * The refs the receive-pack command section at the start of <buf>/<len>
+ * updates, for answering a refused push in git's own protocol: up to <cap>
+ * of them in <refs>/<ref_lens> (views into <buf>), *<n> how many were stored,
+ * and *<caps>, *<caps_len> the first command's capability list (length 0 when
+ * none).  Returns what policy_git_section_len returns; on -1 or -2 nothing is
+ * stored.
+ */
+long policy_git_refs(const char *buf, size_t len, const char **refs, size_t *ref_lens, size_t cap, size_t *n,
+                     const char **caps, size_t *caps_len);
+
 /* secrets.<name>.limit: the secret's rate limit, NULL if none (or no such secret). */
 const struct policy_limit *policy_secret_limit(const struct policy *p, const char *name);
 

@@ -218,7 +218,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		/* set only when the gateway ended the exchange itself (an upstream failure, a cut transfer) */
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
-	} else if (is(t, "connection") || is(t, "denial")) {
+	} else if (is(t, "connection") || is(t, "denial") || is(t, "no_request")) {
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "dest", r->dest);
 		jb_str(&jb, "sni", r->sni);
@@ -231,6 +231,8 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 			jb_int(&jb, "status", r->status);
 		if (r->suppressed > 0)
 			jb_int(&jb, "suppressed", r->suppressed);
+		if (is(t, "no_request") && r->duration_ms >= 0)
+			jb_int(&jb, "duration_ms", r->duration_ms);
 	} else if (is(t, "dns")) {
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "host", r->host);

@@ -120,6 +120,43 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 	free(c);
 }
 
+/*
+ * An intercepted connection ending after its TLS handshake without a request
+ * (issue 24): a GnuTLS client (Debian's git, wget) that does not trust the CA
+ * completes the handshake, then checks the certificate and closes, where an
+ * OpenSSL client fails the handshake (the "tls" denial).  Recorded, so that
+ * case is seen in the audit and the log too.
+ */
+static void
+audit_no_request(struct conn *c)
+{
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], esc[200];
+	struct audit_rec r = {
+		.type = "no_request",
+		.rule = "tls",
+		.reason = "the client closed after the TLS handshake without sending a request (a client that does not "
+		          "trust the Sluice CA often does: see the operator guide, troubleshooting)",
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.upstream_tls = -1,
+	};
+
+	if (!c->tls || c->h2_stream || c->nreq != 0 || (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_H2) ||
+	    (c->h2_conn && h2srv_had_streams(c)))
+		return;
+	r.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	r.client = conn_peer_str(c, peer);
+	r.dest = conn_dest_str(c, dest);
+	r.sni = c->sni;
+	r.host = c->host[0] ? c->host : NULL;
+	r.duration_ms = proxy_ms_since(&c->t0);
+	r.conn_id = c->id;
+	log_info("c%llu: %s closed after the TLS handshake without a request (%s): does it trust the Sluice CA?",
+	         (unsigned long long)c->id, r.client, log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
+	audit_write(c->w->gw->audit, &r);
+}
+
 void
 conn_close(struct conn *c)
 {
@@ -127,6 +164,7 @@ conn_close(struct conn *c)
 
 	if (c->state == CONN_S_DEAD)
 		return;
+	audit_no_request(c);  /* reads the state: before DEAD */
 	if (c->h2_stream)
 		h2srv_stream_closed(c);  /* reads the state: before DEAD */
 	conn_set_state(c, CONN_S_DEAD);

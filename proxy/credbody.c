@@ -711,6 +711,8 @@ cred_hold_done(struct conn *c)
 	int tr;
 
 	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
+	if (r->proto == REFUSE_PROTO_GIT_RECEIVE && len > 0)  /* a limit refusing it names its refs (refuse_proto.c) */
+		refuse_proto_keep_section(c, (const char *)evbuffer_pullup(r->hold, (ev_ssize_t)(len < REFUSE_GIT_SECTION_MAX ? len : REFUSE_GIT_SECTION_MAX)), len);
 	if (policy_secret_count(c->pol) == 0) {
 		/* nothing to search for (a body held for a semantic rule): it goes as it came */
 		evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);

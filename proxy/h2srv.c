@@ -275,6 +275,14 @@ h2srv_parent(struct conn *vc)
 }
 
 int
+h2srv_had_streams(const struct conn *c)
+{
+	const struct h2srv *s = c->h2_conn ? c->h2 : NULL;
+
+	return s != NULL && nghttp2_session_get_last_proc_stream_id(s->ng) > 0;
+}
+
+int
 h2srv_waiting(struct conn *c)
 {
 	struct h2srv *s = c->h2_conn ? c->h2 : NULL;

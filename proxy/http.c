@@ -20,6 +20,11 @@
 
 static int read_request(struct conn *c);
 
+#define CONNECT_TRANSPARENT_PHRASE "Sandbox Is Transparent: Unset HTTPS_PROXY"
+#define CONNECT_TRANSPARENT_REASON                                                                              \
+	"CONNECT to a transparent sandbox's gateway: this sandbox needs no proxy (its traffic is redirected to the " \
+	"gateway); unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY and connect directly"
+
 void
 http_req_reset(struct conn *c)
 {
@@ -31,6 +36,7 @@ http_req_reset(struct conn *c)
 	if (r == NULL)
 		return;
 	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
+	refuse_proto_free(r);
 	cred_release(r);
 	cred_hold_free(r);
 	ws_tunnel_free(r);
@@ -320,8 +326,11 @@ http_answer_keep(const struct conn *c, int status)
 void
 http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
 {
-	int keep = http_answer_keep(c, status);
+	int keep;
 
+	if (refuse_proto_answer(c, status, error, rule, reason, audit))
+		return;  /* a git or gRPC request: answered (or being drained first) in its own protocol */
+	keep = http_answer_keep(c, status);
 	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
 	http_answer_end(c, status, rule, reason, audit, keep);
 }
@@ -451,6 +460,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
 		return -1;
 	}
+	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len);
 	if (m->host != NULL) {
 		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
 			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);
@@ -576,6 +586,17 @@ read_request(struct conn *c)
 	}
 	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
 		evbuffer_drain(in, (size_t)n);
+		if (c->mode == CONN_MODE_TRANSPARENT) {
+			/*
+			 * a proxy variable passed into a transparent sandbox: say so, also in the reason phrase,
+			 * which is all that clients print of a refused CONNECT (Python, Go: "Tunnel connection failed: 405 ...")
+			 */
+			r->client_keep_alive = 0;
+			respond_json_phrase(cio_out(c), 405, CONNECT_TRANSPARENT_PHRASE, "method not allowed", c->host, "http",
+			                    CONNECT_TRANSPARENT_REASON, 1);
+			http_answer_end(c, 405, "http", CONNECT_TRANSPARENT_REASON, 1, 0);
+			return 1;
+		}
 		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
 		return 1;
 	}
@@ -725,11 +746,18 @@ http_pump(struct conn *c)
 			relay_pump(c);
 			return;
 		case CONN_S_HOLD:
+			if (refuse_proto_draining(c)) {
+				refuse_proto_pump(c);
+				if (c->state == CONN_S_HOLD)
+					return;
+				break;
+			}
 			if (sem_pumps(c))
 				sem_hold_pump(c);
 			else
 				cred_hold_pump(c);
-			if (c->state == CONN_S_HOLD)
+			/* a refused push is drained from here on (refuse_proto.c), with what is in its input already */
+			if (c->state == CONN_S_HOLD && !refuse_proto_draining(c))
 				return;
 			break;
 		case CONN_S_DIAL:
@@ -783,6 +811,10 @@ http_timeout(struct conn *c)
 		conn_close(c);
 		return;
 	case CONN_S_HOLD:
+		if (refuse_proto_draining(c)) {
+			refuse_proto_timeout(c);
+			return;
+		}
 		if (sem_timeout(c))
 			return;
 		c->req->client_keep_alive = 0;

@@ -125,7 +125,58 @@ struct cred_use {
  */
 void respond_json(struct evbuffer *out, int status, const char *error, const char *host,
                   const char *rule, const char *reason, int close);
+/*
+ * respond_json with <phrase> (a static literal: printable ASCII, no CR/LF) as the status line's reason
+ * phrase instead of the status's own, for answers whose client prints only the status line (a CONNECT).
+ */
+void respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
+                         const char *rule, const char *reason, int close);
 const char *respond_status_text(int status);
+
+/* ---- refuse_proto.c: refusals in the client's own protocol (git smart HTTP, gRPC) ---- */
+
+/* What kind of request a refusal answers, from its facts (path, query, Content-Type, HTTP/2). */
+enum refuse_proto {
+	REFUSE_PROTO_HTTP = 0,         /* anything else: the JSON answers of respond.c */
+	REFUSE_PROTO_GIT_ADV_UPLOAD,   /* GET .../info/refs?service=git-upload-pack */
+	REFUSE_PROTO_GIT_ADV_RECEIVE,  /* GET .../info/refs?service=git-receive-pack */
+	REFUSE_PROTO_GIT_UPLOAD,       /* POST .../git-upload-pack, application/x-git-upload-pack-request */
+	REFUSE_PROTO_GIT_RECEIVE,      /* POST .../git-receive-pack, application/x-git-receive-pack-request */
+	REFUSE_PROTO_GRPC,             /* an HTTP/2 request with Content-Type application/grpc[+...|;...] */
+};
+
+#define REFUSE_TEXT_MAX 240            /* bytes of the reason put in a pkt-line or grpc-message (no LF) */
+#define REFUSE_GIT_DRAIN_MAX (64u << 20) /* bytes of a refused push read and discarded before the answer */
+#define REFUSE_GIT_SECTION_MAX (64u * 1024) /* bytes of its start kept to name its refs in the report */
+#define REFUSE_GIT_REFS_MAX 64         /* refs named by one report; the others get no line (git: "no report") */
+
+struct conn;
+struct h1_message;
+struct req;
+/* <path>: the request target's path and query, as sent. */
+enum refuse_proto refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len);
+/*
+ * Answers refusal <status> (403, 429, 413) of the current request in its
+ * client's protocol when it is a git or gRPC request: 1 when it did (the
+ * request is answered, or, for a push with a body, the body is being drained
+ * first: refuse_proto_draining), 0 when the JSON answer is the one.  <error>,
+ * <rule> and <reason> are copied (a 429's reason carries its retry time).
+ * <audit>: as http_answer's (the record is written now, before any drain).
+ */
+int refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason,
+                        int audit);
+/* A refused push's body is being read and discarded (CONN_S_HOLD): refuse_proto_pump drives it. */
+int refuse_proto_draining(const struct conn *c);
+void refuse_proto_pump(struct conn *c);
+/* The drain's timer ran out: the report is written with what was read, and the connection closes. */
+void refuse_proto_timeout(struct conn *c);
+/*
+ * A push's body start <buf>/<len> is about to go upstream (its command section decided on, semantic.c, or
+ * the body held whole for secrets, credbody.c): its first REFUSE_GIT_SECTION_MAX bytes are copied, to name
+ * its refs if a limit refuses it at relay_dial.  Nothing for requests that are no git push.
+ */
+void refuse_proto_keep_section(struct conn *c, const char *buf, size_t len);
+void refuse_proto_free(struct req *r);
 
 /* ---- upstream.c ---- */
 
@@ -334,6 +385,8 @@ struct req {
 	unsigned char audit_parked;     /* waiting for its record before the first byte goes upstream */
 	struct sem_req *sem;            /* semantic.c: a held body, a hold, limits, report mode; NULL when none */
 	size_t up_queued;               /* relay.c: bytes queued toward the upstream when the body timer was last armed */
+	unsigned char proto;            /* enum refuse_proto: how a refusal is answered */
+	struct refuse_git *refuse;      /* refuse_proto.c: a refused push being drained, or its kept section; NULL */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -678,6 +731,8 @@ size_t *h2srv_held(struct conn *vc);
 struct conn *h2srv_parent(struct conn *vc);
 /* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
 int h2srv_waiting(struct conn *c);
+/* An HTTP/2 client connection <c> on which the client opened a stream (sent a request): 1, else 0. */
+int h2srv_had_streams(const struct conn *c);
 /*
  * An upstream answered 101 to the WebSocket upgrade of stream connection
  * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept

@@ -36,6 +36,13 @@ void
 respond_json(struct evbuffer *out, int status, const char *error, const char *host, const char *rule,
              const char *reason, int close)
 {
+	respond_json_phrase(out, status, NULL, error, host, rule, reason, close);
+}
+
+void
+respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
+                    const char *rule, const char *reason, int close)
+{
 	char body[1024];
 	struct jbuf jb;
 	long n;
@@ -54,6 +61,7 @@ respond_json(struct evbuffer *out, int status, const char *error, const char *ho
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
 	                    "Cache-Control: no-store\r\n%s\r\n",
-	                    status, respond_status_text(status), n, close ? "Connection: close\r\n" : "");
+	                    status, phrase != NULL ? phrase : respond_status_text(status), n,
+	                    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, (size_t)n);
 }

@@ -493,6 +493,8 @@ decide(struct conn *c, size_t blen, int complete)
 	q.body_len = blen;
 	q.body_complete = complete;
 	policy_decide(c->pol, c->entry, &q, &d);
+	if (s->flags & POLICY_NEED_GIT_SECTION)
+		refuse_proto_keep_section(c, q.body, blen);  /* names the refs if it is refused later (a limit) */
 	headers_drop(s);
 	s->phase = SEM_P_NONE;
 	rc = apply(c, &d, r->body_done);

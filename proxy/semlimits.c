@@ -74,6 +74,8 @@ refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind
 	if (gmtime_r(&t, &tm) == NULL || strftime(s->reset, sizeof(s->reset), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(s->reset, sizeof(s->reset), "?");
 	snprintf(r->rule_buf, sizeof(r->rule_buf), "%s: resets in %u s (%s)", what, retry, s->reset);
+	if (refuse_proto_answer(c, 429, "rate limited", rule, r->rule_buf, 1))
+		return -1;  /* git, gRPC: in the client's protocol, the retry time in the reason */
 	jb_init(&jb, body, sizeof(body));
 	jb_str(&jb, "error", "rate limited");
 	if (c->host[0] != '\0')

@@ -25,7 +25,13 @@
 #define FD_RESOLV 3
 #define FD_BUNDLE 4
 #define FD_STATUS 5
-#define FD_WORKSPACE 7   /* after the error pipe's end on FD_STATUS + 1 */
+/* FD_STATUS + 1: the child's error pipe until the exec */
+#define FD_HOSTS 7
+
+/* The sandbox's /etc/hosts: its own name (bwrap --hostname sandbox) in both families, localhost, nothing of the host's. */
+#define SANDBOX_HOSTS                                                                      \
+	"127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback sandbox\n"
+#define FD_WORKSPACE 8   /* after the hosts file */
 
 struct args {
 	const char **v;
@@ -98,9 +104,9 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	static const char *const steps[] = {"?", "setns", "setpgid", "drop privileges", "parent death signal",
 	                                    "file descriptors", ("exec " NETNS_BWRAP)};
 	static const char *const sysdirs[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
-	char links[6][256], uidbuf[16], gidbuf[16], nspath[64], fdr[8], fdb[8], fds[8], fdw[8];
+	char links[6][256], uidbuf[16], gidbuf[16], nspath[64], fdr[8], fdb[8], fds[8], fdh[8], fdw[8];
 	struct args a;
-	int nsfd = -1, rfd = -1, bfd = -1, sp[2] = {-1, -1}, ep[2] = {-1, -1}, e[2], ret = SLUICE_EIO;
+	int nsfd = -1, rfd = -1, bfd = -1, hfd = -1, sp[2] = {-1, -1}, ep[2] = {-1, -1}, e[2], ret = SLUICE_EIO;
 	size_t i, nargv;
 	pid_t parent = getpid(), p;
 	ssize_t got;
@@ -122,6 +128,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	snprintf(fdb, sizeof(fdb), "%d", FD_BUNDLE);
 	snprintf(fdw, sizeof(fdw), "%d", FD_WORKSPACE);
 	snprintf(fds, sizeof(fds), "%d", FD_STATUS);
+	snprintf(fdh, sizeof(fdh), "%d", FD_HOSTS);
 	arg(&a, "bwrap");
 	/* a user namespace mapping uid U to U: inside it nothing is root, and root's files stay root's */
 	arg(&a, "--unshare-user");
@@ -153,6 +160,10 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	arg(&a, "--ro-bind-data");
 	arg(&a, fdr);
 	arg(&a, "/etc/resolv.conf");
+	/* its own host name resolves (git looks it up on every command): no DNS query for it, no denial audited */
+	arg(&a, "--ro-bind-data");
+	arg(&a, fdh);
+	arg(&a, "/etc/hosts");
 	arg(&a, "--ro-bind-data");
 	arg(&a, fdb);
 	arg(&a, NETNS_CA_PATH);
@@ -189,7 +200,8 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	}
 	rfd = proc_memfd_with("resolv.conf", x->resolv, x->resolv_len);
 	bfd = proc_memfd_with("ca-certificates.crt", x->bundle, x->bundle_len);
-	if (rfd == -1 || bfd == -1 || pipe2(sp, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
+	hfd = proc_memfd_with("hosts", SANDBOX_HOSTS, sizeof(SANDBOX_HOSTS) - 1);
+	if (rfd == -1 || bfd == -1 || hfd == -1 || pipe2(sp, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
 		proc_err_set(err, errcap, "memfd or pipe: %s", strerror(errno));
 		goto out;
 	}
@@ -200,7 +212,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 	}
 	if (p == 0) {
 		sigset_t none;
-		int hr, hb, hs, he, hw = -1;
+		int hr, hb, hs, he, hh, hw = -1;
 
 		if (setns(nsfd, CLONE_NEWNET) == -1)
 			child_fail(ep[1], 1);
@@ -222,12 +234,13 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 		hb = fcntl(bfd, F_DUPFD_CLOEXEC, 16);
 		hs = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
 		he = fcntl(ep[1], F_DUPFD_CLOEXEC, 16);
+		hh = fcntl(hfd, F_DUPFD_CLOEXEC, 16);
 		if (x->workspace != NULL)  /* moved up first too: it may sit on one of the numbers below */
 			hw = fcntl(x->workspace_fd, F_DUPFD_CLOEXEC, 16);
-		if (hr == -1 || hb == -1 || hs == -1 || he == -1 || (x->workspace != NULL && hw == -1))
+		if (hr == -1 || hb == -1 || hs == -1 || he == -1 || hh == -1 || (x->workspace != NULL && hw == -1))
 			child_fail(ep[1], 5);
 		if (dup2(hr, FD_RESOLV) == -1 || dup2(hb, FD_BUNDLE) == -1 || dup2(hs, FD_STATUS) == -1 ||
-		    dup2(he, FD_STATUS + 1) == -1)
+		    dup2(he, FD_STATUS + 1) == -1 || dup2(hh, FD_HOSTS) == -1)
 			child_fail(he, 5);
 		if (fcntl(FD_STATUS + 1, F_SETFD, FD_CLOEXEC) == -1)
 			child_fail(he, 5);
@@ -264,6 +277,8 @@ out:
 		close(rfd);
 	if (bfd != -1)
 		close(bfd);
+	if (hfd != -1)
+		close(hfd);
 	for (i = 0; i < 2; i++) {
 		if (sp[i] != -1)
 			close(sp[i]);

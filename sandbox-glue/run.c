@@ -443,6 +443,8 @@ run_claim(struct run_common *c)
 	}
 	if (removed > 0)
 		run_say("removed the leftovers of %u earlier sandbox%s", removed, removed == 1 ? "" : "es");
+	if (o->name_out != NULL)
+		snprintf(o->name_out, SANDBOX_NAME_MAX + 1, "%s", c->sb.name);
 	unregister_stale(o, stale, nstale);
 	c->t_claim = run_now_ns();
 	return 0;

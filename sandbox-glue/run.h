@@ -36,6 +36,7 @@ enum run_backend {
 
 struct run_opts {
 	const char *name;             /* --name, NULL: "sbx-<id>"; must pass sandbox_name_valid */
+	char *name_out;               /* NULL, or SANDBOX_NAME_MAX + 1 bytes: the name it was registered under */
 	const char *workspace;        /* --workspace, canonical absolute path, or NULL */
 	int workspace_fd;             /* with a workspace: its O_PATH descriptor from run_workspace_open, bound as is */
 	uid_t uid;                    /* the workload's uid and gid; never 0 */

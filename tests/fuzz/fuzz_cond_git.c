@@ -2,7 +2,8 @@
  * tests/fuzz/fuzz_cond_git.c - git receive-pack command sections: the
  * pkt-line parser directly (its length never exceeds the input, it never
  * asks for more once it has answered), and through git: rules, whole and as
- * a held prefix.
+ * a held prefix; and policy_git_refs (the refs and capabilities a refused
+ * push's report names): the same length, views inside the input.
  */
 #include "fuzz_cond_common.h"
 #include "policy/cond_int.h"
@@ -39,6 +40,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < n; i++)
 			if (cmds[i].ref_len == 0 || cmds[i].ref_len > POLICY_GIT_REF_MAX)
 				__builtin_trap();
+	}
+	{
+		const char *refs[8], *caps;
+		size_t lens[8], nr, cl;
+		const char *lo = (const char *)data, *hi = lo + size;
+
+		if (policy_git_refs((const char *)data, size, refs, lens, 8, &nr, &caps, &cl) != r)
+			__builtin_trap();
+		if (nr > 8 || (r <= 0 && nr != 0) || (r > 0 && nr != (n < 8 ? n : 8)))
+			__builtin_trap();
+		for (size_t i = 0; i < nr; i++)
+			if (refs[i] < lo || refs[i] + lens[i] > hi)
+				__builtin_trap();
+		if (cl > 0 && (caps < lo || caps + cl > hi))
+			__builtin_trap();
 	}
 	fc_decide(pol, "github.com", "POST", "/o/r/git-receive-pack", "application/x-git-receive-pack-request", NULL, data,
 	          size, 0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Explicit proxy listener: CONNECT allowed/denied, HTTP/1.0 CONNECT, absolute-form plain HTTP, origin-form 400,
 # host identity inside the tunnel (421, 405), passthrough, and listen.proxy_clients (a client outside the list
-# is closed without a 200; the same client works once listed).
+# is closed without a 200; the same client works once listed), and Debian's wget (GnuTLS) given another CA: it
+# closes after the handshake without a request, recorded as no_request (issue 24).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 nginx_start
 netns_make e
@@ -108,6 +109,23 @@ code=$(ns_exec curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://$
 check_eq "curl from outside proxy_clients gets no response" 000 "$code"
 check "audit records the refused client as a denial" audit_wait ".type==\"denial\" and .sandbox==\"$NS_ADDR\""
 check_eq "loopback clients are still served" hello "$(pcurl https://api.example.test/ok/e2)"
+
+# a GnuTLS client that does not trust the CA (Debian's wget, given another CA): it completes the handshake, then
+# checks the certificate and closes without a request (issue 24). Recorded as no_request, with the host, and logged;
+# the same client trusting the CA gets its answer and leaves no such record.
+command -v wget >/dev/null || die "wget is missing (Debian package wget; scripts/deps.sh test installs it)"
+W() { $CLEAN https_proxy="http://127.0.0.1:$PP" timeout 20 wget -nv -O - --tries=1 "$@"; }
+out=$(W --ca-certificate="$UPCA" https://api.example.test/ok/wget-untrusted 2>&1); rc=$?
+check "wget with another CA fails" test "$rc" -ne 0
+check_match "  it is a certificate failure on wget's side" 'certificate|Unable to establish SSL' "$out"
+check "  audit: a no_request record for api.example.test, rule tls, naming the handshake" audit_wait \
+  '.type=="no_request" and .host=="api.example.test" and .rule=="tls" and (.reason|test("without sending a request"))'
+check_match "  and an info log line" 'closed after the TLS handshake without a request' "$(cat "$GWLOG")"
+n0=$(jq -s '[.[] | select(.type=="no_request")] | length' "$AUDIT")
+check_eq "wget trusting the CA: the answer" hello "$(W --ca-certificate="$CA/ca.pem" https://api.example.test/ok/wget-trusted 2>/dev/null)"
+check "  audit: its request" audit_wait '.type=="request" and .path=="/ok/wget-trusted" and .status==200'
+check_eq "  and no further no_request record" "$n0" "$(jq -s '[.[] | select(.type=="no_request")] | length' "$AUDIT")"
+check "sluice audit verify accepts the log with the new record type" "$SLUICE" audit verify "$AUDIT"
 
 gw_stop; check_eq "gateway stopped with exit 0" 0 "$GW_RC"
 GW_PROXY_CLIENTS="[127.0.0.0/8, $NS_ADDR/32]"

@@ -74,7 +74,7 @@ HOME=$T/home git init -q -b main "$T/src" && printf 'hello from git %s\n' "$ID" 
 
 # ---------------------------------------------------------------- the upstream: nginx + fcgiwrap + git http-backend
 pki_init
-pki_server git "DNS:git.test,DNS:git2.test,DNS:git3.test"
+pki_server git "DNS:git.test,DNS:git2.test,DNS:git3.test,DNS:git4.test"
 printf 'x-access-token:%s\n' "$(printf '%s\n' "$VALUE" | openssl passwd -apr1 -stdin)" >"$T/htpasswd" \
   || die "htpasswd"
 grep -q '^x-access-token:\$apr1\$' "$T/htpasswd" || die "htpasswd has no apr1 hash"
@@ -125,7 +125,8 @@ netns_make g; netns_redirect "$GITPORT"
 # shellcheck disable=SC2034  # read by gw_conf (lib.sh)
 GW_RESOLVE="git.test: 127.0.0.1
 git2.test: 127.0.0.1
-git3.test: 127.0.0.1"
+git3.test: 127.0.0.1
+git4.test: 127.0.0.1"
 policy_base <<YAML | gw_conf
   git.test:
     allow_private: true
@@ -147,11 +148,21 @@ policy_base <<YAML | gw_conf
       - { id: protect-main, deny: { path: /repo.git/git-receive-pack, git: { refs: [refs/heads/main] } } }
       - id: agent-branches
         allow: { method: POST, path: /repo.git/git-receive-pack, git: { refs: ["refs/heads/agent/**"], deny: [delete] } }
+  git4.test:
+    allow_private: true
+    ports: [$GITPORT]
+    rules:
+      - { id: no-discovery, deny: { method: GET, path: /other.git/info/refs } }
+      - { id: git4-discovery, allow: { method: GET, path: /repo.git/info/refs } }
+      - { id: no-fetch, deny: { method: POST, path: /repo.git/git-upload-pack } }
+      - { id: protect-main4, deny: { path: /repo.git/git-receive-pack, git: { refs: [refs/heads/main] } } }
+      - id: push-limited
+        allow: { method: POST, path: /repo.git/git-receive-pack, limit: { rate: 1/hour, per: global, name: "push-$ID" } }
 secrets:
   gitpw:
     source: env:SLUICE_IT_GITPW
     placeholder: "$PH"
-    hosts: [git.test, git3.test]
+    hosts: [git.test, git3.test, git4.test]
     inject: [basic]
 sandboxes:
   local:
@@ -239,7 +250,8 @@ check_eq "  audit: none of them was answered 2xx or had a secret injected" "" \
 mark
 G clone "https://x-access-token:$PH@git2.test:$GITPORT/repo.git" "$T/clone-unbound" >"$T/git-clone-unbound.out" 2>&1; rc=$?
 check "git clone with the placeholder toward an unbound host fails" test "$rc" -ne 0
-check_match "  git reports 403" '403' "$(cat "$T/git-clone-unbound.out")"
+check_match "  git prints the refusal in its words (fatal: remote error: ..., rule secrets)" \
+  'fatal: remote error: exfiltration attempt: rule secrets: placeholder of secret .gitpw. in basic' "$(cat "$T/git-clone-unbound.out")"
 check "  audit: exfiltration_attempt, secret gitpw, place basic, host git2.test, 403" \
   audit_wait '.type=="exfiltration_attempt" and .secret=="gitpw" and .place=="basic" and .host=="git2.test" and .status==403 and .rule=="secrets"'
 check_nomatch "  the upstream never received a credential for git2.test (only the unauthenticated probe)" \
@@ -274,24 +286,30 @@ check "  audit: git-receive-pack allowed by rule agent-branches, 200" audit_wait
 MAIN0=$(bare refs/heads/main)
 G -C "$T/clone3" push origin HEAD:main >"$T/git-push-main.out" 2>&1; rc=$?
 check "git rules: a push to main fails" test "$rc" -ne 0
-check_match "  git reports the 403" '403' "$(cat "$T/git-push-main.out")"
+check_match "  git prints the rule and the policy on its stderr (! [remote rejected], issue 24)" \
+  '! \[remote rejected\] HEAD -> main \(denied by policy: rule protect-main: ' "$(cat "$T/git-push-main.out")"
+check_nomatch "  and neither RPC failed nor Everything up-to-date" 'RPC failed|Everything up-to-date|hung up' \
+  "$(cat "$T/git-push-main.out")"
 check_eq "  main did not move" "$MAIN0" "$(bare refs/heads/main)"
 check "  audit: denied by rule protect-main, 403" audit_wait \
   '.type == "request" and .host == "git3.test" and .path == "/repo.git/git-receive-pack" and .rule == "protect-main" and .status == 403'
 G -C "$T/clone3" push origin HEAD:refs/heads/agent/y HEAD:main >"$T/git-push-two.out" 2>&1; rc=$?
 check "git rules: one push updating agent/y and main fails as a whole" test "$rc" -ne 0
+check_match "  git reports agent/y rejected too (the push is refused whole)" \
+  'remote rejected\] HEAD -> agent/y \(denied by policy: rule protect-main' "$(cat "$T/git-push-two.out")"
 check_eq "  agent/y was not created, main did not move" "- $MAIN0" "$(bare refs/heads/agent/y || echo -) $(bare refs/heads/main)"
 AGX=$(bare refs/heads/agent/x)
 G -C "$T/clone3" push origin :refs/heads/agent/x >"$T/git-push-del.out" 2>&1; rc=$?
 check "git rules: deleting agent/x fails" test "$rc" -ne 0
-check_match "  git reports the 403" '403' "$(cat "$T/git-push-del.out")"
+check_match "  git prints the rule that refused the deletion" \
+  '! \[remote rejected\] agent/x \(denied by policy: rule default: no rule matched\)' "$(cat "$T/git-push-del.out")"
 check_eq "  agent/x is still there" "$AGX" "$(bare refs/heads/agent/x)"
 check "  audit: the deletion fell through to default deny, 403" audit_wait \
   '.type == "request" and .host == "git3.test" and .path == "/repo.git/git-receive-pack" and .rule == "default" and .status == 403'
 
 # raw POSTs: RP NAME BODYFILE -> the status; the marker ?c=NAME must never reach the upstream when refused
 RP() {
-  pcurl -o "$T/rp.body" -w '%{http_code}' -u "x-access-token:$PH" -H 'Content-Type: application/x-git-receive-pack-request' \
+  pcurl -o "$T/rp-$1.body" -w '%{http_code}' -u "x-access-token:$PH" -H 'Content-Type: application/x-git-receive-pack-request' \
     --data-binary "@$2" "https://git3.test:$GITPORT/repo.git/git-receive-pack?c=$1" 2>&1
 }
 printf '0000' >"$T/pkt-probe"
@@ -320,12 +338,15 @@ bodies = {
 for k, v in bodies.items():
     open("%s/pkt-%s" % (d, k), "wb").write(v)
 PY
+# refused in git's protocol (issue 24): 200 with a report-status whose "unpack" line gives the reason (the refs
+# cannot be named from a malformed section)
 refused="" reached=""
 for k in badhex short trunc noflush badid badref cert nosp; do
   code=$(RP "$k" "$T/pkt-$k")
-  [ "$code" = 403 ] || refused="$refused $k:$code"
+  { [ "$code" = 200 ] && grep -q 'unpack denied by policy: rule git: malformed git pkt-line' "$T/rp-$k.body"; } ||
+    refused="$refused $k:$code"
 done
-check_eq "git rules: malformed pkt-lines are refused with 403 (bad hex length, length 3, truncated, no flush, bad id, bad ref, push-cert, no spaces)" "" "$refused"
+check_eq "git rules: malformed pkt-lines are refused in git's protocol, the reason in the report (bad hex length, length 3, truncated, no flush, bad id, bad ref, push-cert, no spaces)" "" "$refused"
 sleep 0.3
 for k in badhex short trunc noflush badid badref cert nosp; do grep -qF "c=$k " "$GITLOG" && reached="$reached $k"; done
 check_eq "  none of them reached the upstream" "" "$reached"
@@ -353,6 +374,50 @@ check "  git's own 0000 probe before it passed too (a 4-byte git-receive-pack PO
   sh -c "tail -n +$((MARK + 1)) '$GITLOG' | grep -q '^git3.test \"POST /repo.git/git-receive-pack HTTP/1.1\" 200 .* cl=4$'"
 echo "# 50 MiB push: $(grep -c '=> Send header: POST' "$T/git-trace-big50.txt") POSTs, $(grep -m1 -oE 'HTTP/[0-9.]+ [0-9]+' "$T/git-trace-big50.txt" | tail -n 1); upstream: $(printf '%s' "$big" | grep -oE 'te=[^ ]* cl=[^ ]*$')"
 rm -f "$T/clone3/big50.bin"
+
+# ---------------------------------------------------------------- 4c. refusals in git's own words (issue 24)
+# every refusal is read by git as a git answer, so its stderr carries the rule and the reason; over HTTP/1.1 and
+# HTTP/2 alike (git4.test), and nothing of a refused request reaches the upstream
+URL4="https://x-access-token:$PH@git4.test:$GITPORT/repo.git"
+for v in HTTP/1.1 HTTP/2; do
+  mark
+  G -c http.version=$v -C "$T/clone3" push "$URL4" HEAD:main >"$T/git-push-main-${v#HTTP/}.out" 2>&1; rc=$?
+  check "in git's words ($v): a push to main fails" test "$rc" -ne 0
+  check_match "  git prints ! [remote rejected] with the rule" \
+    '! \[remote rejected\] HEAD -> main \(denied by policy: rule protect-main4: denied by rule\)' \
+    "$(cat "$T/git-push-main-${v#HTTP/}.out")"
+  check_nomatch "  no RPC failed, no hung up" 'RPC failed|hung up|up-to-date' "$(cat "$T/git-push-main-${v#HTTP/}.out")"
+  check_nomatch "  the upstream received no git-receive-pack POST" 'POST /repo.git/git-receive-pack' "$(since)"
+  check "  audit: recorded on http_version ${v#HTTP/}, rule protect-main4, 403" audit_wait \
+    ".type == \"request\" and .host == \"git4.test\" and .http_version == \"${v#HTTP/}\" and .rule == \"protect-main4\" and .status == 403"
+done
+for v in HTTP/1.1 HTTP/2; do
+  mark
+  G -c http.version=$v clone "$URL4" "$T/clone4-${v#HTTP/}" >"$T/git-clone4-${v#HTTP/}.out" 2>&1; rc=$?
+  check "in git's words ($v): a clone whose git-upload-pack is denied fails" test "$rc" -ne 0
+  check_match "  git prints fatal: remote error: with the rule" \
+    'fatal: remote error: denied by policy: rule no-fetch: denied by rule' "$(cat "$T/git-clone4-${v#HTTP/}.out")"
+  check_nomatch "  the upstream received no git-upload-pack POST" 'POST /repo.git/git-upload-pack' "$(since)"
+  mark
+  G -c http.version=$v ls-remote "https://x-access-token:$PH@git4.test:$GITPORT/other.git" >"$T/git-ls4-${v#HTTP/}.out" 2>&1; rc=$?
+  check "in git's words ($v): discovery (info/refs) refused fails" test "$rc" -ne 0
+  check_match "  git prints fatal: remote error: with the rule" \
+    'fatal: remote error: denied by policy: rule no-discovery: denied by rule' "$(cat "$T/git-ls4-${v#HTTP/}.out")"
+  check_eq "  the upstream received nothing" "" "$(since | grep 'other.git')"
+done
+# a rate limit: the first push passes, the second is refused with the limit and its retry time in git's words
+G -C "$T/clone3" push "$URL4" HEAD:refs/heads/agent/l1 >"$T/git-push-l1.out" 2>&1; rc=$?
+git_rc "in git's words: the first push under push-limited (1/hour) exits 0" "$rc" "$T/git-push-l1.out"
+mark
+G -c http.version=HTTP/2 -C "$T/clone3" push "$URL4" HEAD:refs/heads/agent/l2 >"$T/git-push-l2.out" 2>&1; rc=$?
+check "in git's words: the second push over the limit fails" test "$rc" -ne 0
+check_match "  git prints the limit and the retry time" \
+  '! \[remote rejected\] HEAD -> agent/l2 \(rate limited: rule push-limited: .*resets in [0-9]+ s' \
+  "$(cat "$T/git-push-l2.out")"
+check_nomatch "  the upstream received no git-receive-pack POST" 'POST /repo.git/git-receive-pack' "$(since)"
+check_eq "  agent/l2 was not created" "-" "$(bare refs/heads/agent/l2 || echo -)"
+check "  audit: 429, rule push-limited, its limit" audit_wait \
+  '.type == "request" and .host == "git4.test" and .status == 429 and .rule == "push-limited"'
 
 # ---------------------------------------------------------------- 5. audit
 for q in '.method=="GET" and (.path|startswith("/repo.git/info/refs"))' '.method=="POST" and .path=="/repo.git/git-upload-pack"' \

@@ -6,9 +6,10 @@
 # First, the same client straight to the server (no gateway): the harness itself works, so later failures are the
 # gateway's. Then through the gateway: a unary call (the server got the real value, the client sees only the
 # placeholder), a server-streaming call of 50 messages in order with trailing metadata x-done: yes, Echo (the value in
-# the reply payload and in the x-echo trailer both come back as the placeholder), a method denied by policy (a 403,
-# which gRPC maps to PERMISSION_DENIED), and the placeholder sent to a host the secret is not bound to (refused, the
-# server never sees it, audited as exfiltration_attempt); the audit lines carry http_version "2". At the end, no file
+# the reply payload and in the x-echo trailer both come back as the placeholder), a method denied by policy (answered
+# as gRPC, issue 24: PERMISSION_DENIED with the rule and reason in the details), the placeholder sent to a host the
+# secret is not bound to (refused the same way, the server never sees it, audited as exfiltration_attempt), and a
+# rate limit (RESOURCE_EXHAUSTED with the retry time); the audit lines carry http_version "2". At the end, no file
 # of the run holds the real value. The value is random per run and never printed: client output is masked ({{TOK}}).
 # The value (38 bytes) and the placeholder (40) differ in length on purpose: a gRPC message carries a 5-byte length
 # prefix, so scrubbing the value out of a reply payload has to re-frame the message, not just replace bytes.
@@ -58,6 +59,8 @@ trailer x-echo=$TOK_PH" "$(gd echo direct-echo --key "$TOK_PH")"
 check_eq "direct: the server logged the unary call (placeholder masked as {{PH}})" "key={{PH}}" "$(seen Unary direct-unary)"
 
 # ---------------------------------------------------------------- the gateway
+# shellcheck disable=SC2034  # read by gw_conf (lib.sh)
+GW_RESOLVE="limited.example.test: $UPADDR"
 gw_conf <<YAML
 default: deny
 hosts:
@@ -72,6 +75,11 @@ hosts:
     ports: [$GP]
     rules:
       - allow: { method: POST, path: "/sluice.Test/**", id: grpc-other }
+  limited.example.test:
+    allow_private: true
+    ports: [$GP]
+    rules:
+      - allow: { method: POST, path: "/sluice.Test/**", id: grpc-limited, limit: { rate: 1/hour, per: global, name: "grpc-$ID" } }
 secrets:
   tok:
     source: env:SLUICE_IT_GRPCTOK
@@ -112,22 +120,35 @@ check_eq "  the server received the real value" "key={{TOK}}" "$(seen Echo gw-ec
 check "  audit: POST /sluice.Test/Echo, http_version 2, 200, tok scrubbed" audit_wait \
   '.path=="/sluice.Test/Echo" and .http_version=="2" and .status==200 and any(.scrubbed[]?; .=="tok")'
 
-# a method denied by policy: the gateway answers 403 on the stream (no grpc-status); gRPC's client maps HTTP 403 to
-# PERMISSION_DENIED (doc/http-grpc-status-mapping.md) with the details "Received http2 header with status: 403"
+# a method denied by policy: answered as gRPC (issue 24), trailers-only with grpc-status 7 PERMISSION_DENIED and
+# the rule and reason in grpc-message (percent-encoded; the client decodes it), not an HTTP 403 the client can
+# only report as "Received http2 header with status: 403"
 out=$(gc api.example.test denied --key "$TOK_PH")
-check_eq "a method denied by policy: PERMISSION_DENIED (HTTP 403)" "status PERMISSION_DENIED
-details Received http2 header with status: 403" "$out"
+check_eq "a method denied by policy: PERMISSION_DENIED, the rule and the reason in the details" "status PERMISSION_DENIED
+details denied by policy: rule grpc-denied: denied by rule" "$out"
 check_eq "  the server never saw it" "" "$(jq -c 'select(.method=="Denied")' "$GLOG" 2>/dev/null)"
 check "  audit: POST /sluice.Test/Denied, http_version 2, 403, rule grpc-denied" audit_wait \
   '.path=="/sluice.Test/Denied" and .http_version=="2" and .status==403 and .rule=="grpc-denied"'
 
-# the placeholder toward a host the secret is not bound to: refused (403 -> PERMISSION_DENIED), never forwarded
+# the placeholder toward a host the secret is not bound to: refused (PERMISSION_DENIED, saying why), never forwarded
 out=$(gc other.example.test unary unbound-host --key "$TOK_PH")
-check_eq "the placeholder toward other.example.test (not bound): PERMISSION_DENIED (HTTP 403)" "status PERMISSION_DENIED
-details Received http2 header with status: 403" "$out"
+check_eq "the placeholder toward other.example.test (not bound): PERMISSION_DENIED, rule secrets and why" "status PERMISSION_DENIED
+details exfiltration attempt: rule secrets: placeholder of secret 'tok' in header:x-api-key: the host is not bound to the secret" "$out"
 check_eq "  the server never saw that call" "" "$(seen Unary unbound-host)"
 check "  audit: exfiltration_attempt, secret tok, host other.example.test" audit_wait \
   '.type=="exfiltration_attempt" and .secret=="tok" and .host=="other.example.test"'
+
+# a rate limit: the first call passes, the second is RESOURCE_EXHAUSTED (not an HTTP 429) with the limit and when it
+# resets in the details
+check_eq "under a 1/hour limit: the first call is OK" "status OK
+reply key=[] msg=[lim1]" "$(gc limited.example.test unary lim1)"
+out=$(gc limited.example.test unary lim2)
+check_match "  the second: RESOURCE_EXHAUSTED, the rule, the limit and its retry time in the details" \
+  "^status RESOURCE_EXHAUSTED
+details rate limited: rule grpc-limited: rate limit limit:grpc-$ID \\(1/hour, global\\) is exhausted: resets in [0-9]+ s" "$out"
+check_eq "  the server never saw the second" "" "$(seen Unary lim2)"
+check "  audit: 429, rule grpc-limited, http_version 2" audit_wait \
+  '.host=="limited.example.test" and .http_version=="2" and .status==429 and .rule=="grpc-limited"'
 
 # the gateway is still fine for a plain call afterwards
 check_eq "a unary call without the secret still works after the refusals" "status OK

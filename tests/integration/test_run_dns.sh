@@ -6,7 +6,9 @@
 # another is refused; an IP-literal connection to a synthetic address is judged as the name behind it; a synthetic
 # address never given out is refused; every query is audited (type "dns", the sandbox's name, qtype, answer); the
 # gateway resolved nothing for the refused names. Also: a datagram shorter than a DNS header (it crashes libevent
-# 2.1.12's evdns) leaves the responder answering.
+# 2.1.12's evdns) leaves the responder answering. Issue 24: the sandbox's own host name resolves from its /etc/hosts
+# (no DNS query for it is audited), and a command that exits non-zero gets a summary of what the gateway refused for
+# its sandbox (the name outside the policy, the refused request and its rule); one that exits 0 does not.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 [ -x /usr/bin/bwrap ] || die "bubblewrap (/usr/bin/bwrap) is missing"
 track_sandbox_objects
@@ -48,6 +50,7 @@ PY
 cat >"$WS/probe.sh" <<'SH'
 cd /workspace
 echo "UID $(id -u)"
+echo "SELF $(getent ahostsv4 sandbox | head -n 1 | cut -d' ' -f1) $(getent ahostsv6 sandbox | head -n 1 | cut -d' ' -f1)"
 echo "A $(python3 q.py api.example.test A)"
 echo "AAAA $(python3 q.py api.example.test AAAA)"
 echo "MX $(python3 q.py api.example.test MX)"
@@ -63,6 +66,7 @@ out=$("$SLUICE" run -c "$GWCONF" --name dns-probe --workspace "$WS" -- sh /works
 rc=$?
 check_eq "sluice run exits 0" 0 "$rc"
 check_eq "the command runs as the configuration's sandbox.uid" "UID 1234" "$(printf '%s\n' "$out" | grep '^UID')"
+check_eq "the sandbox's host name resolves inside it (/etc/hosts)" "SELF 127.0.0.1 ::1" "$(printf '%s\n' "$out" | grep '^SELF')"
 a=$(printf '%s\n' "$out" | sed -n 's/^A 0 //p')
 check_match "A of an allowed name: NOERROR and a synthetic address (198.18.0.0/15)" '^198\.1[89]\.[0-9]+\.[0-9]+$' "$a"
 check_match "AAAA: NOERROR and a synthetic IPv6 address (fd00:5c:5e::/96)" '^AAAA 0 fd00:5c:5e::[0-9a-f:]+$' \
@@ -83,6 +87,7 @@ check "every query is audited: type dns, the sandbox's name, qtype and answer" \
 check "  the NXDOMAIN too, as a denial" \
   audit_wait '.type == "dns" and .host == "exfil.attacker.test" and .answer == "NXDOMAIN" and .verdict == "deny"'
 check "  and the request by name names the sandbox" audit_wait '.path == "/ok/bydns" and .status == 200 and .sandbox == "dns-probe"'
+check_eq "  no DNS query for the sandbox's own name was audited" "" "$(audit_view | jq -c 'select(.type == "dns" and (.host == "sandbox" or (.host | startswith("sandbox."))))')"
 
 # a datagram shorter than a DNS header, straight at the responder, then a normal query still gets an answer
 "$PY" - "$DNSP" <<'PY' >"$T/short.out" 2>&1
@@ -97,6 +102,31 @@ r = s.recv(1500)
 print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
 PY
 check_eq "after 12 datagrams shorter than a DNS header, the responder still answers" "rcode 0 answers 1" "$(cat "$T/short.out")"
+# a command that fails: sluice run says what the gateway refused for this sandbox during the run (issue 24), from the
+# audit: the name outside the policy (which the client only shows as "Could not resolve host") and a refused request
+cat >"$WS/fail.sh" <<'SH'
+curl -sS --max-time 10 https://exfil.attacker.test/x
+curl -sS --max-time 10 -o /dev/null https://api.example.test/admin
+exit 3
+SH
+chmod a+r "$WS/fail.sh"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- sh /workspace/fail.sh >/dev/null 2>"$T/fail.err"
+rc=$?
+check_eq "a failing command's status passes through" 3 "$rc"
+check_match "  curl only says it could not resolve the name" 'Could not resolve host: exfil.attacker.test' "$(cat "$T/fail.err")"
+check_match "  sluice run then says what the gateway refused for the sandbox" \
+  '^sluice run: the command exited with status 3; the gateway refused, for sandbox refused-run:$' "$(cat "$T/fail.err")"
+check_match "  the name outside the policy" '^sluice run:   exfil\.attacker\.test: not in the policy \(its DNS answer was NXDOMAIN\)$' \
+  "$(cat "$T/fail.err")"
+check_match "  the refused request, with its rule" '^sluice run:   api\.example\.test: GET /admin: no rule matched \(rule default\)$' \
+  "$(cat "$T/fail.err")"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- true 2>"$T/ok.err"
+check_eq "a command that exits 0: no summary (the earlier run's refusals are not this run's)" "" \
+  "$(grep 'the gateway refused' "$T/ok.err")"
+"$SLUICE" run -c "$GWCONF" --name refused-run --workspace "$WS" -- false 2>"$T/false.err"
+check_eq "a command failing without refusals: no summary either (only this run's records count)" "" \
+  "$(grep 'the gateway refused' "$T/false.err")"
+
 sed -i 's/backend: netns/backend: qemu/' "$GWCONF"
 "$SLUICE" run -c "$GWCONF" -- true 2>"$T/qemu.err"
 check_eq "sandbox.backend: qemu is read by sluice run: without sandbox.qemu.kernel it refuses (exit 1), saying so" \

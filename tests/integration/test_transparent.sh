@@ -2,7 +2,8 @@
 # Transparent listener: a namespace whose TCP 80/443 is redirected by nftables to the gateway (IPv4 and IPv6).
 # HTTPS allowed/denied (403), deny verdict and unknown host (closed before TLS), Host != SNI (421), no SNI (host =
 # original destination IP), plain HTTP on 80, a connection that was not redirected (closed, audited), a
-# ClientHello split across segments, garbage first bytes.
+# ClientHello split across segments, garbage first bytes, and a CONNECT from a proxy variable inside the sandbox
+# (answered: the sandbox is transparent, unset the variable; issue 24).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 netns_make t v6
 netns_redirect "80, 443"
@@ -120,5 +121,22 @@ out=$(ns_exec curl -s -6 -o /dev/null -w '%{http_code}' --max-time 10 --cacert "
 check_eq "IPv6: denied path: 403" 403 "$out"
 out=$(ns_exec curl -s -6 --max-time 10 --resolve "api.example.test:80:[$NS_HOST6]" http://api.example.test/ok/v6plain 2>&1)
 check_eq "IPv6: plain HTTP on port 80" hello "$out"
+# a proxy variable passed into the transparent sandbox (issue 24): the CONNECT reaches the transparent listener, whose
+# answer says that this sandbox is transparent and the variable should be unset, in the status line (all that Python
+# and Go print of a refused CONNECT) and in the JSON body
+out=$(ns_exec HTTPS_PROXY="http://$NS_HOST:80" "$PY" -c '
+import sys, urllib.request, ssl
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+try:
+    urllib.request.urlopen("https://api.example.test/ok/x", context=ctx, timeout=10)
+    print("no error")
+except Exception as e:
+    print(e)' "$CA/ca.pem" 2>&1)
+check_match "CONNECT inside a transparent sandbox: Python's urllib prints that the sandbox is transparent" \
+  'Tunnel connection failed: 405 Sandbox Is Transparent: Unset HTTPS_PROXY' "$out"
+out=$(ns_exec curl -sS -v --max-time 10 --cacert "$CA/ca.pem" -x "http://$NS_HOST:80" https://api.example.test/ok/x 2>&1)
+check_match "  curl -v shows it in the status line" '< HTTP/1.1 405 Sandbox Is Transparent: Unset HTTPS_PROXY' "$out"
+check_nomatch "  and not the old, false, reason" 'only accepted as the first request' "$out"
+check "  audit: a 405 naming the proxy variables" audit_wait '.status==405 and (.reason|test("unset HTTPS_PROXY"))'
 check_eq "still serving after all of the above" hello "$(TC https://api.example.test/ok/end)"
 finish
