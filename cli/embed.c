@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include "sandbox-glue/run.h"
 
 #define PID_FILE_MAX 32   /* "<pid>\n" */
+#define EMBED_USER "nobody"                          /* the built-in default's gateway user */
+#define EMBED_ROOT_STATE_DIR "/var/lib/sluice/default" /* the built-in default of root (whose home is 0700) */
 
 static void
 say(const char *what, const char *detail)
@@ -43,9 +46,41 @@ embed_state_dir(char *out, size_t cap)
 		return path_join(out, cap, v, "");
 	if ((v = getenv("XDG_STATE_HOME")) != NULL && v[0] == '/')
 		return path_join(out, cap, v, "/sluice");
+	/* root's home is 0700: the gateway, which drops to EMBED_USER, could not reach its own files there */
+	if (geteuid() == 0)
+		return path_join(out, cap, EMBED_ROOT_STATE_DIR, "");
 	if ((v = getenv("HOME")) != NULL && v[0] == '/')
 		return path_join(out, cap, v, "/.local/state/sluice");
 	return SLUICE_EINVAL;
+}
+
+/*
+ * Whether <pw> can walk down to <path>: search permission on every directory
+ * from / (the gateway reads its configuration on a reload, watches its
+ * directory and writes its state there after dropping to <pw>).
+ */
+static int
+reachable(const char *path, const struct passwd *pw)
+{
+	char buf[EMBED_PATH_MAX];
+	struct stat st;
+	size_t i, n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return 0;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (stat(buf, &st) == -1)
+			return 0;
+		if (!((st.st_uid == pw->pw_uid && (st.st_mode & S_IXUSR)) ||
+		      (st.st_gid == pw->pw_gid && (st.st_mode & S_IXGRP)) || (st.st_mode & S_IXOTH)))
+			return 0;
+		buf[i] = i == n ? '\0' : '/';
+	}
+	return 1;
 }
 
 /* mkdir -p with <mode> for the directories it makes */
@@ -97,17 +132,20 @@ write_default(const char *dir, const char *path)
 	        "  transparent: \"[::]:15001\"     # nftables redirects sandbox TCP here\n"
 	        "  dns: \"[::]:15353\"             # and sandbox UDP 53 here\n"
 	        "  admin: \"unix:%s/admin.sock\"\n"
+	        "user: " EMBED_USER "                   # the gateway drops to it after binding\n"
 	        "ca: %s/ca\n"
+	        "state_dir: %s/state            # counters of limits and budgets (the gateway's user writes it)\n"
 	        "audit:\n"
-	        "  file: %s/audit.jsonl\n"
+	        "  file: %s/state/audit.jsonl   # there too: rotation makes new files as the gateway's user\n"
 	        "default: deny\n"
 	        "hosts: {}\n",
-	        path, dir, dir, dir);
+	        path, dir, dir, dir, dir);
 	if (fclose(f) != 0) {
 		free(text);
 		return SLUICE_EIO;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* readable by the gateway's user, which reads it again on every reload; it holds no secret */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd != -1 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 && close(fd) == 0) {
 		fd = -1;
 		/* link, not rename: a run that made it meanwhile wins, and nothing is overwritten */
@@ -124,7 +162,8 @@ write_default(const char *dir, const char *path)
 int
 embed_default_config(char *out, size_t cap)
 {
-	char dir[EMBED_PATH_MAX], ca[EMBED_PATH_MAX], pem[EMBED_PATH_MAX];
+	char dir[EMBED_PATH_MAX], ca[EMBED_PATH_MAX], pem[EMBED_PATH_MAX], state[EMBED_PATH_MAX];
+	struct passwd *pw;
 	const char *err = NULL;
 	struct stat st;
 	int ret;
@@ -136,10 +175,19 @@ embed_default_config(char *out, size_t cap)
 	if (path_join(out, cap, dir, "/sluice.yaml") != 0 || path_join(ca, sizeof(ca), dir, "/ca") != 0 ||
 	    path_join(pem, sizeof(pem), ca, "/ca.pem") != 0)
 		return SLUICE_ETOOBIG;
-	if (mkdirs(dir, 0700) != 0) {
+	if (mkdirs(dir, 0755) != 0 || path_join(state, sizeof(state), dir, "/state") != 0 ||
+	    (mkdir(state, 0700) == -1 && errno != EEXIST)) {
 		fprintf(stderr, "sluice run: the state directory %s: %s\n", dir, strerror(errno));
 		return SLUICE_EIO;
 	}
+	/* the counters and the audit trail are written by the gateway after it dropped to EMBED_USER */
+	if ((pw = getpwnam(EMBED_USER)) != NULL && geteuid() == 0 && lchown(state, pw->pw_uid, pw->pw_gid) == -1) {
+		fprintf(stderr, "sluice run: %s: %s\n", state, strerror(errno));
+		return SLUICE_EIO;
+	}
+	if (pw != NULL && geteuid() == 0 && !reachable(state, pw))
+		fprintf(stderr, "sluice run: warning: the gateway (user %s) cannot reach %s: its reloads, counters and "
+		        "audit rotation will fail; set SLUICE_STATE_DIR to a directory it can reach\n", EMBED_USER, dir);
 	if (stat(pem, &st) == -1) {
 		if (ca_init_dir(ca, 0, &err) != 0) {
 			fprintf(stderr, "sluice run: a CA in %s: %s\n", ca, err != NULL ? err : "failed");

@@ -3,10 +3,13 @@
  * when none is given, and a gateway when none is running.
  *
  * The built-in default lives in the user's state directory
- * ($SLUICE_STATE_DIR, else $XDG_STATE_HOME/sluice, else
- * $HOME/.local/state/sluice): a CA made on first use, and a sluice.yaml
- * that allows nothing (default: deny, no hosts) which the user widens by
- * editing it.  Nothing is overwritten once it exists.
+ * ($SLUICE_STATE_DIR, else $XDG_STATE_HOME/sluice, else, as root,
+ * /var/lib/sluice/default, else $HOME/.local/state/sluice): a CA made on
+ * first use, a state/ directory owned by the gateway's user (nobody: its
+ * counters and audit trail), and a sluice.yaml that allows nothing
+ * (default: deny, no hosts) which the user widens by editing it, readable by
+ * the gateway's user so that reloads work after the privilege drop.  Nothing
+ * is overwritten once it exists.
  *
  * The embedded gateway: when the configuration's admin socket does not
  * answer GET /health, `sluice run` starts `sluice serve -c FILE` itself, in

@@ -41,8 +41,9 @@ check_nomatch "... a name outside the default policy does not resolve" RESOLVED 
 check_match "... the launcher said it wrote the default" 'wrote the built-in default policy \(deny all\)' "$(cat "$T/d1.err")"
 check_match "... and made a CA" 'made a CA for the built-in default' "$(cat "$T/d1.err")"
 check_match "... and started a gateway" 'started a gateway for' "$(cat "$T/d1.err")"
-check_eq "the state directory is 0700" 700 "$(stat -c %a "$T/state")"
-check_eq "the default config is 0600" 600 "$(stat -c %a "$T/state/sluice.yaml")"
+check_eq "the state directory is 0755 (it holds no secret)" 755 "$(stat -c %a "$T/state")"
+check_eq "the default config is 0644 (the gateway's user reads it on reload)" 644 "$(stat -c %a "$T/state/sluice.yaml")"
+check_eq "its state/ is nobody's, 0700" "nobody 700" "$(stat -c '%U %a' "$T/state/state")"
 check_eq "the default CA key is 0600" 600 "$(stat -c %a "$T/state/ca/ca.key")"
 check "the default config passes policy check" "$SLUICE" policy check "$T/state/sluice.yaml"
 check_match "the default denies everything" '^default: deny$' "$(cat "$T/state/sluice.yaml")"
@@ -52,9 +53,30 @@ check_match "... and its header says names get NXDOMAIN" '^# It allows nothing: 
 check_nomatch "... not that every request gets a 403" 'every request is refused' "$(cat "$T/state/sluice.yaml")"
 check "the DNS query was audited under the sandbox's name, NXDOMAIN" \
   jq -e -s 'map(select(.type == "dns" and .sandbox == "emb-default" and .host == "api.example.test"
-                       and (.answer | test("NXDOMAIN")))) | length > 0' "$T/state/audit.jsonl"
+                       and (.answer | test("NXDOMAIN")))) | length > 0' "$T/state/state/audit.jsonl"
+# the gateway of the default, as nobody: it writes its state, watches and reloads its configuration
+check_nomatch "its gateway could write its state directory" 'state_dir .*(not writable|cannot be created)' \
+  "$(cat "$T/state/admin.sock.log")"
+check_nomatch "... and watch its directory" 'cannot watch' "$(cat "$T/state/admin.sock.log")"
+check_match "... it watched it" 'watching .*sluice.yaml for changes' "$(cat "$T/state/admin.sock.log")"
+check_nomatch "... and never failed to save counters" 'cannot be saved|cannot save' "$(cat "$T/state/admin.sock.log")"
 check_eq "the embedded gateway was stopped at exit" "" "$(serve_pids "$T/state/sluice.yaml")"
 check "... and its pid file removed" test ! -e "$T/state/admin.sock.embedded"
+check "... its user can write its state/ (counters, audit rotation)" \
+  setpriv --reuid=nobody --regid=nogroup --clear-groups touch "$T/state/state/.probe"
+rm -f "$T/state/state/.probe"
+# a change of the default while its gateway runs is reloaded (the gateway reads it as nobody)
+cp "$T/state/sluice.yaml" "$T/default.orig"
+srun --name emb-reload -- sh -c 'sleep 4' >/dev/null 2>"$T/d3.err" &
+RL=$!
+eventually 10 test -s "$T/state/admin.sock.embedded"
+sleep 1
+sed 's/^hosts: {}$/hosts:\n  reload.example.test:\n    rules:\n      - allow: { method: GET }/' "$T/default.orig" \
+  >"$T/state/sluice.yaml.new" && mv "$T/state/sluice.yaml.new" "$T/state/sluice.yaml"
+check "... an edit while it runs is reloaded" eventually 10 grep -q 'reloaded the policy from' "$T/state/admin.sock.log"
+check_nomatch "... with no reload failure" 'reload failed' "$(cat "$T/state/admin.sock.log")"
+wait "$RL"
+cp "$T/default.orig" "$T/state/sluice.yaml"
 sum=$(sha256sum <"$T/state/sluice.yaml")
 srun -- true 2>"$T/d2.err"
 check_eq "a second run on the default works" 0 "$?"
