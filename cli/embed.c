@@ -21,7 +21,7 @@
 
 #define PID_FILE_MAX 32   /* "<pid>\n" */
 #define EMBED_USER "nobody"                          /* the built-in default's gateway user */
-#define EMBED_ROOT_STATE_DIR "/var/lib/sluice/default" /* the built-in default of root (whose home is 0700) */
+#define EMBED_ROOT_STATE_DIR "/var/lib/sluice-run" /* root's built-in default: not in the package's /var/lib/sluice (0700, its own user) */
 
 static void
 say(const char *what, const char *detail)

@@ -4,7 +4,7 @@
  *
  * The built-in default lives in the user's state directory
  * ($SLUICE_STATE_DIR, else $XDG_STATE_HOME/sluice, else, as root,
- * /var/lib/sluice/default, else $HOME/.local/state/sluice): a CA made on
+ * /var/lib/sluice-run, else $HOME/.local/state/sluice): a CA made on
  * first use, a state/ directory owned by the gateway's user (nobody: its
  * counters and audit trail), and a sluice.yaml that allows nothing
  * (default: deny, no hosts) which the user widens by editing it, readable by

@@ -36,7 +36,7 @@ static const char usage_run[] =
 	"last run out stops it). Needs root.\n"
 	"  -c, --config FILE     the gateway's configuration (sluice.yaml); without it, the built-in default in\n"
 	"                        $SLUICE_STATE_DIR, else $XDG_STATE_HOME/sluice, else (as root)\n"
-	"                        /var/lib/sluice/default, else ~/.local/state/sluice: its own CA and a deny-all\n"
+	"                        /var/lib/sluice-run, else ~/.local/state/sluice: its own CA and a deny-all\n"
 	"                        policy\n"
 	"  --name N              the sandbox's name at the gateway (default sbx-<id>)\n"
 	"  --workspace DIR       bind DIR read-write on /workspace and start there (netns only)\n"
