@@ -152,24 +152,18 @@ void
 revoke_audit(struct conn *c, const char *action, const char *why)
 {
 	char peer[CONN_ADDR_STR];
-	struct audit_rec r = {
-		.type = "revocation",
-		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = c->req != NULL && c->req->audit_id[0] != '\0' ? c->req->audit_id : NULL,
-		.client = conn_peer_str(c, peer),
-		.host = c->host[0] ? c->host : NULL,
-		.result = action,
-		.reason = why,
-		.generation = (int64_t)c->w->pol_gen,
-		.rule = "revocation",
-		.status = -1,
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = -1,
-		.upstream_tls = -1,
-		.conn_id = c->id,
-	};
+	struct audit_rec r = AUDIT_REC_INIT("revocation");
 	char esc[200];
+
+	r.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	r.id = c->req != NULL && c->req->audit_id[0] != '\0' ? c->req->audit_id : NULL;
+	r.client = conn_peer_str(c, peer);
+	r.host = c->host[0] ? c->host : NULL;
+	r.result = action;
+	r.reason = why;
+	r.generation = (int64_t)c->w->pol_gen;
+	r.rule = "revocation";
+	r.conn_id = c->id;
 
 	log_info("c%llu: revoked (%s): %s (%s)", (unsigned long long)c->id, action, why,
 	         log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
