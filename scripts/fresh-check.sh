@@ -125,7 +125,8 @@ fi
 run_step() {
 	local name=$1 script=$2 rc=0 t=$SECONDS
 	say "== $name"
-	"$SRC/scripts/fresh-enter.sh" "$R" bash -c "cd /src/sluice && $script" >"$W/$name.log" 2>&1 &
+	: >"$W/$name.log"   # before the follower starts: tail -f on a file not there yet gives up at once
+	"$SRC/scripts/fresh-enter.sh" "$R" bash -c "cd /src/sluice && $script" >>"$W/$name.log" 2>&1 &
 	INNER=$!
 	tail -n +1 -f --pid="$INNER" "$W/$name.log" 2>/dev/null | sed -u 's/^/   | /' &
 	local tailer=$!
