@@ -69,6 +69,15 @@ ph_decode_percent(const uint8_t *p, size_t len, uint8_t *out)
 }
 
 long
+ph_decode_percent_once(const uint8_t *p, size_t len, uint8_t *out)
+{
+	int changed = 0;
+	size_t n = pass(ph_pct_token, '%', p, len, out, &changed);
+
+	return changed ? (long)n : -1;
+}
+
+long
 ph_decode_json(const uint8_t *p, size_t len, uint8_t *out)
 {
 	int changed = 0;

@@ -46,24 +46,27 @@ int ph_detect(const uint8_t *p, size_t len, const char *const *ph, const size_t 
  */
 size_t ph_decode_bound(size_t len);
 long ph_decode_percent(const uint8_t *p, size_t len, uint8_t *out);
+/* One percent-decoding pass only (what the stream's first percent view holds), -1 when nothing decodes. */
+long ph_decode_percent_once(const uint8_t *p, size_t len, uint8_t *out);
 long ph_decode_json(const uint8_t *p, size_t len, uint8_t *out);
 long ph_decode_base64(const uint8_t *p, size_t len, uint8_t *out);
 
 /*
  * The same search on a stream (detect_stream.c), for what cannot be held
  * whole: a request body too large to hold, the frames of a WebSocket.  The
- * views are the raw bytes, their percent-decoding, that decoded again (so
- * "%2573" is found), and their JSON unescaping, each decoded as ph_detect()
- * decodes a whole place (the decoding rules are one code, decode_int.h);
+ * views are the raw bytes, their percent-decoding and their JSON unescaping,
+ * and each of those decoded again either way (so "%2573", "\\u0073",
+ * "%5Cu0073" are found), each decoded as ph_detect() decodes a whole place
+ * (the decoding rules are one code, decode_int.h);
  * every view is searched for each placeholder and its base64 and base64url
  * forms at each alignment (the characters that depend on its bytes only).
- * Not covered here, unlike ph_detect(): more than two percent-decodings, the
- * views of a base64 decoding (base64 of a percent-encoded placeholder),
- * percent inside JSON escapes and the reverse.
+ * Not covered here, unlike ph_detect(): more than two percent-decodings
+ * ("%252573"), and the views of a base64 decoding (base64 of a
+ * percent-encoded placeholder); a base64 form is found in every view.
  *
  * Bounded state: per view, the bytes of an escape not decided yet (under
  * PH_TOKEN_IN_MAX = 12) and the search's held-back tail (under the longest
- * needle); a ring of raw offsets over that tail; one scratch of about 20 KiB.
+ * needle); a ring of raw offsets over that tail; one scratch of about 34 KiB.
  *
  * The caller keeps the bytes it feeds: after each feed, all but the last
  * ph_stream_held() bytes fed are decided (no view holds a placeholder, nor

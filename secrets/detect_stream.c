@@ -2,8 +2,13 @@
  * secrets/detect_stream.c - the decoded-view placeholder search on a stream
  * (detect.h, "on a stream"): a tree of views, each fed chunk by chunk.
  *
- *   raw ──┬── percent ── percent       (the second catches "%2573")
- *         └── JSON
+ *   raw ──┬── percent ──┬── percent   (the second catches "%2573")
+ *         │             └── JSON
+ *         └── JSON ─────┬── JSON
+ *                       └── percent
+ *
+ * (every pair of the two decodings ph_detect() stacks, PH_DETECT_DEPTH deep,
+ * except that its percent step repeats to a fixpoint and here twice)
  *
  * Every view runs one scrub stream (search only: no output) over the one
  * needle set (each placeholder and its base64 / base64url forms, mapped to
@@ -46,6 +51,9 @@ static const struct view_def {
 	{0, STEP_PCT},
 	{1, STEP_PCT},
 	{0, STEP_JSON},
+	{3, STEP_JSON},  /* a JSON string inside a JSON string: "\\u0073" */
+	{1, STEP_JSON},  /* "%5Cu0073" */
+	{3, STEP_PCT},   /* "\u00253" ... "\u0025" is '%' */
 };
 #define NVIEWS (sizeof(view_defs) / sizeof(view_defs[0]))
 
@@ -203,7 +211,7 @@ round_feed(struct ph_stream *s, const uint8_t *p, size_t len, int final, size_t 
 	}
 	if (ret == 1)
 		*id = s->id[tag];
-	for (k = 0; k < NVIEWS; k++)
+	while (k-- > 0)  /* the views this round reached */
 		sluice_wipe(r[k].b, r[k].n);
 	return ret;
 }

@@ -2,7 +2,8 @@
  * test_detect_stream.c - the streaming decoded-view search (secrets/
  * detect_stream.c): each encoded form of a placeholder (percent, any mix and
  * case, partial, double; JSON \u escapes and short escapes, a surrogate pair
- * before it; base64 and base64url at each alignment, percent-encoded base64)
+ * before it, JSON in a JSON string, percent then JSON and JSON then percent;
+ * base64 and base64url at each alignment, percent-encoded base64)
  * is found whatever the split (every single cut, and byte by byte), with the
  * right id; the raw bytes of an encoded placeholder are never all released
  * before it is found (the held-back count covers what could still decode
@@ -181,7 +182,9 @@ test_json(void **st)
 	check_lead("\\ud83d\\u0073luice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789", 7, 6); /* a lone high surrogate */
 	check("sluice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz012345678\\/9", -1);              /* "\/" is '/', not '9' */
 	check("sk-proj-Zz\\/9-Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8Nn7Mm6Ll5Kk4Jj3Ii2Hh1Gg0Ff", -1);
-	check("\\\\u0073luice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789", -1);          /* an escaped backslash */
+	check("\\\\u0073luice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789", 7);  /* JSON in a JSON string: unescaped twice */
+	check("%5Cu0073luice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789", 7);     /* percent, then JSON */
+	check("\\u002573luice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789", 7);     /* JSON, then percent: "%73" */
 }
 
 static void
