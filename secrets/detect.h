@@ -66,7 +66,8 @@ long ph_decode_base64(const uint8_t *p, size_t len, uint8_t *out);
  *
  * Bounded state: per view, the bytes of an escape not decided yet (under
  * PH_TOKEN_IN_MAX = 12) and the search's held-back tail (under the longest
- * needle); a ring of raw offsets over that tail; one scratch of about 34 KiB.
+ * needle); a ring of raw offsets over that tail (about 7 KiB in all); the scratch of a
+ * round is per thread.
  *
  * The caller keeps the bytes it feeds: after each feed, all but the last
  * ph_stream_held() bytes fed are decided (no view holds a placeholder, nor

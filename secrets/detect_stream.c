@@ -33,7 +33,7 @@
 #include "secrets/scrub.h"
 #include "secrets/scrub_int.h"
 
-#define CHUNK 512                                   /* raw bytes decoded per round */
+#define CHUNK 4096                                  /* raw bytes decoded per round */
 #define PEND_MAX (PH_TOKEN_IN_MAX - 1)              /* bytes a decoder keeps between rounds */
 #define VIEW_IN_MAX (CHUNK + 2 * PEND_MAX)          /* a view's input in one round: its parent's output and
                                                        its own kept bytes (outputs never outgrow inputs) */
@@ -57,11 +57,14 @@ static const struct view_def {
 };
 #define NVIEWS (sizeof(view_defs) / sizeof(view_defs[0]))
 
-/* One round's bytes of a view and their raw offsets. */
+/* One round's bytes of a view and their raw offsets: its own, or its parent's where it decoded nothing. */
 struct round {
-	uint8_t b[VIEW_IN_MAX];
-	uint64_t at[VIEW_IN_MAX];
+	const uint8_t *b;
+	const uint64_t *at;
 	size_t n;
+	uint8_t sb[VIEW_IN_MAX];
+	uint64_t sat[VIEW_IN_MAX];
+	size_t own;                    /* bytes of sb in use (wiped after the round) */
 };
 
 struct view {
@@ -81,8 +84,14 @@ struct ph_stream {
 	struct view v[NVIEWS];
 	uint64_t fed;                  /* raw bytes fed */
 	int started;                   /* a feed happened: the needles are fixed */
-	struct round *r;               /* NVIEWS rounds of scratch, made at the first feed */
 };
+
+/*
+ * The scratch of a round (about 260 KiB), one per thread: a round never
+ * outlives its call, and the state that does (kept escapes, held tails, the
+ * ring) is the searcher's, so a search costs no scratch between feeds.
+ */
+static _Thread_local struct round rounds[NVIEWS];
 
 struct ph_stream *
 ph_stream_new(void)
@@ -153,35 +162,59 @@ search(struct ph_stream *s, size_t k, const struct round *r, int final, int *tag
 static void
 decode(struct view *v, enum step step, const struct round *in, int final, struct round *out)
 {
-	uint8_t joint[VIEW_IN_MAX], esc = step == STEP_PCT ? '%' : '\\';
-	uint64_t jat[VIEW_IN_MAX];
-	size_t n = v->npend + in->n, i = 0, olen, used, m;
+	uint8_t joint[VIEW_IN_MAX], esc = step == STEP_PCT ? '%' : '\\', *ob = out->sb;
+	uint64_t jat[VIEW_IN_MAX], *oat = out->sat;
+	const uint8_t *src = in->b, *e;
+	const uint64_t *sat = in->at;
+	size_t n = in->n, i = 0, o = 0, olen, used, m, run;
 	int decoded;
 
-	memcpy(joint, v->pend, v->npend);
-	memcpy(jat, v->pend_at, v->npend * sizeof(*jat));
-	memcpy(joint + v->npend, in->b, in->n);
-	memcpy(jat + v->npend, in->at, in->n * sizeof(*jat));
-	out->n = 0;
-	while (i < n) {
-		if (joint[i] != esc) {
-			out->b[out->n] = joint[i];
-			out->at[out->n++] = jat[i++];
-			continue;
+	if (v->npend == 0 && (n == 0 || memchr(src, esc, n) == NULL)) {
+		/* nothing to decode: the view is its parent's bytes */
+		out->b = in->b;
+		out->at = in->at;
+		out->n = in->n;
+		out->own = 0;
+		return;
+	}
+	if (v->npend > 0) {
+		memcpy(joint, v->pend, v->npend);
+		memcpy(jat, v->pend_at, v->npend * sizeof(*jat));
+		if (n > 0) {
+			memcpy(joint + v->npend, src, n);
+			memcpy(jat + v->npend, sat, n * sizeof(*jat));
 		}
-		used = step == STEP_PCT ? ph_pct_token(joint + i, n - i, final, out->b + out->n, &olen, &decoded)
-		                        : ph_json_token(joint + i, n - i, final, out->b + out->n, &olen, &decoded);
+		n += v->npend;
+		src = joint;
+		sat = jat;
+	}
+	while (i < n) {
+		e = memchr(src + i, esc, n - i);
+		run = e == NULL ? n - i : (size_t)(e - (src + i));
+		memcpy(ob + o, src + i, run);
+		memcpy(oat + o, sat + i, run * sizeof(*oat));
+		o += run;
+		i += run;
+		if (i == n)
+			break;
+		used = step == STEP_PCT ? ph_pct_token(src + i, n - i, final, ob + o, &olen, &decoded)
+		                        : ph_json_token(src + i, n - i, final, ob + o, &olen, &decoded);
 		if (used == 0)
 			break;  /* an escape still open: kept for the next round */
 		for (m = 0; m < olen; m++)
-			out->at[out->n + m] = jat[i];
-		out->n += olen;
+			oat[o + m] = sat[i];
+		o += olen;
 		i += used;
 	}
 	v->npend = n - i;
-	memcpy(v->pend, joint + i, v->npend);
-	memcpy(v->pend_at, jat + i, v->npend * sizeof(*jat));
-	sluice_wipe(joint, n);
+	memcpy(v->pend, src + i, v->npend);
+	memcpy(v->pend_at, sat + i, v->npend * sizeof(*sat));
+	if (src == joint)
+		sluice_wipe(joint, n);
+	out->b = ob;
+	out->at = oat;
+	out->n = o;
+	out->own = o;
 }
 
 /* One round of raw bytes (at most CHUNK) through every view: 1 (*id), 0, or SLUICE_ENOMEM. */
@@ -194,14 +227,13 @@ round_feed(struct ph_stream *s, const uint8_t *p, size_t len, int final, size_t 
 
 	if (s->n == 0)
 		return 0;  /* nothing to find */
-	if (s->r == NULL && (s->r = try_malloc(NVIEWS * sizeof(*s->r))) == NULL)
-		return SLUICE_ENOMEM;
-	r = s->r;
-	if (len > 0)
-		memcpy(r[0].b, p, len);
+	r = rounds;
 	for (i = 0; i < len; i++)
-		r[0].at[i] = s->fed + i;
+		r[0].sat[i] = s->fed + i;
+	r[0].b = p;  /* borrowed for the round */
+	r[0].at = r[0].sat;
 	r[0].n = len;
+	r[0].own = 0;
 	s->fed += len;
 	s->started = 1;
 	for (k = 0; k < NVIEWS && ret == 0; k++) {
@@ -212,7 +244,7 @@ round_feed(struct ph_stream *s, const uint8_t *p, size_t len, int final, size_t 
 	if (ret == 1)
 		*id = s->id[tag];
 	while (k-- > 0)  /* the views this round reached */
-		sluice_wipe(r[k].b, r[k].n);
+		sluice_wipe(r[k].sb, r[k].own);
 	return ret;
 }
 
@@ -270,7 +302,6 @@ ph_stream_free(struct ph_stream *s)
 		free(s->v[k].ring);
 	}
 	scrub_set_free(s->set);
-	free(s->r);
 	free(s->id);
 	free(s);
 }
