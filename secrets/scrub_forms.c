@@ -331,7 +331,12 @@ scrub_set_add_search(struct scrub_set *s, const char *ph, size_t len, unsigned t
 		return SLUICE_EINVAL;
 	tmp = xmalloc(len + 8);
 	fb = xmalloc(2 * len + 16);
-	ret = form_add(s, first, p, len, p, len, tag);
+	/* the placeholder itself whatever its length (only its encoded forms have the SCRUB_FORM_MIN floor) */
+	ret = SLUICE_EINVAL;
+	if (scrub_pair_ok(p, len, p, len, tag)) {
+		scrub_pair_push(s, p, len, p, len, tag);
+		ret = 0;
+	}
 	for (a = 0; a < 3 && ret == 0; a++) {
 		fl = b64_form(p, len, a, 0, tmp, fb);
 		if ((ret = form_add(s, first, fb, fl, fb, fl, tag)) != 0)

@@ -238,6 +238,12 @@ test_end_and_restart(void **st)
 	ph_stream_free(s);
 	s = ph_stream_new();
 	assert_int_equal(ph_stream_add(s, "", 0, 1), SLUICE_EINVAL);
+	/* a placeholder shorter than SCRUB_FORM_MIN is still searched (only its encoded forms have that floor) */
+	assert_int_equal(ph_stream_add(s, "tok_XY", 6, 3), 0);
+	assert_int_equal(ph_stream_feed(s, (const uint8_t *)"a tok_%58Y", 10, &id), 1);
+	assert_int_equal(id, 3);
+	ph_stream_free(s);
+	s = ph_stream_new();
 	assert_int_equal(ph_stream_feed(s, (const uint8_t *)PH, strlen(PH), &id), 0);  /* no needles: nothing held */
 	assert_int_equal(ph_stream_held(s), 0);
 	ph_stream_free(s);
