@@ -100,7 +100,8 @@ struct scrub_stream *scrub_stream_new(const struct scrub_set *set);
  * Appends to <out> the scrubbed form of everything fed so far except a held-back tail (at most the longest
  * 'from' minus one byte), so a value split across feeds is still replaced whole: never a partial value,
  * never a partial replacement. Leftmost-longest matching; replaced text is not rescanned. Sets the tags of
- * what it replaced in *hits (NULL: not wanted). 0, or SLUICE_ENOMEM.
+ * what it replaced in *hits (NULL: not wanted). <out> NULL: a search only, nothing is written (the held-back
+ * count and the hits are the same). 0, or SLUICE_ENOMEM.
  *
  * Only bytes that could still begin a 'from' are held back: a stream that
  * holds nothing resembling a value is passed on without delay.  The output
