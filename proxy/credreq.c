@@ -307,9 +307,10 @@ cred_client_auth(struct conn *c, const struct h1_message *m)
 }
 
 /*
- * A request body too large to hold is searched as it streams: bytes go
- * upstream only once they cannot be part of a placeholder (the search holds
- * back the tail that could still begin one).
+ * A request body too large to hold is searched as it streams, in its decoded
+ * views too (secrets/detect.h, ph_stream): bytes go upstream only once they
+ * cannot be part of a placeholder in any view (the search holds back the raw
+ * tail that could still begin one, or decode into the start of one).
  */
 int
 cred_scan_begin(struct conn *c)
@@ -319,7 +320,7 @@ cred_scan_begin(struct conn *c)
 	const char *ph;
 	size_t i;
 
-	r->scan = ph_search_new();
+	r->scan = ph_stream_new();
 	r->scan_in = evbuffer_new();
 	if (r->scan == NULL || r->scan_in == NULL)
 		return -1;
@@ -328,7 +329,7 @@ cred_scan_begin(struct conn *c)
 		if (e == NULL)
 			continue;
 		ph = cred_placeholder(e);
-		if (ph_search_add_forms(r->scan, ph, strlen(ph), i) != 0)
+		if (ph_stream_add(r->scan, ph, strlen(ph), i) != 0)
 			return -1;
 	}
 	return 0;
@@ -350,11 +351,14 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 		if (evbuffer_ptr_set(r->scan_in, &pos, r->scan_fed, EVBUFFER_PTR_SET) != 0 ||
 		    evbuffer_copyout_from(r->scan_in, &pos, buf, n) != (ev_ssize_t)n)
 			return -1;
-		hit = ph_search_feed(r->scan, buf, n, &id);
+		hit = ph_stream_feed(r->scan, buf, n, &id);
 		if (hit < 0)
 			return -1;
 		r->scan_fed += n;
 	}
+	/* at the end the held-back bytes are decided (an escape cut off by the end passes as it is) */
+	if (!hit && end && (hit = ph_stream_end(r->scan, &id)) < 0)
+		return -1;
 	/* the trailers are searched at the end, before the last held-back bytes go */
 	in_trailers = 0;
 	if (!hit && end && (hit = in_trailers = cred_trailers_search(c, &id)) < 0)
@@ -375,7 +379,7 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 		return 1;
 	}
 	/* what can no longer be part of a placeholder goes up; at the end, everything */
-	n = end ? len : len - ph_search_held(r->scan);
+	n = end ? len : len - ph_stream_held(r->scan);
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
 		evbuffer_add_printf(uout, "%zx\r\n", n);
 	evbuffer_remove_buffer(r->scan_in, uout, n);
@@ -393,7 +397,7 @@ cred_release(struct req *r)
 	size_t i, n;
 
 	cred_resp_free(r);
-	ph_search_free(r->scan);
+	ph_stream_free(r->scan);
 	if (r->scan_in != NULL)
 		evbuffer_free(r->scan_in);
 	r->scan = NULL;

@@ -26,7 +26,7 @@
 #define HOST_SCRUB_CACHE 64   /* sets one worker keeps */
 
 _Static_assert(SECRET_MIN_BYTES == SCRUB_FORM_MIN, "a value the gateway injects must be one the scrubber scrubs");
-_Static_assert(SCRUB_TAGS >= PH_SEARCH_MAX, "every secret of a policy needs a tag of its own");
+_Static_assert(SCRUB_TAGS >= PH_STREAM_MAX, "every secret of a policy needs a tag of its own");
 
 struct host_scrub {
 	int refs;                     /* the cache's, and each request's */

@@ -36,6 +36,7 @@
 #include "proxy/tls_hello.h"
 #include "secrets/secrets.h"
 #include "secrets/scrub.h"
+#include "secrets/detect.h"
 
 #define PROXY_MAX_WORKERS 64
 #define PROXY_HIGH_WATER (64 * 1024)   /* bytes queued toward a peer before the other side stops reading */
@@ -361,7 +362,7 @@ struct req {
 	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
 	int scrub_whole;                /* a small body scrubbed whole: the head waits for it and its Content-Length */
 	struct evbuffer *scrub_head;    /* that head, scrubbed, without its last CRLF */
-	struct ph_search *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
+	struct ph_stream *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
 	struct evbuffer *scan_in;       /* decoded body bytes: the first scan_fed were searched, the rest not yet */
 	size_t scan_fed;
 	int scan_done;                  /* the search was flushed at the body's end */

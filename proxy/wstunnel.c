@@ -4,7 +4,10 @@
  *
  * Client frames: the unmasked payload of every frame (data and control, one
  * continuous search across frames, messages and reads) is searched for the
- * placeholder of every secret of the policy.  Frames go upstream unchanged,
+ * placeholder of every secret of the policy, in its decoded views too
+ * (secrets/detect.h, ph_stream: percent-decoded once and twice, JSON
+ * unescaped; base64 and base64url forms), since a placeholder is refused
+ * in whatever form it is written.  Frames go upstream unchanged,
  * byte for byte, as soon as their payload is decided; bytes that may begin a
  * placeholder wait in the client input for the next bytes, except at the end
  * of a frame: the frame must go out whole for the peer to proceed.  So a
@@ -37,13 +40,14 @@
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
 #include "proxy/ws.h"
+#include "secrets/detect.h"
 #include "secrets/scrub.h"
 
 
 struct ws_tunnel {
 	/* client -> upstream */
 	struct ws_reader crd;
-	struct ph_search *search;                    /* the placeholders */
+	struct ph_stream *search;                    /* the placeholders, in the decoded views too */
 	uint64_t pend;                               /* payload bytes at the front of the input searched, not sent */
 	uint8_t scratch[WS_STEP];                    /* unmasked payload being searched */
 	/* upstream -> client */
@@ -65,7 +69,7 @@ ws_tunnel_create(const struct scrub_set *scrub)
 
 	ws_reader_init(&t->crd, 1);
 	ws_reader_init(&t->srd, 0);
-	t->search = ph_search_new();
+	t->search = ph_stream_new();
 	t->scrub = scrub;
 	if (scrub != NULL) {
 		t->scrub_st = scrub_stream_new(scrub);
@@ -81,7 +85,7 @@ ws_tunnel_create(const struct scrub_set *scrub)
 int
 ws_tunnel_search_add(struct ws_tunnel *t, const char *ph, size_t len, size_t id)
 {
-	return ph_search_add(t->search, ph, len, id);
+	return ph_stream_add(t->search, ph, len, id);
 }
 
 void
@@ -89,7 +93,7 @@ ws_tunnel_destroy(struct ws_tunnel *t)
 {
 	if (t == NULL)
 		return;
-	ph_search_free(t->search);
+	ph_stream_free(t->search);
 	scrub_stream_free(t->scrub_st);  /* wipes a held-back part of a value */
 	if (t->scrub_out != NULL) {
 		size_t n = evbuffer_get_length(t->scrub_out);
@@ -153,7 +157,7 @@ ws_tunnel_from_client(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer 
 				return WS_RELAY_BAD;
 			}
 			ws_unmask(t->scratch, n, rd->f.mask, rd->off + t->pend);
-			r = ph_search_feed(t->search, t->scratch, n, id);
+			r = ph_stream_feed(t->search, t->scratch, n, id);
 			if (r != 0) {
 				*err = r > 0 ? "placeholder found" : "out of memory";
 				return r > 0 ? WS_RELAY_FOUND : WS_RELAY_BAD;
@@ -164,7 +168,7 @@ ws_tunnel_from_client(struct ws_tunnel *t, struct evbuffer *in, struct evbuffer 
 		if (t->pend == rd->left) {
 			rel = t->pend;
 		} else {
-			held = ph_search_held(t->search);
+			held = ph_stream_held(t->search);
 			rel = t->pend > held ? t->pend - held : 0;
 		}
 		if (rel > 0) {

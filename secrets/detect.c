@@ -12,6 +12,7 @@
 #include <string.h>
 #include "common/sluice.h"
 #include "secrets/detect.h"
+#include "secrets/decode_int.h"
 
 #define B64_RUN_MIN 4   /* base64 characters a run needs before it is decoded (one whole group) */
 
@@ -21,22 +22,31 @@ ph_decode_bound(size_t len)
 	return len + 8;
 }
 
-/* One percent-decoding pass of <p> into <out>: its length; *changed when some %XX was decoded. */
+/*
+ * One decoding pass of <p> into <out> with <token> (decode_int.h, the rules
+ * detect_stream.c applies to a stream): its length; *changed when some
+ * escape was decoded.
+ */
 static size_t
-pct_pass(const uint8_t *p, size_t len, uint8_t *out, int *changed)
+pass(size_t (*token)(const uint8_t *, size_t, int, uint8_t *, size_t *, int *), uint8_t esc, const uint8_t *p,
+     size_t len, uint8_t *out, int *changed)
 {
-	size_t i, o = 0;
-	int hi, lo;
+	const uint8_t *e;
+	size_t i = 0, o = 0, olen, run;
+	int decoded;
 
-	for (i = 0; i < len; i++) {
-		if (p[i] == '%' && i + 2 < len && (hi = sluice_hexval(p[i + 1])) >= 0 &&
-		    (lo = sluice_hexval(p[i + 2])) >= 0) {
-			out[o++] = (uint8_t)(hi << 4 | lo);
-			i += 2;
-			*changed = 1;
-			continue;
-		}
-		out[o++] = p[i];
+	while (i < len) {
+		/* the bytes up to the next escape character pass as they are */
+		e = memchr(p + i, esc, len - i);
+		run = e == NULL ? len - i : (size_t)(e - (p + i));
+		memmove(out + o, p + i, run);
+		o += run;
+		i += run;
+		if (i == len)
+			break;
+		i += token(p + i, len - i, 1, out + o, &olen, &decoded);
+		o += olen;
+		*changed |= decoded;
 	}
 	return o;
 }
@@ -47,93 +57,33 @@ ph_decode_percent(const uint8_t *p, size_t len, uint8_t *out)
 	size_t n;
 	int changed = 0, round;
 
-	n = pct_pass(p, len, out, &changed);
+	n = pass(ph_pct_token, '%', p, len, out, &changed);
 	if (!changed)
 		return -1;
 	/* "%2573" is "%73" to an upstream that decodes twice: decode to a fixpoint, in place (it only shrinks) */
 	for (round = 1; round < PH_DETECT_PCT_ROUNDS && changed; round++) {
 		changed = 0;
-		n = pct_pass(out, n, out, &changed);
+		n = pass(ph_pct_token, '%', out, n, out, &changed);
 	}
 	return (long)n;
 }
 
-/* Four hex digits at <p> (<len> >= 4): the code unit, or -1. */
-static long
-hex4(const uint8_t *p)
+long
+ph_decode_percent_once(const uint8_t *p, size_t len, uint8_t *out)
 {
-	long v = 0;
-	int k, d;
+	int changed = 0;
+	size_t n = pass(ph_pct_token, '%', p, len, out, &changed);
 
-	for (k = 0; k < 4; k++) {
-		if ((d = sluice_hexval(p[k])) < 0)
-			return -1;
-		v = v << 4 | d;
-	}
-	return v;
-}
-
-static size_t
-utf8_put(uint8_t *out, unsigned long cp)
-{
-	if (cp < 0x80) {
-		out[0] = (uint8_t)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (uint8_t)(0xc0 | cp >> 6);
-		out[1] = (uint8_t)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (uint8_t)(0xe0 | cp >> 12);
-		out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (uint8_t)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (uint8_t)(0xf0 | cp >> 18);
-	out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (uint8_t)(0x80 | (cp & 0x3f));
-	return 4;
+	return changed ? (long)n : -1;
 }
 
 long
 ph_decode_json(const uint8_t *p, size_t len, uint8_t *out)
 {
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	const char *k;
-	size_t i, o = 0;
-	long u, lo;
 	int changed = 0;
+	size_t n = pass(ph_json_token, '\\', p, len, out, &changed);
 
-	for (i = 0; i < len; i++) {
-		if (p[i] != '\\' || i + 1 >= len) {
-			out[o++] = p[i];
-			continue;
-		}
-		if (p[i + 1] == 'u' && i + 6 <= len && (u = hex4(p + i + 2)) >= 0) {
-			/* a surrogate pair is one character (6 + 6 escape bytes -> 4 UTF-8 bytes) */
-			if (u >= 0xd800 && u < 0xdc00 && i + 12 <= len && p[i + 6] == '\\' && p[i + 7] == 'u' &&
-			    (lo = hex4(p + i + 8)) >= 0xdc00 && lo < 0xe000) {
-				o += utf8_put(out + o, 0x10000 + (((unsigned long)u - 0xd800) << 10) + ((unsigned long)lo - 0xdc00));
-				i += 11;
-			} else {
-				o += utf8_put(out + o, (unsigned long)u);
-				i += 5;
-			}
-			changed = 1;
-			continue;
-		}
-		if (p[i + 1] != '\0' && (k = strchr(from, p[i + 1])) != NULL) {
-			out[o++] = (uint8_t)to[k - from];
-			i++;
-			changed = 1;
-			continue;
-		}
-		out[o++] = p[i];
-	}
-	return changed ? (long)o : -1;
+	return changed ? (long)n : -1;
 }
 
 /* The 6-bit value of a base64 or base64url character (both alphabets at once), or -1. */

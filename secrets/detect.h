@@ -46,7 +46,53 @@ int ph_detect(const uint8_t *p, size_t len, const char *const *ph, const size_t 
  */
 size_t ph_decode_bound(size_t len);
 long ph_decode_percent(const uint8_t *p, size_t len, uint8_t *out);
+/* One percent-decoding pass only (what the stream's first percent view holds), -1 when nothing decodes. */
+long ph_decode_percent_once(const uint8_t *p, size_t len, uint8_t *out);
 long ph_decode_json(const uint8_t *p, size_t len, uint8_t *out);
 long ph_decode_base64(const uint8_t *p, size_t len, uint8_t *out);
+
+/*
+ * The same search on a stream (detect_stream.c), for what cannot be held
+ * whole: a request body too large to hold, the frames of a WebSocket.  The
+ * views are the raw bytes, their percent-decoding and their JSON unescaping,
+ * and each of those decoded again either way (so "%2573", "\\u0073",
+ * "%5Cu0073" are found), each decoded as ph_detect() decodes a whole place
+ * (the decoding rules are one code, decode_int.h);
+ * every view is searched for each placeholder and its base64 and base64url
+ * forms at each alignment (the characters that depend on its bytes only).
+ * Not covered here, unlike ph_detect(): more than two percent-decodings
+ * ("%252573"), and the views of a base64 decoding (base64 of a
+ * percent-encoded placeholder); a base64 form is found in every view.
+ *
+ * Bounded state: per view, the bytes of an escape not decided yet (under
+ * PH_TOKEN_IN_MAX = 12) and the search's held-back tail (under the longest
+ * needle); a ring of raw offsets over that tail (about 7 KiB in all); the scratch of a
+ * round is per thread.
+ *
+ * The caller keeps the bytes it feeds: after each feed, all but the last
+ * ph_stream_held() bytes fed are decided (no view holds a placeholder, nor
+ * the start of one, in what they decode to); the held ones are raw bytes
+ * that could still decode into the start of a placeholder.  At the end of the
+ * stream ph_stream_end() decides them too (an escape cut off at the end
+ * passes through as it is; a partial placeholder is not one).  Nothing is
+ * logged; scratch and held bytes are wiped.
+ */
+#define PH_STREAM_MAX 1024   /* placeholders one search holds (a policy declares at most this many secrets) */
+struct ph_stream;
+struct ph_stream *ph_stream_new(void);
+/*
+ * Adds placeholder <ph>/<len> with the caller's <id>, before the first
+ * feed: 0, SLUICE_ETOOBIG (PH_STREAM_MAX), SLUICE_EINVAL (empty, too long,
+ * or after a feed).
+ */
+int ph_stream_add(struct ph_stream *s, const char *ph, size_t len, size_t id);
+/* Searches <len> more bytes: 1 and *id when a placeholder is found in a view, 0, or SLUICE_ENOMEM. */
+int ph_stream_feed(struct ph_stream *s, const uint8_t *p, size_t len, size_t *id);
+/* The stream ended: decides what is held (1 and *id, 0, SLUICE_ENOMEM); feeding on starts a new stream. */
+int ph_stream_end(struct ph_stream *s, size_t *id);
+/* Raw bytes at the end of what was fed that are not decided yet. */
+size_t ph_stream_held(const struct ph_stream *s);
+size_t ph_stream_count(const struct ph_stream *s);
+void ph_stream_free(struct ph_stream *s);
 
 #endif

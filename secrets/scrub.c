@@ -339,8 +339,8 @@ verdict(const struct scrub_set *s, const uint8_t *buf, size_t n, size_t i, int f
 static int
 emit(struct evbuffer *out, const uint8_t *p, size_t len)
 {
-	if (len == 0)
-		return 0;
+	if (len == 0 || out == NULL)
+		return 0;  /* no <out>: a search, the bytes are not wanted */
 	return evbuffer_add(out, p, len) == 0 ? 0 : SLUICE_ENOMEM;
 }
 

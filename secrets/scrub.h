@@ -100,7 +100,8 @@ struct scrub_stream *scrub_stream_new(const struct scrub_set *set);
  * Appends to <out> the scrubbed form of everything fed so far except a held-back tail (at most the longest
  * 'from' minus one byte), so a value split across feeds is still replaced whole: never a partial value,
  * never a partial replacement. Leftmost-longest matching; replaced text is not rescanned. Sets the tags of
- * what it replaced in *hits (NULL: not wanted). 0, or SLUICE_ENOMEM.
+ * what it replaced in *hits (NULL: not wanted). <out> NULL: a search only, nothing is written (the held-back
+ * count and the hits are the same). 0, or SLUICE_ENOMEM.
  *
  * Only bytes that could still begin a 'from' are held back: a stream that
  * holds nothing resembling a value is passed on without delay.  The output
@@ -137,30 +138,5 @@ struct unzip *unzip_new(const char *encoding);
  */
 int unzip_feed(struct unzip *z, const uint8_t *in, size_t len, struct evbuffer *out, size_t *consumed);
 void unzip_free(struct unzip *z);
-
-/*
- * A streaming search for placeholders, any number of them (search.c).  The
- * caller keeps the bytes it feeds: after each feed, all but the last
- * ph_search_held() bytes fed are decided (hold no placeholder, nor the start
- * of one); at the end of the stream the held bytes are decided too (a partial
- * placeholder is not one).  The search never ends: feeding on continues it.
- */
-#define PH_SEARCH_MAX 1024      /* placeholders one search holds (a policy declares at most this many secrets) */
-struct ph_search;
-struct ph_search *ph_search_new(void);
-/* Adds placeholder <ph> with the caller's <id>: 0, SLUICE_ETOOBIG (PH_SEARCH_MAX), SLUICE_EINVAL, SLUICE_ENOMEM. */
-int ph_search_add(struct ph_search *s, const char *ph, size_t len, size_t id);
-/*
- * The same, with the placeholder's encoded forms searched too (as
- * scrub_set_add_secret lists them: base64 at each alignment; percent and JSON
- * forms only where they differ from the literal, which for placeholders of
- * unreserved characters they do not): a body that streams is searched for these.
- */
-int ph_search_add_forms(struct ph_search *s, const char *ph, size_t len, size_t id);
-/* Searches <len> more bytes: 1 and *id when a placeholder ends in them, 0, or -1 (out of memory). */
-int ph_search_feed(struct ph_search *s, const uint8_t *p, size_t len, size_t *id);
-size_t ph_search_held(const struct ph_search *s);
-size_t ph_search_count(const struct ph_search *s);
-void ph_search_free(struct ph_search *s);
 
 #endif

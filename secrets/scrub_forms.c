@@ -317,3 +317,40 @@ scrub_set_add_basic(struct scrub_set *s, const uint8_t *cred, size_t len, const 
 	free(tb);
 	return ret;
 }
+
+int
+scrub_set_add_search(struct scrub_set *s, const char *ph, size_t len, unsigned tag)
+{
+	const uint8_t *p = (const uint8_t *)ph;
+	size_t first = s->n, fl, k;
+	uint8_t *tmp, *fb;
+	unsigned a;
+	int ret;
+
+	if (len == 0 || len > SCRUB_NEEDLE_MAX / 2 || tag >= SCRUB_TAGS)
+		return SLUICE_EINVAL;
+	tmp = xmalloc(len + 8);
+	fb = xmalloc(2 * len + 16);
+	/* the placeholder itself whatever its length (only its encoded forms have the SCRUB_FORM_MIN floor) */
+	ret = SLUICE_EINVAL;
+	if (scrub_pair_ok(p, len, p, len, tag)) {
+		scrub_pair_push(s, p, len, p, len, tag);
+		ret = 0;
+	}
+	for (a = 0; a < 3 && ret == 0; a++) {
+		fl = b64_form(p, len, a, 0, tmp, fb);
+		if ((ret = form_add(s, first, fb, fl, fb, fl, tag)) != 0)
+			break;
+		/* the same characters in the URL alphabet (form_add skips it when nothing changes) */
+		for (k = 0; k < fl; k++)
+			fb[k] = fb[k] == '+' ? '-' : fb[k] == '/' ? '_' : fb[k];
+		ret = form_add(s, first, fb, fl, fb, fl, tag);
+	}
+	if (ret != 0)
+		while (s->n > first)
+			scrub_pair_wipe(&s->pairs[--s->n]);
+	scrub_reindex(s);
+	free(tmp);
+	free(fb);
+	return ret;
+}

@@ -57,4 +57,12 @@ void scrub_pair_push(struct scrub_set *s, const uint8_t *from, size_t from_len, 
 /* 1 when a pair with these arguments may be added. */
 int scrub_pair_ok(const uint8_t *from, size_t from_len, const uint8_t *to, size_t to_len, unsigned tag);
 
+/*
+ * Adds placeholder <ph>/<len> mapped to itself with <tag>, with the forms a
+ * search looks for too: standard base64 at each of the three alignments
+ * (the characters that depend on its bytes only) and the same characters in
+ * the URL alphabet.  For detect_stream.c.  All or nothing; 0 or SLUICE_EINVAL.
+ */
+int scrub_set_add_search(struct scrub_set *s, const char *ph, size_t len, unsigned tag);
+
 #endif

@@ -68,11 +68,16 @@ def upstream(addr, cert, key, log):
                         k, v = ln.split(b":", 1)
                         hdrs[k.strip().lower()] = v.strip()
                 body = b""
+                gen = hdrs.get(b"x-gen-id", b"").decode("latin-1")
                 if b"content-length" in hdrs:
                     n = int(hdrs[b"content-length"])
                     while len(buf) < n:
                         d = c.recv(65536)
                         if not d:
+                            # a body cut off (a streamed body refused midway): what arrived is recorded
+                            with lock, open(log, "a") as f:
+                                f.write(json.dumps({"gen": gen, "head": base64.b64encode(head).decode(),
+                                                    "body": base64.b64encode(buf).decode(), "partial": True}) + "\n")
                             return
                         buf += d
                     body, buf = buf[:n], buf[n:]
@@ -700,6 +705,111 @@ def generate(env, seed, n):
     return rep.fails
 
 
+# ------------------------------------------------------------------ streamed bodies (issue 17)
+
+STREAM_FILL = (1 << 20) + (200 << 10)   # over the 1 MiB hold bound toward a body-injection host: the body streams
+
+
+def send_big(env, ver, gen, body):
+    """POST <body> (bytes) with a Content-Length, flow-controlled in h2: the status or 0."""
+    if ver == "h1":
+        try:
+            t = env.tunnel(["http/1.1"])
+        except (OSError, IOError):
+            return 0
+        buf = b""
+        try:
+            t.sendall(b"POST /big HTTP/1.1\r\nHost: %s\r\nX-Gen-Id: %s\r\nContent-Type: text/plain\r\n"
+                      b"Content-Length: %d\r\n\r\n" % (HOST.encode(), gen.encode(), len(body)))
+            for i in range(0, len(body), 65536):
+                t.sendall(body[i:i + 65536])
+        except OSError:
+            pass
+        try:
+            while b"\r\n" not in buf:
+                d = t.recv(65536)
+                if not d:
+                    break
+                buf += d
+            return int(buf.split(b" ")[1]) if buf.startswith(b"HTTP/1.1 ") else 0
+        except (OSError, ValueError, IndexError):
+            return 0
+        finally:
+            t.close()
+    import h2.events
+    c = H2(env)
+    sid = c.c.get_next_available_stream_id()
+    status, off = 0, 0
+    try:
+        c.c.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"https"), (b":authority", HOST.encode()),
+                               (b":path", b"/big"), (b"x-gen-id", gen.encode()), (b"content-type", b"text/plain"),
+                               (b"content-length", b"%d" % len(body))])
+        c.t.sendall(c.c.data_to_send())
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            while off < len(body):
+                room = min(c.c.local_flow_control_window(sid), c.c.max_outbound_frame_size, len(body) - off)
+                if room <= 0:
+                    break
+                c.c.send_data(sid, body[off:off + room], end_stream=off + room == len(body))
+                off += room
+            c.t.sendall(c.c.data_to_send())
+            d = c.t.recv(65536)
+            if not d:
+                break
+            for ev in c.c.receive_data(d):
+                if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == sid:
+                    status = int(dict(ev.headers)[b":status"])
+                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)) and ev.stream_id == sid:
+                    return status
+                elif isinstance(ev, h2.events.ConnectionTerminated):
+                    return status
+            if status:
+                return status
+    except Exception:
+        pass
+    finally:
+        c.close()
+    return status
+
+
+def streamed(env):
+    """A body too large to hold, toward the bound host, with an encoded placeholder near its end."""
+    rep = Report()
+    ph = env.ph
+    encs = [("%-encoded, mixed-case hex", "%%%02x" % ord(ph[0]) + ph[1:4] + "%%%02X" % ord(ph[4]) + ph[5:]),
+            ("%-encoded, every byte", "".join("%%%02X" % ord(ch) for ch in ph)),
+            ("double %-encoded (%25xx)", "%%25%02x" % ord(ph[0]) + ph[1:]),
+            ("JSON \\u-escaped", "".join("\\u%04x" % ord(ch) if k % 3 == 0 else ch for k, ch in enumerate(ph)))]
+    n = 0
+    for ver in ("h1", "h2"):
+        for what, enc in encs:
+            n += 1
+            gen = "s%d" % n
+            body = b"a" * STREAM_FILL + b" token=" + enc.encode() + b" end"
+            start = len(env.audit_lines())
+            st = send_big(env, ver, gen, body)
+            rep.ok(st == 403, "a streamed body (%d bytes) holding a %s placeholder (%s): refused 403 (got %s)" %
+                   (len(body), what, ver, st))
+            r = wait_audit(env, start, lambda r: r.get("type") == "exfiltration_attempt" and r.get("secret") == "tok"
+                           and r.get("place") == "body", 10)
+            rep.ok(r is not None, "... audited as exfiltration_attempt at body (%s)" % ver)
+            ups = env.upstream_recs().get(gen, [])
+            got = b"".join(b for _, b in ups)
+            rep.ok(all(b not in got for b in (enc.encode(), ph.encode())) and len(got) < len(body),
+                   "... the upstream never received the whole encoded placeholder (%d of %d bytes arrived, %s)" %
+                   (len(got), len(body), ver))
+        # the same body without the placeholder streams through whole
+        n += 1
+        gen = "s%d" % n
+        body = b"a" * STREAM_FILL + b" %41%2 \\u00 end"
+        st = send_big(env, ver, gen, body)
+        ups = env.upstream_recs().get(gen, [])
+        rep.ok(st == 200 and len(ups) == 1 and ups[0][1] == body,
+               "a streamed body with stray escapes and no placeholder arrives whole (%s, got %s)" % (ver, st))
+    return rep.fails
+
+
 def flood(env, n):
     h2c = H2(env)
     refused = 0
@@ -754,6 +864,8 @@ def main():
         return 1 if generate(env, int(sys.argv[6]), int(sys.argv[7])) else 0
     if cmd == "flood":
         return flood(env, int(sys.argv[6]))
+    if cmd == "streamed":
+        return 1 if streamed(env) else 0
     if cmd == "h1flood":
         return h1flood(env, int(sys.argv[6]))
     raise SystemExit("unknown command")

@@ -203,6 +203,23 @@ done
 check_eq "a placeholder in one frame split across two writes (offsets 1 5 mid last): closed, audited, no frame forwarded" \
   "" "$bad_off"
 check_eq "no placeholder ever reached the upstream" "0" "$(grep -c '{{PH_' "$WLOG")"
+# issue 17: an encoded placeholder split across frames of a message, cut inside an escape (text and binary):
+# found in the decoded views of the frame stream (percent with mixed-case hex, double percent, JSON \u escapes)
+up_joined() { local id; id=$(up_conn "$1"); [ -n "$id" ] && jq -j "select(.ev==\"frame\" and .conn==$id) | .data" "$WLOG"; }
+exfil_enc() {
+  local what=$1 path=$2 enc=$3; shift 3
+  exfil "$what" "$path" gh PH_GH "$@"
+  if up_joined "$path" | grep -qF -- "$enc"; then bad "  the upstream received the whole encoded placeholder"
+  else ok "  the upstream never received the whole encoded placeholder (its frames end to end)"; fi
+}
+# (E3 as wsclient.py takes it: its backslashes escaped; the frames carry \u0067hp\u005f...)
+E1="%67hp%5f${GH_PH:4}" E2="%2567hp%255F${GH_PH:4}" E3="\\\\u0067hp\\\\u005f${GH_PH:4}"
+exfil_enc "a %-encoded placeholder (mixed-case hex) split across two text frames inside an escape" /ws-enc-pct "$E1" \
+  "frame:1:0:token ${E1:0:2}" "frame:0:1:${E1:2} tail"
+exfil_enc "a double %-encoded placeholder split across two binary frames inside %25" /ws-enc-pct2 "$E2" \
+  "frame:2:0:\\x00${E2:0:2}" "frame:0:1:${E2:2}\\xff"
+exfil_enc "a JSON \\u-escaped placeholder split across two text frames inside \\u" /ws-enc-json '\u0067hp\u005f'"${GH_PH:4}" \
+  "frame:1:0:{\"t\": \"${E3:0:5}" "frame:0:1:${E3:5}\"}"
 
 # ---------------------------------------------------------------- malformed client frames
 wsc /ws-bad-unmasked text:ok recv:1 'raw:\x81\x05hello' close

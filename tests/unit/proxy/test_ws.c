@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 
 #include "common/sluice.h"
+#include "secrets/detect.h"
 #include "proxy/ws.h"
 #include "secrets/scrub.h"
 
@@ -779,7 +780,7 @@ test_search_limits(void **state)
 
 	(void)state;
 	assert_int_equal(ws_tunnel_search_add(t, "", 0, 1), SLUICE_EINVAL);
-	for (i = 0; i < PH_SEARCH_MAX; i++) {
+	for (i = 0; i < PH_STREAM_MAX; i++) {
 		snprintf(ph, sizeof(ph), "tst_many_%05zu_placeholder", i);
 		assert_int_equal(ws_tunnel_search_add(t, ph, strlen(ph), 5000 + i), 0);
 	}
