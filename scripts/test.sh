@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: scripts/fresh-check.sh (a new Debian 12 root made by
 # debootstrap, with nothing installed by hand: the demo, scripts/deps.sh test, the Release build and the whole
-# Release ctest, unit and integration, run there), then on this machine the same unit and integration tests under
+# Release ctest, unit, integration and docs, run there), scripts/package-check.sh (the Debian package, installed
+# into another fresh root), then on this machine the same unit and integration tests under
 # AddressSanitizer + UndefinedBehaviorSanitizer, a banned-function check, and each libFuzzer target for a short,
 # bounded time.  Run as root from the checkout (integration tests create network namespaces and nft tables).
 # Environment: FUZZ_SECONDS (per fuzzer, default 20), JOBS (default 2), FRESH=0 (skip the fresh root and run the
