@@ -19,8 +19,8 @@ if [ "${1:-build}" = test ]; then
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
-  want+=(debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb, lintian,
-                                  # man pages (man -l | col), the logrotate test, timings
+  want+=(dpkg-dev debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb,
+                                  # lintian, man pages (man -l | col), the logrotate test, timings
   # node and npm: Debian's nodejs only suggests npm. A machine with another node build (one that bundles npm, as
   # NodeSource's does, and conflicts with Debian's npm) keeps it.
   command -v node >/dev/null 2>&1 || want+=(nodejs)

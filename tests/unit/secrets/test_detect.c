@@ -19,7 +19,7 @@
 #include "secrets/detect.h"
 
 #define PH "sluice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789"
-#define PH2 "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+#define PH2 "xoxb-fake-placeholder-of-a-slack-bot-AbCdEfGhIjKlMnOpQrStUvWx"   /* shaped like one, not a token */
 
 static int
 found1(const char *s)
