@@ -436,7 +436,10 @@ def findings(env):
                 lambda h, b: h.lower().count(b"authorization: bearer " + v.lower() + b"\r\n") == 1 and h.count(v) == 1,
                 "the value in Authorization only")
         # case changes: not a placeholder, forwarded untouched, nothing injected
-        flipped = ph[:-1] + (ph[-1].lower() if ph[-1].isupper() else ph[-1].upper())
+        # (the last letter: a placeholder may end in a digit, whose case cannot change)
+        k = max(i for i, ch in enumerate(ph) if ch.isalpha())
+        flipped = ph[:k] + ph[k].swapcase() + ph[k + 1:]
+        assert flipped != ph
         allowed("a placeholder with one letter's case changed", ver,
                 Req(gen(), path="/c/" + flipped, headers=[("Authorization", "Bearer " + flipped)]),
                 lambda h, b: flipped.encode() in h and not env.has_value(h + b), "it untouched, no value")
