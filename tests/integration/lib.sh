@@ -474,6 +474,12 @@ policy_base() {
 }
 GW_USER=${GW_USER:-root} GW_PROXY_CLIENTS=${GW_PROXY_CLIENTS:-} GW_WORKERS=${GW_WORKERS:-2}
 GW_RESOLVE=${GW_RESOLVE:-} GW_UPSTREAM_EXTRA=${GW_UPSTREAM_EXTRA:-} GW_EXTRA=${GW_EXTRA:-} GW_DNS=${GW_DNS:-} GW_HTTP2=${GW_HTTP2:-} GW_PROXY=${GW_PROXY:-} GW_TRANSPARENT=${GW_TRANSPARENT:-}
+# tenant_upstream_start: tenant_upstream.py (numbers its connections, can answer twice) on $UPADDR:443 (TLS),
+# masking $SLUICE_IT_A and $PH in its log $ULOG; for test_revoke and test_tenants
+tenant_upstream_start() {
+  spawn "$T/up.log" env ECHO_MASK_A="$SLUICE_IT_A" ECHO_MASK_PH_A="$PH" "$PY" "$(dirname "$(readlink -f "$0")")/tenant_upstream.py" \
+    --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$ULOG"
+}
 gw_conf() {
   local n
   {

@@ -23,8 +23,7 @@ export SLUICE_IT_A="va_$(rnd 30)"
 PH="sluice_ph_r$ID$(rnd 20)"
 
 pki_init
-spawn "$T/up.log" env ECHO_MASK_A="$SLUICE_IT_A" ECHO_MASK_PH_A="$PH" "$PY" "$HERE/tenant_upstream.py" \
-  --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$ULOG"
+tenant_upstream_start
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "upstream did not start: $(tail -n 3 "$T/up.log")"
 
 # conf SECRET(0/1) DENY(0/1) AGENT(0/1): the policy, with or without secret a, a deny rule, the sandbox "agent"

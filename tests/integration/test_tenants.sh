@@ -16,8 +16,7 @@ export SLUICE_IT_A="va_$(rnd 30)"
 PH="sluice_ph_t$ID$(rnd 20)"
 
 pki_init
-spawn "$T/up.log" env ECHO_MASK_A="$SLUICE_IT_A" ECHO_MASK_PH_A="$PH" "$PY" "$HERE/tenant_upstream.py" \
-  --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$ULOG"
+tenant_upstream_start
 HP=$(freeport)
 spawn "$T/h2up.out" env ECHO_MASK_A="$SLUICE_IT_A" PYTHONPATH="$HERE" "$PY" "$HERE/h2_upstream.py" \
   --listen "$UPADDR:$HP" --cert "$PKI/srv.pem" --key "$PKI/srv.key" --log "$HLOG"
