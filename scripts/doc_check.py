@@ -455,6 +455,39 @@ class Checker:
             fails = [l for l in out if l.startswith("FAIL ") or l.startswith(rel + ":")]
             self.bad(rel, "%s: %s" % (what, (fails or out or ["exit %d" % r.returncode])[0]))
 
+    def check_keys(self):
+        """Every key of the loader's key tables (policy/*.c) is a term of sluice.yaml(5) and is named in a guide
+        (docs/*.md): a key added to the loader without its documentation fails here, before the package check."""
+        if not os.path.isdir(os.path.join(self.root, "policy")):
+            return
+        keys = set()
+        for f in sorted(glob.glob(os.path.join(self.root, "policy", "*.c"))):
+            with open(f) as fh:
+                src = fh.read()
+            for m in re.finditer(r'static const char \*const \w*keys\w*\[\w*\]\s*=\s*\{(.*?)\};', src, re.S):
+                keys.update(re.findall(r'"([^"]+)"', m.group(1)))
+        # the project's loader has over a hundred keys; fewer than 50 means the tables were not found
+        if len(keys) < (50 if os.path.exists(os.path.join(self.root, "policy", "config.c")) else 1):
+            self.bad("policy/*.c", "only %d keys found in the loader's key tables" % len(keys))
+            return
+        man = os.path.join(self.root, "docs", "man", "sluice.yaml.5.scd")
+        with open(man) as fh:
+            man_text = fh.read()
+        guides = ""
+        for g in sorted(glob.glob(os.path.join(self.root, "docs", "*.md"))):
+            with open(g) as fh:
+                guides += fh.read()
+        for k in sorted(keys):
+            # named in a guide: as `key` or `a.key`, or as a key in a YAML example (`key:`)
+            named = re.search(r'`(?:[\w.]+\.)?%s`|[\s{,]%s: ' % (re.escape(k), re.escape(k)), guides)
+            if "*%s*" % k not in man_text:
+                self.bad(self.rel(man), "the loader's key %s has no entry (*%s*)" % (k, k))
+            elif not named:
+                self.bad("docs/*.md", "the loader's key %s is named in no guide (`%s`)" % (k, k))
+            else:
+                self.ok()
+        self.stats["keys"] = len(keys)
+
     def run(self):
         docs = [os.path.join(self.root, "README.md")] + sorted(glob.glob(os.path.join(self.root, "docs", "*.md")))
         for d in docs:
@@ -462,11 +495,12 @@ class Checker:
                 self.check_markdown(d)
         self.check_links()
         self.check_examples()
+        self.check_keys()
         s = self.stats
         print("doc-check: %d links; %d sluice command lines; yaml blocks: %d checked whole, %d wrapped (%s), %d skipped; "
-              "%d example files" % (len(self.links), s["commands"], s["whole"], sum(self.wrapped.values()),
+              "%d example files; %d loader keys" % (len(self.links), s["commands"], s["whole"], sum(self.wrapped.values()),
                                     ", ".join("%s %d" % kv for kv in sorted(self.wrapped.items())) or "none",
-                                    s["skipped"], s["examples"]))
+                                    s["skipped"], s["examples"], s.get("keys", 0)))
         print("doc-check: %d passed, %d failed" % (self.passed, self.failed))
         return 0 if self.failed == 0 else 1
 

@@ -2,7 +2,7 @@
 # scripts/doc-check.sh can fail: run on tests/docs/bad (documents and examples that are wrong on purpose), it
 # must exit 1 and report exactly the places marked BAD there (and nothing marked good), each at its line:
 # commands and options the help does not name, YAML blocks and fragments that do not load, cases that fail,
-# broken links and anchors.
+# broken links and anchors, loader keys (tests/docs/bad/policy/keys.c) without a man entry or a guide naming them.
 # Usage: test_catches.sh SLUICE_BINARY
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -32,6 +32,8 @@ docs/blocks.md:113 expected .deny., got .allow.
 docs/blocks.md:120 never closed
 docs/links.md:11 no file docs/nothere.md
 docs/links.md:11 no heading with the anchor #no-such-heading
+docs/\*.md the loader.s key manonly is named in no guide
+docs/man/sluice.yaml.5.scd the loader.s key undocumented has no entry
 docs/same.md:19 this block is not examples/ok.yaml: from its line 5 on
 examples/bad.yaml expected .deny. or .allow. for default
 examples/ok.cases.yaml FAIL examples/ok.cases.yaml:4
@@ -44,7 +46,7 @@ done <<<"$expected"
 findings=$(grep -cvE '^doc-check: ' <<<"$out")
 [ "$findings" -eq "$n" ] || bad "$findings findings, expected exactly $n (something good was reported?)"
 grep -qE "^doc-check: [0-9]+ passed, $n failed$" <<<"$out" || bad "the summary does not count $n failures"
-grep -q 'yaml blocks: 5 checked whole, 8 wrapped (cases 3, hosts 1, keys 2, rule 1, rules 1), 1 skipped; 4 example files' \
+grep -q 'yaml blocks: 5 checked whole, 8 wrapped (cases 3, hosts 1, keys 2, rule 1, rules 1), 1 skipped; 4 example files; 3 loader keys' \
   <<<"$out" || bad "the counts of checked, wrapped and skipped blocks are off"
 if [ "$fail" -ne 0 ]; then
   echo "--- doc-check output:"; echo "$out"
