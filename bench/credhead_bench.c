@@ -1,6 +1,6 @@
 /*
  * bench/credhead_bench.c - the cost per request of searching the head that
- * leaves (proxy/credhead.c over secrets/detect.c).
+ * leaves (proxy/cred/credhead.c over secrets/detect.c).
  *
  * A typical API request head (request line with a query, 14 header lines,
  * about 900 bytes, a cookie and a base64-looking header among them) with one
@@ -9,7 +9,7 @@
  * Prints microseconds per head, best of five runs of 20000 heads.  Built by
  * hand:
  *
- *   cc -O2 -D_GNU_SOURCE -I. bench/credhead_bench.c proxy/credhead.c secrets/detect.c secrets/buf.c \
+ *   cc -O2 -D_GNU_SOURCE -I. bench/credhead_bench.c proxy/cred/credhead.c secrets/detect.c secrets/buf.c \
  *      common/mem.c common/log.c common/err.c -levent_core -lcrypto -lpthread -o /tmp/credhead_bench
  */
 #include <event2/buffer.h>
@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "common/sluice.h"
-#include "proxy/credhead.h"
+#include "proxy/cred/credhead.h"
 #include "secrets/secrets.h"
 
 #define HEADS 20000

@@ -18,7 +18,7 @@
 #include "common/sluice.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
-#include "proxy/approvals.h"
+#include "proxy/judge/approvals.h"
 #include "sandbox-glue/run.h"
 
 #define EXIT_USAGE 2

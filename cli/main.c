@@ -15,7 +15,7 @@
 #include "ca/ca.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
-#include "proxy/tlsbuf.h"
+#include "proxy/net/tlsbuf.h"
 #include "secrets/secrets.h"
 #include "cli/cli.h"
 

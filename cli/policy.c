@@ -247,7 +247,7 @@ cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counter
 	req.has_body = rq->body != NULL && rq->body_len > 0;
 	/*
 	 * as the gateway: a form body no rule reads is read for its _method field only where a secret may be
-	 * injected into it (proxy/credbody.c); the check is the same function
+	 * injected into it (proxy/cred/credbody.c); the check is the same function
 	 */
 	if (rq->body != NULL && need == 0 && form_injectable(pol, res->host, rq) &&
 	    policy_form_overrides_method(rq->method, strlen(rq->method), rq->body, rq->body_len)) {

@@ -37,7 +37,7 @@
 #include <openssl/evp.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/limits.h"
+#include "proxy/judge/limits.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy_int.h"
 

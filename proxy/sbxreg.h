@@ -15,7 +15,7 @@
  * Each registration has an id, unique for the gateway's life (a name or an
  * address registered again is a new id): a connection remembers the id it
  * was judged under, and sbxreg_entry_current() tells it, lock-free, whether
- * that registration still stands (revocation: proxy/revoke.c).
+ * that registration still stands (revocation: proxy/cred/revoke.c).
  */
 #ifndef SLUICE_PROXY_SBXREG_H
 #define SLUICE_PROXY_SBXREG_H

@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
-#include "proxy/tlsbuf.h"
+#include "proxy/net/tlsbuf.h"
 
 static void
 accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)

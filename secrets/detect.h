@@ -2,7 +2,7 @@
  * secrets/detect.h - is a placeholder in these bytes, written in any of the
  * forms an upstream could decode it from?
  *
- * The request-side check (proxy/credhead.c, proxy/credbody.c) runs this on
+ * The request-side check (proxy/cred/credhead.c, proxy/cred/credbody.c) runs this on
  * every place of the request that leaves: the method, the path, each query
  * key and value, each header name and value, the body's strings and fields.
  * A place is searched as it is and in its decoded views: percent-decoding

@@ -1,5 +1,5 @@
 /*
- * fuzz_credhead.c - the request head that leaves (proxy/credhead.c) and the
+ * fuzz_credhead.c - the request head that leaves (proxy/cred/credhead.c) and the
  * decoded-view search under it (secrets/detect.c), checked against the
  * invariant: the value occurs in the output only at the offsets of bound
  * places.
@@ -19,7 +19,7 @@
 #include <strings.h>
 #include <event2/buffer.h>
 #include "common/sluice.h"
-#include "proxy/credhead.h"
+#include "proxy/cred/credhead.h"
 #include "secrets/secrets.h"
 
 #define PH "sluice_ph_FuzzPlaceH0lder0123456789abcdefXY"

@@ -17,8 +17,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include "proxy/dns.c"
-#include "proxy/synth.c"
+#include "proxy/dns/dns.c"
+#include "proxy/dns/synth.c"
 
 #define FUZZ_NAME_MAX 600
 #define PKT_BUF 2048

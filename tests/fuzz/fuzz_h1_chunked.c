@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/h1_parse.h"
+#include "proxy/codec/h1_parse.h"
 
 struct outcome {
 	int ok;            /* 1 done, 0 needs more, -1 error */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "proxy/h1_parse.h"
+#include "proxy/codec/h1_parse.h"
 
 #define BYTEWISE_MAX 512   /* bytewise re-parsing is quadratic */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/h1_parse.h"
+#include "proxy/codec/h1_parse.h"
 
 #define BYTEWISE_MAX 512
 

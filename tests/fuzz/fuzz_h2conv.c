@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/h2conv.h"
+#include "proxy/codec/h2conv.h"
 
 #define FUZZ_MAX_NV 64
 #define RAW_BASE 0x30

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_limits_state.c - the counters' state file parser
- * (proxy/limits_state.c): any input is refused with "name:line: why" or
+ * (proxy/judge/limits_state.c): any input is refused with "name:line: why" or
  * loaded; a loaded state written out and read back gives the same text
  * (every key and sandbox escaped so that no byte breaks a line or a field);
  * then takes, refunds and peeks driven by the input's last bytes keep the
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/limits.h"
+#include "proxy/judge/limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/tls_hello.h"
+#include "proxy/codec/tls_hello.h"
 
 #define PREFIX_CHECK_MAX 4096
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "proxy/ws.h"
+#include "proxy/codec/ws.h"
 #include "secrets/scrub.h"
 
 #define PH "PLACEH0"

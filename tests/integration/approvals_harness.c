@@ -32,7 +32,7 @@
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/approvals.h"
+#include "proxy/judge/approvals.h"
 #include "proxy/proxy_int.h"
 
 #define HOLDS_MAX 64

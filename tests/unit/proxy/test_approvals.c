@@ -1,5 +1,5 @@
 /*
- * tests/unit/proxy/test_approvals.c - proxy/approvals.c: parking, listing,
+ * tests/unit/proxy/test_approvals.c - proxy/judge/approvals.c: parking, listing,
  * approving, rejecting, timing out, cancelling, shutting down and freeing;
  * ids (16 lower-case hex, unique); the max_pending bound; argument checks;
  * the note hook's outcomes; the listing's escaping; and a decision racing a
@@ -22,7 +22,7 @@
 #include <jansson.h>
 
 #include "common/sluice.h"
-#include "proxy/approvals.h"
+#include "proxy/judge/approvals.h"
 
 struct seen {
 	int calls;

@@ -1,5 +1,5 @@
 /*
- * test_credhead.c - the head that leaves (proxy/credhead.c): the places of a
+ * test_credhead.c - the head that leaves (proxy/cred/credhead.c): the places of a
  * rendered head, which occurrences are offered for substitution, what is
  * refused (the method, the path, a header name, a query key, an encoded
  * placeholder in a bound place), case changes left alone, and the rendering:
@@ -17,7 +17,7 @@
 #include <event2/buffer.h>
 #include <openssl/evp.h>
 #include "common/sluice.h"
-#include "proxy/credhead.h"
+#include "proxy/cred/credhead.h"
 #include "secrets/secrets.h"
 
 #define PH "sluice_ph_UnitPlaceH0lder0123456789abcdef"

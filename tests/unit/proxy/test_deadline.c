@@ -1,5 +1,5 @@
 /*
- * test_deadline.c - the per-worker deadline heap (proxy/deadline.c).
+ * test_deadline.c - the per-worker deadline heap (proxy/net/deadline.c).
  *
  * Deadlines fire in order, once, and only when due; re-arming moves a
  * deadline both ways; a cancelled or dead connection never fires; a handler
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "proxy/deadline.c"
+#include "proxy/net/deadline.c"
 
 #define N 200
 

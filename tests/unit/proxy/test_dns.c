@@ -1,5 +1,5 @@
 /*
- * test_dns.c - the DNS responder (proxy/dns.c) on a real evdns port.
+ * test_dns.c - the DNS responder (proxy/dns/dns.c) on a real evdns port.
  *
  * A responder listens on 127.0.0.1 (random port) in the test's own event
  * loop; the test writes each query's bytes itself, sends it over UDP, pumps
@@ -22,8 +22,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <cmocka.h>
-#include "proxy/dns.c"
-#include "proxy/synth.c"
+#include "proxy/dns/dns.c"
+#include "proxy/dns/synth.c"
 
 #define T_A 1
 #define T_MX 15

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/h1_parse.h"
+#include "proxy/codec/h1_parse.h"
 
 static const struct h1_limits LIM = {8192, 1024, 100};
 

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/h2conv.h"
+#include "proxy/codec/h2conv.h"
 
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, 0}
 #define NVEND {NULL, NULL, 0, 0, 0}

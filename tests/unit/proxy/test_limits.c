@@ -1,5 +1,5 @@
 /*
- * tests/unit/proxy/test_limits.c - proxy/limits.c and limits_state.c: token
+ * tests/unit/proxy/test_limits.c - proxy/judge/limits.c and limits_state.c: token
  * bucket arithmetic (burst, refill, fractions never lost, Retry-After),
  * budget windows (the UTC day boundary, refunds, the clock stepping back),
  * scopes, reload changes, the state file (exact text, round trip through a
@@ -22,7 +22,7 @@
 
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/limits.h"
+#include "proxy/judge/limits.h"
 
 /* 2024-03-01T00:00:00Z, in ms */
 #define DAY0 UINT64_C(1709251200000)

@@ -1,5 +1,5 @@
 /*
- * test_revoke.c - what revocation (proxy/revoke.c) and tenant keys decide.
+ * test_revoke.c - what revocation (proxy/cred/revoke.c) and tenant keys decide.
  *
  * revoke_policies_differ() sees every change of a secret or a sandbox that
  * matters for injection, and no change of rules alone; conn_tenant() keys a

@@ -1,6 +1,6 @@
 /*
  * test_semantic.c - the request record's semantic members (issue 6,
- * proxy/semantic.c fills them, proxy/audit.c writes them): mode, report,
+ * proxy/judge/semantic.c fills them, proxy/audit.c writes them): mode, report,
  * limit, hold and budget, as nested objects in the documented order
  * (after status, before conn), each only when set, escaped like every
  * other string, and an overflow of a nested object loses the record (it is

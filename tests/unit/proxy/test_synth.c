@@ -1,5 +1,5 @@
 /*
- * test_synth.c - the synthetic address map (proxy/synth.c).
+ * test_synth.c - the synthetic address map (proxy/dns/synth.c).
  *
  * Names get slots in order and keep them; addresses map back to names,
  * IPv4-mapped IPv6 included; addresses outside the ranges are told from
@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 #include <cmocka.h>
-#include "proxy/synth.c"
+#include "proxy/dns/synth.c"
 
 static struct sockaddr_storage
 sa_of(const char *text)

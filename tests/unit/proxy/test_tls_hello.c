@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <openssl/ssl.h>
 
-#include "proxy/tls_hello.h"
+#include "proxy/codec/tls_hello.h"
 
 static struct tls_hello H;
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <openssl/crypto.h>
 
-#include "proxy/tlsbuf.h"
+#include "proxy/net/tlsbuf.h"
 
 static void
 test_reuses_record_sized_blocks(void **state)

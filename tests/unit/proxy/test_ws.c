@@ -16,7 +16,7 @@
 
 #include "common/sluice.h"
 #include "secrets/detect.h"
-#include "proxy/ws.h"
+#include "proxy/codec/ws.h"
 #include "secrets/scrub.h"
 
 #define PH "tst_ph_0123456789abcdefABCDEF"        /* a placeholder */

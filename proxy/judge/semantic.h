@@ -1,0 +1,70 @@
+/*
+ * proxy/judge/semantic.h - semantic rules in the request path (issue 6): the one
+ * place that builds a struct policy_request from a request, holds the body
+ * a rule must read, applies the decision (deny, allow with its limits, hold
+ * for an operator, report mode) and adds its members to the audit record.
+ * Every path runs it: plain and TLS, transparent and explicit, and HTTP/2
+ * streams (their virtual connections run http.c like any connection).
+ *
+ * The order for one request:
+ *   sem_head()        at the head: what a rule needs of the body
+ *                     (policy_body_need); none: decided now
+ *   CONN_S_HOLD       the body is held (sem_hold_pump), up to the rules'
+ *                     max_body (413 beyond), or only the git command
+ *                     section; then decided with it
+ *   hold verdict      the whole body held, parked (approvals.h) until an
+ *                     operator decides or it times out
+ *   sem_admit()       (relay_dial) the limits of an allowed request: each
+ *                     secret's limit, the rule's rate limit, its budget
+ *   sem_sent()        the first byte went upstream: a budget taken is spent
+ *   sem_req_free()    the request ends: a pending hold is cancelled, a
+ *                     budget not spent is refunded, held bytes are released
+ *
+ * Bounds (proxy_int.h): a held body is at most the max_body of the rules that
+ * read it (policy: at most 16 MiB); a hold whose rule reads no body holds at
+ * most PROXY_HOLD_BODY_MAX; the held bodies of one HTTP/2 connection's streams
+ * at most PROXY_H2_HELD_MAX, and of the whole gateway at most PROXY_HELD_MAX
+ * (a request that would pass either is answered 503).
+ */
+#ifndef SLUICE_PROXY_SEMANTIC_H
+#define SLUICE_PROXY_SEMANTIC_H
+
+struct conn;
+struct req;
+struct h1_message;
+struct audit_rec;
+
+/*
+ * The request head <m> is parsed and its path normalised (c->req): judges
+ * what can be judged without the body.  0: go on (allowed, or the body is
+ * to be held first: sem_holds_body); -1: answered (403, 413, 503).
+ */
+int sem_head(struct conn *c, const struct h1_message *m);
+/* 1 when the request's body is to be held for a semantic decision or an approval (after sem_head). */
+int sem_holds_body(const struct conn *c);
+/* 1 when a hold verdict waits to be parked with no body to hold (after sem_head): call sem_park_start. */
+int sem_park_pending(const struct conn *c);
+/* Parks a held request that has no body (CONN_S_HOLD). */
+void sem_park_start(struct conn *c);
+/* 1 while the request is in the semantic part of CONN_S_HOLD (sem_hold_pump pumps it). */
+int sem_pumps(const struct conn *c);
+/* CONN_S_HOLD: reads the body into r->hold, decides, parks or goes on. */
+void sem_hold_pump(struct conn *c);
+/* CONN_S_HOLD timed out: 1 when it was a wait for an operator (answered 403), else 0. */
+int sem_timeout(struct conn *c);
+/* 1 while the request waits for an operator's decision. */
+int sem_waiting(const struct conn *c);
+/*
+ * relay_dial, before the request's record: takes the limits of the allowed
+ * request (each secret it uses, then the rule's rate limit, then its
+ * budget), once.  0: go on; -1: answered (429 with Retry-After, 503).
+ */
+int sem_admit(struct conn *c);
+/* The request's first byte went upstream: its budget is spent (no refund from now on). */
+void sem_sent(struct req *r);
+/* The request ends (http_req_reset): cancels a pending hold, refunds a budget not spent, frees. */
+void sem_req_free(struct conn *c);
+/* Adds the semantic members (mode, report, limit, hold, budget) of the request to its audit record <a>. */
+void sem_audit_fill(const struct req *r, struct audit_rec *a);
+
+#endif

@@ -1,0 +1,831 @@
+/*
+ * proxy/session/http.c - HTTP/1.1 requests on a client connection: parse the head,
+ * establish which host it names, normalise and judge the path, forward it
+ * over the (pooled) upstream connection, stream both bodies with backpressure,
+ * and audit the outcome.  One request is in flight at a time: pipelined
+ * requests wait in the input buffer (bounded by its read watermark), so
+ * responses leave in order.
+ */
+#include <string.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <event2/buffer.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+#include "proxy/judge/semantic.h"
+
+#define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
+
+
+static int read_request(struct conn *c);
+
+#define CONNECT_TRANSPARENT_PHRASE "Sandbox Is Transparent: Unset HTTPS_PROXY"
+#define CONNECT_TRANSPARENT_REASON                                                                              \
+	"CONNECT to a transparent sandbox's gateway: this sandbox needs no proxy (its traffic is redirected to the " \
+	"gateway); unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY and connect directly"
+
+void
+http_req_reset(struct conn *c)
+{
+	struct req *r = c->req;
+
+	audit_unpark(c);  /* a request or passthrough waiting for its audit record */
+	if (c->state == CONN_S_DEAD)
+		http_refusals_flush(c);  /* the connection ends (conn_close): the count of refusals not recorded */
+	if (r == NULL)
+		return;
+	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
+	refuse_proto_free(r);
+	cred_release(r);
+	cred_hold_free(r);
+	ws_tunnel_free(r);
+	free(r->path);
+	free(r->query);
+	if (r->up_head != NULL)
+		evbuffer_free(r->up_head);
+	if (r->resp_trailers != NULL)
+		evbuffer_free(r->resp_trailers);
+	free(r);
+	c->req = NULL;
+}
+
+/* A fresh request; between requests a connection holds none (idle connections stay small). */
+static struct req *
+req_new(struct conn *c)
+{
+	http_req_reset(c);
+	c->req = xcalloc(1, sizeof(*c->req));
+	c->req->minor_version = -1;   /* unknown until the head parses */
+	c->req->upstream_tls = -1;    /* unknown until an upstream is dialled */
+	clock_gettime(CLOCK_MONOTONIC, &c->req->t0);
+	return c->req;
+}
+
+const struct policy_limits *
+http_limits(struct conn *c)
+{
+	return &c->w->gw->cfg->limits;
+}
+
+const char *
+http_req_id(struct conn *c)
+{
+	struct req *r = c->req;
+
+	if (r->audit_id[0] == '\0')
+		snprintf(r->audit_id, sizeof(r->audit_id), "%llu-%lu", (unsigned long long)c->id,
+		         (unsigned long)++c->nreq);
+	return r->audit_id;
+}
+
+/* The request record: at the decision (allow, no status), or a refusal's only record (deny and the status). */
+static uint64_t
+audit_request_rec(struct conn *c, const char *verdict, int with_status)
+{
+	struct req *r = c->req;
+	char pathbuf[1024], peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
+	const char *path = r->path, *names[CRED_USES_MAX], *places[CRED_USES_MAX];
+	size_t i;
+
+	if (r->query != NULL && c->w->gw->cfg->audit_log_query && r->path != NULL) {
+		snprintf(pathbuf, sizeof(pathbuf), "%s%s", r->path, r->query);
+		path = pathbuf;
+	}
+	for (i = 0; i < r->nuses; i++) {
+		names[i] = r->uses[i].s->name;
+		places[i] = r->uses[i].place;
+	}
+	struct audit_rec a = {
+		.type = "request",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = http_req_id(c),
+		.client = conn_peer_str(c, peer),
+		.dest = conn_dest_str(c, dest),
+		.sni = c->sni,
+		.host = c->host[0] ? c->host : NULL,
+		.secret_names = names,
+		.secret_places = places,
+		.nsecrets = r->nuses,
+		.method = r->method[0] ? r->method : NULL,
+		.path = path,
+		.http_version = c->h2_stream ? "2" : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
+		.verdict = verdict,
+		.rule = r->rule,
+		.reason = r->reason,
+		.status = with_status && r->status > 0 ? r->status : -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+		.limit_retry_after = -1,
+	};
+	if (r->sem != NULL)
+		sem_audit_fill(r, &a);
+	return audit_write(c->w->gw->audit, &a);
+}
+
+static void
+audit_exfil_rec(struct conn *c)
+{
+	struct req *r = c->req;
+	char peer[CONN_ADDR_STR];
+	struct audit_rec a = {
+		.type = "exfiltration_attempt",
+		.event = "exfiltration_attempt",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = http_req_id(c),
+		.secret = r->event_secret,
+		.place = r->event_place,
+		.host = c->host[0] ? c->host : NULL,
+		.rule = "secrets",
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+	};
+
+	audit_write(c->w->gw->audit, &a);
+}
+
+/* The outcome of a request that was let through: a scrub record when values were scrubbed, then its response. */
+static void
+audit_response_rec(struct conn *c)
+{
+	struct req *r = c->req;
+	char peer[CONN_ADDR_STR];
+	const char *scrubbed[SCRUB_TAGS];
+	size_t i, n = 0;
+
+	/* tag i: policy secret i (credscrub.c), whether or not this request injected it */
+	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
+		if (scrub_hits_has(&r->scrub_hits, (unsigned)i))
+			scrubbed[n++] = policy_secret_get(c->pol, i)->name;
+	struct audit_rec a = {
+		.type = "scrub",
+		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
+		.id = http_req_id(c),
+		.host = c->host[0] ? c->host : NULL,
+		.scrubbed = scrubbed,
+		.nscrubbed = n,
+		.status = -1,
+		.bytes_up = -1,
+		.bytes_down = -1,
+		.duration_ms = -1,
+		.upstream_tls = -1,
+		.conn_id = c->id,
+	};
+	if (n > 0)
+		audit_write(c->w->gw->audit, &a);
+	a.type = "response";
+	a.status = r->status > 0 ? r->status : -1;
+	a.bytes_up = (int64_t)r->bytes_up;
+	a.bytes_down = (int64_t)r->bytes_down;
+	a.duration_ms = proxy_ms_since(&r->t0);
+	a.upstream_tls = r->upstream_tls;
+	a.rule = r->rule;
+	a.reason = r->reason;
+	audit_write(c->w->gw->audit, &a);
+}
+
+int
+http_audit_decide(struct conn *c)
+{
+	struct req *r = c->req;
+
+	if (r->audit_decided)
+		return 0;
+	r->audit_seq = audit_request_rec(c, "allow", 0);
+	r->audit_decided = 1;
+	/* recorded: from now on they describe the outcome (an upstream failure, a cut transfer) */
+	r->rule = NULL;
+	r->reason = NULL;
+	return r->audit_seq == 0 && audit_enabled(c->w->gw->audit) ? -1 : 0;
+}
+
+int
+http_refusal_admit(struct conn *c)
+{
+	struct conn *p = c->h2_stream ? h2srv_parent(c) : c;
+
+	if (p == NULL)
+		return 1;
+	if (p->nrefused < PROXY_REFUSALS_AUDITED) {
+		p->nrefused++;
+		return 1;
+	}
+	p->nrefused_quiet++;
+	return 0;
+}
+
+void
+http_refusals_flush(struct conn *c)
+{
+	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], why[160];
+
+	if (c->h2_stream || c->nrefused_quiet == 0)
+		return;
+	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
+	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
+	struct audit_rec a = AUDIT_REC_INIT("denial");
+
+	a.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	a.client = conn_peer_str(c, peer);
+	a.dest = conn_dest_str(c, dest);
+	a.sni = c->sni;
+	a.host = c->host[0] ? c->host : NULL;
+	a.rule = "audit.refusals";
+	a.reason = why;
+	a.conn_id = c->id;
+	a.suppressed = c->nrefused_quiet;
+	audit_write(c->w->gw->audit, &a);
+	c->nrefused_quiet = 0;
+}
+
+void
+http_audit_request(struct conn *c, const char *verdict)
+{
+	struct req *r = c->req;
+	int quiet = 0;
+
+	if (!r->audit_decided) {
+		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
+		verdict = "deny";
+		quiet = !http_refusal_admit(c);
+		if (!quiet)
+			r->audit_seq = audit_request_rec(c, verdict, 1);
+		r->audit_decided = 1;
+		r->audit_done = 1;
+	}
+	if (r->event != NULL && !r->audit_exfil) {
+		if (!quiet)
+			audit_exfil_rec(c);
+		r->audit_exfil = 1;
+	}
+	if (!r->audit_done) {
+		audit_response_rec(c);
+		r->audit_done = 1;
+	}
+	atomic_fetch_add(&c->w->gw->nrequests, 1);
+	if (c->sbx != NULL)
+		atomic_fetch_add(&c->sbx->requests, 1);
+	if (strcmp(verdict, "deny") == 0) {
+		atomic_fetch_add(&c->w->gw->ndenied, 1);
+		if (c->sbx != NULL)
+			atomic_fetch_add(&c->sbx->denied, 1);
+	}
+}
+
+const char *
+http_refusal_rule(int status, const char *err)
+{
+	/* name the limit a refusal comes from, so the operator knows which knob it is */
+	if (status == 414)
+		return "limits.request_line";
+	if (status == 431 && err != NULL && strstr(err, "header fields") != NULL)
+		return "limits.header_count";
+	if (status == 431)
+		return "limits.header_bytes";
+	return "http";
+}
+
+/* Enters REQ_HEAD for the next request, or closes when the connection cannot go on. */
+void
+http_next_request(struct conn *c, int keep)
+{
+	http_req_reset(c);
+	c->head_started = 0;
+	if (!keep || c->client_eof || c->w->draining) {
+		/* never closed from here: callers still hold views into the buffers */
+		conn_set_state(c, CONN_S_CLOSING);
+		cio_read(c, 0);
+		conn_arm_timer(c, cio_out_len(c) > 0 ? 5000 : 0);
+		return;
+	}
+	conn_set_state(c, CONN_S_REQ_HEAD);
+	cio_read(c, 1);
+	conn_arm_timer(c, http_limits(c)->idle_ms);
+}
+
+/*
+ * Answers the current request ourselves.  The request body (if any) was not
+ * read, so the connection closes after the answer unless there was none.
+ */
+int
+http_answer_keep(const struct conn *c, int status)
+{
+	const struct req *r = c->req;
+
+	return r->client_keep_alive && r->body == H1_BODY_NONE && status != 400 && status != 408 && status != 431 &&
+	       status != 414 && status < 500;
+}
+
+void
+http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
+{
+	int keep;
+
+	if (refuse_proto_answer(c, status, error, rule, reason, audit))
+		return;  /* a git or gRPC request: answered (or being drained first) in its own protocol */
+	keep = http_answer_keep(c, status);
+	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
+	http_answer_end(c, status, rule, reason, audit, keep);
+}
+
+void
+http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep)
+{
+	struct req *r = c->req;
+
+	r->status = status;
+	r->rule = rule;
+	r->reason = reason;
+	if (audit)
+		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
+		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+	http_next_request(c, keep);
+}
+
+int
+http_append_header(struct evbuffer *out, const struct h1_header *h)
+{
+	return evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name, (int)h->value_len, h->value);
+}
+
+/* Copies the end-to-end headers of <m>, minus the <nskip> names of <skip> (NULL entries skip nothing). */
+static void
+copy_headers(struct evbuffer *out, const struct h1_message *m, const char *const *skip, size_t nskip)
+{
+	size_t i, k;
+
+	for (i = 0; i < m->nheaders; i++) {
+		const struct h1_header *h = &m->headers[i];
+
+		if (h1_is_hop_by_hop(h->name, h->name_len) || h1_connection_lists(m, h->name, h->name_len))
+			continue;
+		if (sluice_iov_ieq(h->name, h->name_len, "content-length"))
+			continue;
+		for (k = 0; k < nskip; k++)
+			if (skip[k] != NULL && sluice_iov_ieq(h->name, h->name_len, skip[k]))
+				break;
+		if (k == nskip)
+			http_append_header(out, h);
+	}
+}
+
+void
+http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2)
+{
+	const char *skip[2] = {skip1, skip2};
+
+	copy_headers(out, m, skip, 2);
+}
+
+/* Splits an absolute-form target "http(s)://authority/path?q" into authority and the rest. */
+static int
+absolute_form(const char *t, size_t n, int *https, const char **auth, size_t *auth_len, const char **rest,
+              size_t *rest_len)
+{
+	size_t skip, i;
+
+	if (n >= 7 && strncasecmp(t, "http://", 7) == 0) {
+		skip = 7;
+		*https = 0;
+	} else if (n >= 8 && strncasecmp(t, "https://", 8) == 0) {
+		skip = 8;
+		*https = 1;
+	} else {
+		return -1;
+	}
+	for (i = skip; i < n && t[i] != '/' && t[i] != '?'; i++)
+		if (t[i] == '@' || t[i] == '#')
+			return -1;   /* userinfo or fragment in a request target: refused */
+	*auth = t + skip;
+	*auth_len = i - skip;
+	*rest = t + i;
+	*rest_len = n - i;
+	return *auth_len > 0 ? 0 : -1;
+}
+
+
+
+
+
+
+
+
+
+/* Works out which host a request on this connection names; 0, or an answer was sent. */
+static int
+request_host(struct conn *c, const struct h1_message *m, const char **path, size_t *path_len)
+{
+	char host[HOST_BUF], ahost[HOST_BUF];
+	unsigned port = 0, aport = 0;
+	const char *err = NULL, *auth, *rest;
+	size_t auth_len, rest_len;
+	int https, has_abs = 0, dflt = c->tls ? 443 : 80;
+
+	if (m->target_len > 0 && m->target[0] == '/') {
+		*path = m->target;
+		*path_len = m->target_len;
+		if (c->mode == CONN_MODE_EXPLICIT && !c->tls) {
+			http_answer(c, 400, "bad request", "http", "a proxy request needs an absolute-form target or CONNECT", 1);
+			return -1;
+		}
+	} else if (absolute_form(m->target, m->target_len, &https, &auth, &auth_len, &rest, &rest_len) == 0) {
+		if (https != c->tls) {
+			http_answer(c, 400, "bad request", "http",
+			       c->tls ? "http:// target inside a TLS connection" : "https:// targets need CONNECT", 1);
+			return -1;
+		}
+		if (host_split_authority(auth, auth_len, dflt, ahost, &aport, &err) < 0) {
+			http_answer(c, 400, "bad request", "http", err, 1);
+			return -1;
+		}
+		has_abs = 1;
+		*path = rest_len > 0 ? rest : "/";
+		*path_len = rest_len > 0 ? rest_len : 1;
+		if ((*path)[0] == '?') {  /* "http://h?q": the path is "/" */
+			http_answer(c, 400, "bad request", "http", "absolute-form target without a path", 1);
+			return -1;
+		}
+	} else {
+		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
+		return -1;
+	}
+	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len);
+	if (m->host != NULL) {
+		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
+			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);
+			return -1;
+		}
+	} else if (!has_abs && (c->tls == 0 || m->minor_version == 1)) {
+		http_answer(c, 400, "bad request", "http", "missing Host header", 1);
+		return -1;
+	}
+	if (has_abs && m->host != NULL && (strcmp(ahost, host) != 0 || aport != port)) {
+		http_answer(c, 421, "misdirected request", "host", "Host header differs from the request target", 1);
+		return -1;
+	}
+	if (!has_abs && m->host == NULL) {  /* HTTP/1.0 inside TLS: the judged host */
+		snprintf(host, sizeof(host), "%s", c->host);
+		port = c->port;
+	} else if (has_abs) {
+		memcpy(host, ahost, sizeof(host));
+		port = aport;
+	}
+	if (c->tls || (c->mode == CONN_MODE_TRANSPARENT && c->judged)) {
+		/* inside TLS the judged host is the SNI or CONNECT authority; the request must name it */
+		if (strcmp(host, c->host) != 0 || (c->tls && port != c->port && (has_abs || port != (unsigned)dflt))) {
+			http_answer(c, 421, "misdirected request", "host",
+			       c->mode == CONN_MODE_EXPLICIT ? "Host differs from the CONNECT authority"
+			                                     : "Host differs from the TLS server name (SNI)",
+			       1);
+			return -1;
+		}
+		return 0;
+	}
+	if (c->mode == CONN_MODE_TRANSPARENT) {
+		const char *why;
+
+		port = c->port;  /* plain HTTP redirected: the port the sandbox dialled */
+		if (gwdns_check(c, host, sizeof(host), 1, &why) != 0) {
+			http_answer(c, 421, "misdirected request", "listen.dns", why, 1);
+			return -1;
+		}
+	}
+	if (!c->judged || strcmp(host, c->host) != 0 || port != c->port) {
+		struct policy_conn_decision d;
+
+		conn_set_host(c, host);
+		c->port = port;
+		policy_decide_conn(c->pol, c->host, c->port, &d);
+		c->entry = d.host;
+		c->judged = 1;
+		if (d.verdict == POLICY_DENY) {
+			c->judged = 0;
+			http_answer(c, 403, "denied by policy", d.rule, d.reason, 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Parses and handles one request head; 1 when the state moved on, 0 to wait for bytes. */
+static int
+read_request(struct conn *c)
+{
+	const struct policy_limits *lim = http_limits(c);
+	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
+	struct evbuffer *in = cio_in(c);
+	struct h1_message *m = c->w->msg;
+	struct req *r;
+	size_t len = evbuffer_get_length(in), cap, path_len = 0, plen;
+	const char *err = NULL, *path = NULL, *q;
+	char *head;
+	int status = 400, n, hold;
+	long nl;
+	const struct h1_header *te;
+
+	if (len == 0) {
+		if (c->client_eof)
+			conn_close(c);
+		return 0;
+	}
+	if (!c->head_started) {
+		c->head_started = 1;
+		conn_arm_timer(c, lim->request_head_ms);
+	}
+	cap = len < (size_t)lim->header_bytes + 1 ? len : (size_t)lim->header_bytes + 1;
+	head = (char *)evbuffer_pullup(in, (ev_ssize_t)cap);
+	n = h1_parse_request(head, cap, &hl, m, &err, &status);
+	if (n == -2) {
+		if (c->client_eof) {
+			conn_close(c);
+			return 0;
+		}
+		if (cap <= lim->header_bytes)
+			return 0;
+		n = -1;
+		status = 431;
+		err = "request head too large (limits.header_bytes)";
+	}
+	r = req_new(c);
+	if (n < 0) {
+		r->client_keep_alive = 0;
+		http_answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);
+		return 1;
+	}
+	if (m->method_len >= sizeof(r->method)) {
+		http_answer(c, 400, "bad request", "http", "method too long", 1);
+		return 1;
+	}
+	memcpy(r->method, m->method, m->method_len);
+	r->method_len = m->method_len;
+	r->minor_version = c->h2_stream ? 0 : m->minor_version;  /* a stream: one answer, ended by END_STREAM */
+	r->is_head = m->method_len == 4 && memcmp(m->method, "HEAD", 4) == 0;
+	r->client_keep_alive = m->keep_alive && !c->h2_stream;
+	r->websocket = m->upgrade_websocket;
+	r->body = m->framing;
+	r->body_left = m->content_length;
+	/* a body on GET/HEAD/OPTIONS that get_bodies: allow let through: the upstream connection ends with it */
+	r->up_no_reuse = r->body != H1_BODY_NONE;
+	h1_chunked_init(&r->body_chunk, PROXY_TRAILER_MAX);
+	/* <m> points into <in>: the head is drained only after its last use below */
+	/* judged under the newest policy, or refused when the connection's facts were revoked (revoke.c) */
+	if (revoke_request_start(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
+		evbuffer_drain(in, (size_t)n);
+		if (c->mode == CONN_MODE_TRANSPARENT) {
+			/*
+			 * a proxy variable passed into a transparent sandbox: say so, also in the reason phrase,
+			 * which is all that clients print of a refused CONNECT (Python, Go: "Tunnel connection failed: 405 ...")
+			 */
+			r->client_keep_alive = 0;
+			respond_json_phrase(cio_out(c), 405, CONNECT_TRANSPARENT_PHRASE, "method not allowed", c->host, "http",
+			                    CONNECT_TRANSPARENT_REASON, 1);
+			http_answer_end(c, 405, "http", CONNECT_TRANSPARENT_REASON, 1, 0);
+			return 1;
+		}
+		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
+		return 1;
+	}
+	if (request_host(c, m, &path, &path_len) < 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	q = memchr(path, '?', path_len);
+	plen = q ? (size_t)(q - path) : path_len;
+	if (q != NULL)
+		r->query = xstrndup(q, path_len - plen);
+	r->path = xmalloc(plen + 2);
+	/* normalised with the host's encoded_slashes and path_params, as `sluice policy test` does */
+	nl = policy_host_path(c->entry, path, plen, r->path, plen + 2, &err);
+	if (nl < 0) {
+		free(r->path);
+		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 400, "bad request", "path", err, 1);
+		return 1;
+	}
+	r->path_len = (size_t)nl;
+	if (!audit_healthy(c->w->gw->audit)) {
+		/* failing closed: a request that cannot be recorded is not served */
+		evbuffer_drain(in, (size_t)n);
+		r->client_keep_alive = 0;
+		http_answer(c, 503, "audit log unavailable", "audit",
+		            "the audit log cannot be written: new requests are refused until it can", 1);
+		return 1;
+	}
+	/* semantic rules (semantic.c): decided now, or once the body a rule reads is held */
+	if (sem_head(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	if (c->mode == CONN_MODE_EXPLICIT && !c->tls && cred_client_auth(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 407, "proxy authentication failed", "sandboxes",
+		            "Proxy-Authorization matches no sandbox's proxy_auth", 1);
+		return 1;
+	}
+	/* a host secrets are bound to: its response is scrubbed, whatever this request carries (credscrub.c) */
+	if (cred_host_scrub(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 500, "internal error", "secrets", "cannot build the response scrubber", 1);
+		return 1;
+	}
+	/*
+	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
+	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
+	 */
+	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	if ((hold = cred_hold_begin(c, m)) < 0) {
+		evbuffer_drain(in, (size_t)n);
+		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
+		return 1;
+	}
+	/* build the head we send upstream while the parsed views are valid */
+	r->up_head = evbuffer_new();
+	evbuffer_add_printf(r->up_head, "%s %s%s HTTP/1.1\r\n", r->method, r->path, r->query ? r->query : "");
+	if (m->host != NULL)
+		http_append_header(r->up_head, m->host);
+	else if ((c->tls && c->port == 443) || (!c->tls && c->port == 80))
+		evbuffer_add_printf(r->up_head, "Host: %s\r\n", c->host);
+	else
+		evbuffer_add_printf(r->up_head, strchr(c->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", c->host,
+		                    c->port);
+	/*
+	 * A held body is answered with our own 100; with secrets, no WebSocket
+	 * extension (frames stay searchable); toward a host secrets are bound to,
+	 * no gRPC message compression (grpc-accept-encoding; credhead.c drops it
+	 * too where a secret is injected): the response's messages are scrubbed
+	 * one by one (credresp.c), which needs them uncompressed; and the sandbox
+	 * does not choose how such a response is encoded (Accept-Encoding) or cut
+	 * into pieces, none holding a whole value (Range, If-Range, and
+	 * Request-Range, which old servers honour).
+	 */
+	const int hs = r->hscrub != NULL;
+	const char *skip[] = {"host", hold ? "expect" : NULL,
+	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL,
+	                      hs ? "grpc-accept-encoding" : NULL, hs ? "accept-encoding" : NULL, hs ? "range" : NULL,
+	                      hs ? "if-range" : NULL, hs ? "request-range" : NULL};
+	copy_headers(r->up_head, m, skip, sizeof(skip) / sizeof(skip[0]));
+	/* every Accept-Encoding field becomes one naming only what the scrubber decodes */
+	if (hs && h1_find_header(m, "accept-encoding") != NULL)
+		evbuffer_add(r->up_head, AE_SCRUBBABLE, sizeof(AE_SCRUBBABLE) - 1);
+	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
+	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
+		evbuffer_add(r->up_head, "TE: trailers\r\n", 14);
+	if (hold)
+		;  /* the framing follows the body (credbody.c) */
+	else if (r->body == H1_BODY_LENGTH)
+		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
+	else if (r->body == H1_BODY_CHUNKED)
+		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n", 28);
+	if (r->websocket) {
+		const struct h1_header *u = h1_find_header(m, "upgrade");
+		evbuffer_add(r->up_head, "Connection: Upgrade\r\n", 21);
+		if (u != NULL)
+			http_append_header(r->up_head, u);
+	}
+	if (!hold)
+		evbuffer_add(r->up_head, "\r\n", 2);
+	/*
+	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
+	 * values written only inside bound places, a placeholder anywhere else refused
+	 */
+	if (policy_secret_count(c->pol) > 0 && cred_check_head(c) != 0) {
+		evbuffer_drain(in, (size_t)n);
+		return 1;
+	}
+	evbuffer_drain(in, (size_t)n);
+	if (hold) {
+		cred_hold_start(c);
+		return 1;
+	}
+	if (sem_park_pending(c)) {  /* a hold with no body: it waits for an operator now */
+		sem_park_start(c);
+		return 1;
+	}
+	if (r->body != H1_BODY_NONE && policy_secret_count(c->pol) > 0 && cred_scan_begin(c) != 0) {
+		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
+		return 1;
+	}
+	relay_dial(c);
+	return 1;
+}
+
+
+
+
+
+
+void
+http_pump(struct conn *c)
+{
+	for (;;) {
+		switch (c->state) {
+		case CONN_S_REQ_HEAD:
+			if (!read_request(c))
+				return;
+			break;
+		case CONN_S_RELAY:
+			relay_pump(c);
+			return;
+		case CONN_S_HOLD:
+			if (refuse_proto_draining(c)) {
+				refuse_proto_pump(c);
+				if (c->state == CONN_S_HOLD)
+					return;
+				break;
+			}
+			if (sem_pumps(c))
+				sem_hold_pump(c);
+			else
+				cred_hold_pump(c);
+			/* a refused push is drained from here on (refuse_proto.c), with what is in its input already */
+			if (c->state == CONN_S_HOLD && !refuse_proto_draining(c))
+				return;
+			break;
+		case CONN_S_DIAL:
+			return;
+		default:
+			conn_pump(c);
+			return;
+		}
+	}
+}
+
+void
+http_timeout(struct conn *c)
+{
+	switch (c->state) {
+	case CONN_S_REQ_HEAD:
+		if (c->head_started && cio_in_len(c) > 0) {
+			req_new(c)->client_keep_alive = 0;
+			http_answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
+			return;
+		}
+		conn_close(c);  /* idle keep-alive connection */
+		return;
+	case CONN_S_DIAL:
+		if (c->req->audit_parked) {
+			audit_unpark(c);
+			c->req->audit_parked = 0;
+			c->req->client_keep_alive = 0;
+			http_answer(c, 503, "audit log unavailable", "audit",
+			            "the request's audit record was not written in time: not sent", 1);
+			return;
+		}
+		if (c->up != NULL) {
+			upstream_free(c->up);
+			c->up = NULL;
+		}
+		http_answer(c, 504, "upstream failed", "limits.upstream_connect", "upstream connect timed out", 1);
+		return;
+	case CONN_S_RELAY:
+		if (relay_up_progress(c)) {
+			conn_arm_timer(c, http_limits(c)->body_ms);
+			return;
+		}
+		relay_abort(c, "no progress in time (limits.body)", 504);
+		return;
+	case CONN_S_H2:
+		if (h2srv_waiting(c)) {  /* a stream waits for an operator: the connection is not idle */
+			conn_arm_timer(c, http_limits(c)->idle_ms);
+			return;
+		}
+		conn_close(c);
+		return;
+	case CONN_S_HOLD:
+		if (refuse_proto_draining(c)) {
+			refuse_proto_timeout(c);
+			return;
+		}
+		if (sem_timeout(c))
+			return;
+		c->req->client_keep_alive = 0;
+		http_answer(c, 408, "request timeout", "limits.body", "request body not received in time", 1);
+		return;
+	case CONN_S_TUNNEL:
+		conn_close(c);
+		return;
+	default:
+		conn_close(c);
+		return;
+	}
+}
+

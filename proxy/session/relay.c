@@ -1,0 +1,761 @@
+/*
+ * proxy/session/relay.c - one request in flight: dial (or reuse) the upstream, send
+ * the head, stream the request body up and the response down with
+ * backpressure (64 KiB watermarks each way), re-frame chunked and
+ * close-delimited bodies, relay interim responses, switch to a byte tunnel
+ * after a WebSocket 101, and finish or abort the request.
+ */
+#include <string.h>
+#include <stdlib.h>
+#include <event2/buffer.h>
+#include "common/log.h"
+#include "common/sluice.h"
+#include "proxy/proxy_int.h"
+#include "proxy/judge/semantic.h"
+
+#define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
+#define RESP_HEAD_MIN 32768
+
+static void dial_done(struct upstream *up, const char *err, int status, void *arg);
+
+static void
+up_readcb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_pump(arg);
+}
+
+static void
+up_writecb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_pump(arg);
+}
+
+static void
+up_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	http_upstream_event(arg, what);
+}
+
+void
+http_upstream_event(struct conn *c, short what)
+{
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	c->up_eof = 1;
+	conn_pump(c);
+}
+
+static void send_head(struct conn *c);
+
+/* The request's record is in the audit file: its head may go upstream now. */
+static void
+relay_resume(void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->req == NULL || !c->req->audit_parked)
+		return;
+	c->req->audit_parked = 0;
+	if (c->state != CONN_S_DIAL || c->up == NULL)
+		return;
+	if (revoke_send_check(c) != 0)  /* revoked while its record was written */
+		return;
+	send_head(c);
+	relay_pump(c);
+}
+
+/*
+ * The upstream is ready.  The first byte of the request goes up only once
+ * its audit record is in the file (docs/audit-schema.md): until then the
+ * request waits here, parked, with the connection's other work going on.
+ * 1 when the head went out, 0 when parked (relay_resume follows).
+ */
+static int
+start_relay(struct conn *c)
+{
+	struct req *r = c->req;
+
+	/* injected values leave only under facts still current: revoked since it was judged, it is refused */
+	if (revoke_send_check(c) != 0)
+		return 0;
+	relay_own_upstream(c);
+	c->up_eof = 0;
+	if (audit_park(c->w->gw->audit, r->audit_seq, relay_resume, c) == 0) {
+		r->audit_parked = 1;
+		return 0;
+	}
+	send_head(c);
+	return 1;
+}
+
+static void
+send_head(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
+	size_t n = evbuffer_get_length(r->up_head);
+
+	c->up->no_index = r->nuses > 0;  /* an h2 upstream never indexes a head that carries secrets */
+	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
+	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	/* keep the head for one resend if a pooled connection turns out stale */
+	evbuffer_add(uout, evbuffer_pullup(r->up_head, -1), n);
+	conn_set_state(c, CONN_S_RELAY);
+	r->resp = RESP_S_HEAD;
+	r->body_done = r->body_done || r->body == H1_BODY_NONE;  /* a git push's body may be whole already (semantic.c) */
+	if (r->sem != NULL)
+		sem_sent(r);
+	conn_arm_timer(c, http_limits(c)->body_ms);
+	cio_read(c, 1);
+	r->up_queued = evbuffer_get_length(uout);
+}
+
+void
+relay_own_upstream(struct conn *c)
+{
+	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
+}
+
+void
+relay_dial(struct conn *c)
+{
+	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
+	char tenant[UPSTREAM_TENANT_MAX];
+	unsigned alpn = 0;
+
+	/*
+	 * The upstream is offered what the client offered of h2 and http/1.1.  A
+	 * WebSocket upgrade is dialled as HTTP/1.1, unless the worker already has
+	 * an h2 session to the host that allows extended CONNECT (RFC 8441).
+	 */
+	if (c->tls) {
+		alpn = (c->alpn_h1 || !c->alpn_h2) ? UPSTREAM_ALPN_H1 : 0;
+		if (c->alpn_h2)
+			alpn |= c->req->websocket ? UPSTREAM_ALPN_WS : UPSTREAM_ALPN_H2;
+		if (c->req->websocket)
+			alpn |= UPSTREAM_ALPN_H1;
+		if (alpn == 0)
+			alpn = UPSTREAM_ALPN_H1;
+	}
+
+	/* allowed: the limits of its rule and secrets (429, or 503 when they cannot be counted) */
+	if (sem_admit(c) != 0)
+		return;
+	/* decided and allowed: its record is queued now, and written before its first byte goes up */
+	if (!c->req->audit_decided && http_audit_decide(c) != 0) {
+		c->req->client_keep_alive = 0;
+		http_answer(c, 503, "audit log unavailable", "audit",
+		            "the audit log cannot take this request's record: not sent", 1);
+		return;
+	}
+	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
+	c->req->upstream_tls = c->tls;
+	conn_set_state(c, CONN_S_DIAL);
+	cio_read(c, 0);
+	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
+	c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
+	if (c->up->state == UP_S_READY) {
+		if (start_relay(c))
+			relay_pump(c);
+	} else if (c->up->state == UP_S_FAILED) {
+		dial_done(c->up, c->up->errbuf, 502, c);
+	}
+}
+
+static void
+dial_done(struct upstream *up, const char *err, int status, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)up;
+	if (err != NULL) {
+		/* the reason is in the upstream, which http_answer() frees: copy it first */
+		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
+		c->req->refused = c->up->refused;
+		upstream_free(c->up);
+		c->up = NULL;
+		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
+		http_answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
+		return;
+	}
+	if (start_relay(c))
+		relay_pump(c);
+}
+
+/* Moves up to <*left> bytes of a Content-Length body from <in> to <out>; 1 once none are left. */
+static int
+move_counted(struct evbuffer *in, struct evbuffer *out, uint64_t *left, uint64_t *bytes)
+{
+	size_t n = evbuffer_get_length(in);
+
+	if (n > *left)
+		n = (size_t)*left;
+	evbuffer_remove_buffer(in, out, n);
+	*left -= n;
+	*bytes += n;
+	return *left == 0;
+}
+
+/*
+ * One chunked-decoder step from <in> to <out>; re-encodes when <reencode>.
+ * The trailer section goes to *<trailers> (created on demand) when that is
+ * given, and the caller ends the body; else, re-encoding, it ends the body
+ * inline ("0" CRLF trailers CRLF).  1 progress, 0 wait, -1 error.
+ */
+static int
+chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
+             int *done, struct evbuffer **trailers, const char **err)
+{
+	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
+	const char *p, *data = NULL, *tr = NULL;
+	size_t dlen = 0, tlen = 0, off;
+	char tbuf[PROXY_TRAILER_MAX + 2];
+	int n;
+
+	if (len == 0)
+		return 0;
+	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)cap);
+	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &tr, &tlen, err);
+	if (n == -2) {
+		if (cap == CHUNK_PULL) {
+			*err = "chunk framing line too long";
+			return -1;
+		}
+		return 0;
+	}
+	if (n < 0)
+		return -1;
+	/* one call may return the last data span and the end of the body together;
+	 * the trailers point into <in>, so keep them before draining it */
+	if (*done && tlen > 0) {
+		if (tlen > sizeof(tbuf)) {
+			*err = "trailers too large";
+			return -1;
+		}
+		memcpy(tbuf, tr, tlen);
+	}
+	off = dlen > 0 ? (size_t)(data - p) : 0;
+	if (dlen > 0) {
+		if (reencode)
+			evbuffer_add_printf(out, "%zx\r\n", dlen);
+		evbuffer_drain(in, off);
+		evbuffer_remove_buffer(in, out, dlen);
+		if (reencode)
+			evbuffer_add(out, "\r\n", 2);
+		*bytes += dlen;
+	}
+	if (*done && trailers != NULL) {
+		if (tlen > 0) {
+			if (*trailers == NULL && (*trailers = evbuffer_new()) == NULL)
+				fatalx("out of memory");
+			evbuffer_add(*trailers, tbuf, tlen);
+		}
+	} else if (*done && reencode) {
+		evbuffer_add(out, "0\r\n", 3);
+		if (tlen > 0)
+			evbuffer_add(out, tbuf, tlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	evbuffer_drain(in, (size_t)n - off - dlen);
+	return 1;
+}
+
+int
+relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
+{
+	struct req *r = c->req;
+
+	if (r->body_done || evbuffer_get_length(in) == 0)
+		return 0;
+	if (r->body == H1_BODY_LENGTH) {
+		r->body_done = move_counted(in, out, &r->body_left, &r->bytes_up);
+		return 1;
+	}
+	/* a body held or searched for placeholders (not re-encoded) keeps its trailers to be searched, never sent */
+	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, reencode ? NULL : &r->req_trailers,
+	                    err);
+}
+
+void
+relay_abort(struct conn *c, const char *why, int status)
+{
+	struct req *r = c->req;
+
+	log_info("c%llu: %s", (unsigned long long)c->id, why);
+	if (r->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
+		r->resp = RESP_S_HEAD;
+		r->status = 0;
+	}
+	if (r->resp == RESP_S_HEAD && r->status == 0) {
+		r->client_keep_alive = 0;
+		if (status < 500)
+			http_answer(c, status, "bad request", "http", why, 1);
+		else
+			http_answer(c, status, "upstream failed", "upstream", why, 1);
+		return;
+	}
+	/* the head is out: flush what was relayed, then close so the client sees the truncation (an h2 stream: reset) */
+	if (c->h2_stream)
+		h2srv_stream_abort(c);
+	r->reason = why;
+	r->client_keep_alive = 0;
+	http_audit_request(c, "allow");
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+	http_next_request(c, 0);
+}
+
+/* The response head arrived: 1 when handled, 0 to wait. */
+static int
+response_head(struct conn *c)
+{
+	const struct policy_limits *lim = http_limits(c);
+	/* bounded by the upstream's read watermark, or a larger head would stall instead of failing */
+	size_t maxh = lim->header_bytes > RESP_HEAD_MIN ? lim->header_bytes : RESP_HEAD_MIN;
+
+	if (maxh > PROXY_HIGH_WATER - 1)
+		maxh = PROXY_HIGH_WATER - 1;
+	struct h1_limits hl = {maxh, maxh, H1_MAX_HEADERS};
+	struct evbuffer *uin = bufferevent_get_input(c->up->bev), *cout = cio_out(c), *hout;
+	struct h1_message *m = c->w->msg;
+	struct req *r = c->req;
+	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
+	const struct h1_header *cl;
+	const char *err = NULL, *head;
+	int n;
+
+	if (len == 0) {
+		if (c->up_eof) {
+			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
+				/* a pooled connection the upstream had closed: dial afresh, once */
+				r->head_copy_sent = 1;
+				upstream_free(c->up);
+				c->up = NULL;
+				relay_dial(c);
+				return 1;
+			}
+			relay_abort(c, "upstream closed before responding", 502);
+			return 1;
+		}
+		return 0;
+	}
+	head = (const char *)evbuffer_pullup(uin, (ev_ssize_t)cap);
+	n = h1_parse_response(head, cap, &hl, r->method, r->method_len, m, &err);
+	if (n == -2) {
+		if (len > maxh) {
+			relay_abort(c, "upstream response head too large", 502);
+			return 1;
+		}
+		if (c->up_eof) {
+			relay_abort(c, "upstream closed inside the response head", 502);
+			return 1;
+		}
+		return 0;
+	}
+	if (n < 0) {
+		char why[160];
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "malformed upstream response: %s", err ? err : "?");
+		memcpy(why, r->rule_buf, sizeof(why) < sizeof(r->rule_buf) ? sizeof(why) : sizeof(r->rule_buf));
+		relay_abort(c, r->rule_buf, 502);
+		return 1;
+	}
+	if (m->status < 200) {
+		if (m->status == 101 && r->websocket) {
+			if (c->h2_stream && h2srv_ws_accept_check(c, m) != 0) {
+				/* the key was ours (HTTP/2 has none): an upstream that did not answer it did not upgrade */
+				evbuffer_drain(uin, (size_t)n);
+				relay_abort(c, "upstream's Sec-WebSocket-Accept does not answer the key", 502);
+				return 1;
+			}
+			/* from a host secrets are bound to, its answer's head is scrubbed like any other */
+			hout = r->hscrub != NULL ? evbuffer_new() : cout;
+			if (c->h2_stream) {
+				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
+				evbuffer_add(hout, "HTTP/1.1 200 OK\r\n", 17);
+				http_copy_headers(hout, m, "sec-websocket-accept", NULL);
+			} else {
+				evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
+				http_copy_headers(hout, m, NULL, NULL);
+				evbuffer_add(hout, "Connection: Upgrade\r\n", 21);
+				if ((cl = h1_find_header(m, "upgrade")) != NULL)
+					http_append_header(hout, cl);
+			}
+			evbuffer_add(hout, "\r\n", 2);
+			evbuffer_drain(uin, (size_t)n);
+			if (hout != cout) {
+				int sr = cred_resp_scrub_head(c, hout, cout);
+				evbuffer_free(hout);
+				if (sr != 0) {
+					relay_abort(c, "cannot scrub the response", 502);
+					return 1;
+				}
+			}
+			r->status = 101;
+			http_audit_request(c, "allow");
+			conn_set_state(c, CONN_S_TUNNEL);
+			conn_arm_timer(c, lim->idle_ms);
+			if (ws_tunnel_start(c) != 0) {
+				conn_close(c);
+				return 1;
+			}
+			tunnel_pump(c);
+			return 1;
+		}
+		if (m->status == 101) {
+			evbuffer_drain(uin, (size_t)n);
+			relay_abort(c, "upstream switched protocols without an upgrade request", 502);
+			return 1;
+		}
+		if (r->minor_version == 1 || c->h2_stream) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
+			/* a 103's Link fields, or any field of a 1xx, can echo a value too */
+			hout = r->hscrub != NULL ? evbuffer_new() : cout;
+			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+			http_copy_headers(hout, m, NULL, NULL);
+			evbuffer_add(hout, "\r\n", 2);
+			if (hout != cout) {
+				int sr = cred_resp_scrub_head(c, hout, cout);
+				evbuffer_free(hout);
+				if (sr != 0) {
+					evbuffer_drain(uin, (size_t)n);
+					relay_abort(c, "cannot scrub the response", 502);
+					return 1;
+				}
+			}
+		}
+		evbuffer_drain(uin, (size_t)n);
+		return 1;
+	}
+	if (r->websocket && c->h2_stream && m->status < 300) {
+		/* to an extended CONNECT a 2xx means "tunnel open": only a checked 101 may say that */
+		evbuffer_drain(uin, (size_t)n);
+		relay_abort(c, "upstream answered the WebSocket upgrade without switching protocols", 502);
+		return 1;
+	}
+	if (m->status == 206 && r->hscrub != NULL) {
+		/*
+		 * Range and If-Range never reach a host secrets are bound to (http.c):
+		 * a 206 nobody asked for is a piece the sandbox could stitch a value
+		 * from, each too short to be scrubbed.
+		 */
+		evbuffer_drain(uin, (size_t)n);
+		relay_abort(c, "a partial response (206) from a host secrets are bound to", 502);
+		return 1;
+	}
+	r->status = m->status;
+	if (m->status == 401)  /* an expired token: mint a new one (exec: sources) */
+		for (size_t i = 0; i < r->nuses; i++)
+			cred_entry_rejected(r->uses[i].e);
+	r->resp_body = m->framing;
+	r->resp_left = m->content_length;
+	/*
+	 * a body on GET, HEAD or OPTIONS (get_bodies: allow) may be one the upstream ignored and would read as the
+	 * next request: the connection is not pooled after it
+	 */
+	r->upstream_keep_alive = m->keep_alive && m->framing != H1_BODY_UNTIL_CLOSE &&
+	                         !(r->up_no_reuse && (r->is_head || strcmp(r->method, "GET") == 0 ||
+	                                              strcmp(r->method, "OPTIONS") == 0));
+	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
+	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
+	hout = r->hscrub != NULL ? evbuffer_new() : cout;
+	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+	if (r->hscrub != NULL && m->framing != H1_BODY_NONE) {
+		/*
+		 * the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded;
+		 * a small unencoded one is held whole and keeps a Content-Length (credresp.c)
+		 */
+		http_copy_headers(hout, m, "content-encoding", NULL);
+		if (cred_resp_holds(m)) {
+			r->scrub_whole = 1;
+		} else if (r->minor_version == 1) {
+			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
+			r->scrub_chunked = 1;
+		} else {
+			r->client_keep_alive = 0;
+		}
+		goto framed;
+	}
+	http_copy_headers(hout, m, NULL, NULL);
+	switch (m->framing) {
+	case H1_BODY_LENGTH:
+		evbuffer_add_printf(hout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
+		break;
+	case H1_BODY_CHUNKED:
+	case H1_BODY_UNTIL_CLOSE:
+		if (r->minor_version == 1) {
+			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
+			r->resp_chunked_out = 1;
+		} else {
+			r->client_keep_alive = 0;
+		}
+		break;
+	case H1_BODY_NONE:
+		cl = h1_find_header(m, "content-length");
+		if (r->is_head || m->status == 204 || m->status == 304) {
+			if (cl != NULL && m->status != 204)
+				http_append_header(hout, cl);
+		} else {
+			evbuffer_add(hout, "Content-Length: 0\r\n", 19);
+		}
+		break;
+	}
+framed:
+	if (!r->client_keep_alive)
+		evbuffer_add(hout, "Connection: close\r\n", 19);
+	evbuffer_add(hout, "\r\n", 2);
+	if (hout != cout) {
+		int sr = cred_resp_head(c, hout, m, cout);
+		evbuffer_free(hout);
+		if (sr != 0) {
+			evbuffer_drain(uin, (size_t)n);
+			r->client_keep_alive = 0;
+			r->status = 0;  /* nothing of the head went out: the client gets a 502 */
+			relay_abort(c, sr == -2 ? "the response's Content-Encoding cannot be scrubbed" : "cannot scrub the response",
+			            502);
+			return 1;
+		}
+	}
+	evbuffer_drain(uin, (size_t)n);
+	r->resp = m->framing == H1_BODY_NONE ? RESP_S_DONE : RESP_S_BODY;
+	return 1;
+}
+
+static void
+finish_request(struct conn *c)
+{
+	struct req *r = c->req;
+	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
+
+	http_audit_request(c, "allow");
+	if (keep_up)
+		upstream_release(c->up);
+	else
+		upstream_free(c->up);
+	c->up = NULL;
+	http_next_request(c, r->client_keep_alive && r->body_done);
+}
+
+/*
+ * The chunked response body ended (not scrubbed: cred_resp_pump ends those):
+ * its trailers go where the client can take them.  An HTTP/1.1 client gets
+ * the last chunk with them, an h2 stream a trailing HEADERS frame, and an
+ * HTTP/1.0 client nothing: no framing of its can carry them.
+ */
+static void
+resp_body_end(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *cout = cio_out(c), *t = r->resp_trailers;
+
+	if (r->resp_chunked_out) {
+		evbuffer_add(cout, "0\r\n", 3);
+		if (t != NULL)
+			evbuffer_add_buffer(cout, t);
+		evbuffer_add(cout, "\r\n", 2);
+	} else if (c->h2_stream && t != NULL && evbuffer_get_length(t) > 0) {
+		h2srv_trailers(c, t);
+	}
+	if (t != NULL)
+		evbuffer_drain(t, evbuffer_get_length(t));
+}
+
+void
+relay_pump(struct conn *c)
+{
+	struct req *r = c->req;
+	struct evbuffer *cin, *cout, *uin, *uout, *bout, *qout;
+	const char *err = NULL;
+	int progress = 1, p;
+
+	while (progress && c->state == CONN_S_RELAY) {
+		progress = 0;
+		cin = cio_in(c);
+		cout = cio_out(c);
+		uin = bufferevent_get_input(c->up->bev);
+		uout = bufferevent_get_output(c->up->bev);
+		/* request body, upward */
+		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
+		qout = r->scan != NULL ? r->scan_in : uout;
+		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
+			p = relay_body_move(c, cin, qout, qout == uout, &err);
+			if (p < 0) {
+				relay_abort(c, "malformed chunked request body", 400);
+				return;
+			}
+			if (p == 0)
+				break;
+			progress = 1;
+		}
+		if (r->scan != NULL && (evbuffer_get_length(r->scan_in) > r->scan_fed || r->body_done) && !r->scan_done) {
+			r->scan_done = r->body_done;
+			p = cred_scan_pump(c, uout, r->body_done);
+			if (p != 0) {
+				r->client_keep_alive = 0;
+				if (p < 0) {
+					relay_abort(c, "cannot search the request body", 500);
+				} else if (r->resp == RESP_S_HEAD && r->status == 0) {
+					http_answer(c, 403, "exfiltration attempt", "secrets", r->rule_buf, 1);
+				} else {
+					relay_abort(c, r->rule_buf, 403);
+				}
+				return;
+			}
+		}
+		if (!r->body_done && c->client_eof && evbuffer_get_length(cin) == 0) {
+			relay_abort(c, "client closed inside the request body", 400);
+			return;
+		}
+		/* response */
+		if (r->resp == RESP_S_HEAD) {
+			if (response_head(c) == 0)
+				goto wait;
+			if (c->state != CONN_S_RELAY)
+				return;
+			progress = 1;
+			continue;
+		}
+		/* a scrubbed body goes through the scrubber's queue (credresp.c), else straight to the client */
+		bout = r->scrub_st != NULL ? r->scrub_in : cout;
+		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
+		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : cred_resp_queue_max(r)) &&
+		       evbuffer_get_length(uin) > 0) {
+			if (r->resp_body == H1_BODY_LENGTH) {
+				if (move_counted(uin, bout, &r->resp_left, &r->bytes_down))
+					r->resp = RESP_S_DONE;
+			} else if (r->resp_body == H1_BODY_CHUNKED) {
+				int done = 0;
+				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done,
+				                 &r->resp_trailers, &err);
+				if (p < 0) {
+					relay_abort(c, "malformed chunked response body", 502);
+					return;
+				}
+				if (done) {
+					r->resp = RESP_S_DONE;
+					if (r->scrub_st == NULL)
+						resp_body_end(c);
+				}
+				if (p == 0)
+					break;
+			} else {  /* until close */
+				size_t n = evbuffer_get_length(uin);
+				if (r->resp_chunked_out)
+					evbuffer_add_printf(cout, "%zx\r\n", n);
+				evbuffer_remove_buffer(uin, bout, n);
+				if (r->resp_chunked_out)
+					evbuffer_add(cout, "\r\n", 2);
+				r->bytes_down += n;
+			}
+			progress = 1;
+			if (r->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
+				relay_abort(c, "cannot decode the response body to scrub it", 502);
+				return;
+			}
+		}
+		if (r->resp == RESP_S_BODY && c->up_eof && evbuffer_get_length(uin) == 0) {
+			if (r->resp_body != H1_BODY_UNTIL_CLOSE) {
+				relay_abort(c, "upstream closed inside the response body", 502);
+				return;
+			}
+			if (r->resp_chunked_out)
+				evbuffer_add(cout, "0\r\n\r\n", 5);
+			r->resp = RESP_S_DONE;
+		}
+		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
+			relay_abort(c, "cannot decode the response body to scrub it", 502);
+			return;
+		}
+		if (r->resp == RESP_S_DONE) {
+			if (!r->body_done) {  /* answered before the body ended: neither side can be reused */
+				r->client_keep_alive = 0;
+				r->upstream_keep_alive = 0;
+				r->body_done = 1;
+			}
+			finish_request(c);
+			return;
+		}
+	}
+wait:
+	if (progress) {
+		conn_arm_timer(c, http_limits(c)->body_ms);
+		r->up_queued = evbuffer_get_length(bufferevent_get_output(c->up->bev));
+	}
+	relay_backpressure(c);
+}
+
+int
+relay_up_progress(struct conn *c)
+{
+	struct req *r = c->req;
+	size_t q;
+
+	if (r == NULL || c->up == NULL || c->up->bev == NULL)
+		return 0;
+	q = evbuffer_get_length(bufferevent_get_output(c->up->bev));
+	if (q == 0 || q >= r->up_queued)
+		return 0;
+	r->up_queued = q;
+	return 1;
+}
+
+static void
+tunnel_resume(void *arg)
+{
+	conn_pump(arg);
+}
+
+void
+tunnel_pump(struct conn *c)
+{
+	struct evbuffer *cin, *cout, *uin, *uout;
+
+	if (c->state != CONN_S_TUNNEL || c->up == NULL)
+		return;
+	/* a passthrough moves nothing before the connection record that allowed it is written */
+	if (c->req == NULL && audit_conn_gate(c->w->gw->audit, c->id, tunnel_resume, c))
+		return;
+	if (c->req != NULL && c->req->ws != NULL) {
+		ws_tunnel_pump(c);
+		return;
+	}
+	cin = cio_in(c);
+	cout = cio_out(c);
+	uin = bufferevent_get_input(c->up->bev);
+	uout = bufferevent_get_output(c->up->bev);
+	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
+		conn_arm_timer(c, http_limits(c)->idle_ms);
+	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
+		evbuffer_remove_buffer(cin, uout, PROXY_HIGH_WATER - evbuffer_get_length(uout));
+	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)
+		evbuffer_remove_buffer(uin, cout, PROXY_HIGH_WATER - evbuffer_get_length(cout));
+	if ((c->client_eof && evbuffer_get_length(cin) == 0) || (c->up_eof && evbuffer_get_length(uin) == 0)) {
+		tunnel_end(c);
+		return;
+	}
+	relay_backpressure(c);
+}
+
+void
+tunnel_end(struct conn *c)
+{
+	/* one side ended: flush what the client is owed, then close both */
+	conn_set_state(c, CONN_S_CLOSING);
+	conn_arm_timer(c, 5000);
+	conn_pump(c);
+}
+
+void
+relay_backpressure(struct conn *c)
+{
+	/* a side reads only while the other side's queue is short */
+	cio_read(c, evbuffer_get_length(bufferevent_get_output(c->up->bev)) < PROXY_HIGH_WATER);
+	if (cio_out_len(c) < PROXY_HIGH_WATER)
+		bufferevent_enable(c->up->bev, EV_READ);
+	else
+		bufferevent_disable(c->up->bev, EV_READ);
+}
+
