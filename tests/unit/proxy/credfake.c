@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "tests/unit/proxy/credfake.h"
+#include "tests/unit/proxy/sessfake.h"
 
 static const char yaml[] =
 	"ca: /nonexistent/ca\n"
@@ -40,7 +41,6 @@ static const char yaml[] =
 	"  agent-2:\n"
 	"    addresses: [10.200.1.3/32]\n";
 
-struct credfake_answer cf_ans;
 struct cred_value cf_val_tok = {(const uint8_t *)VAL, sizeof(VAL) - 1, 0};
 struct cred_value cf_val_other = {(const uint8_t *)VAL_OTHER, sizeof(VAL_OTHER) - 1, 0};
 struct cred_store cf_store;
@@ -112,27 +112,7 @@ cred_proxy_auth(struct cred_store *st, const struct policy *p, const char *user,
 	return -1;
 }
 
-/* ---- the fake session above: answers are recorded ---- */
-
-void
-http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
-{
-	(void)c;
-	assert_int_equal(audit, 1);   /* every refusal of a placeholder is audited */
-	cf_ans.n++;
-	cf_ans.status = status;
-	snprintf(cf_ans.error, sizeof(cf_ans.error), "%s", error);
-	snprintf(cf_ans.rule, sizeof(cf_ans.rule), "%s", rule);
-	snprintf(cf_ans.reason, sizeof(cf_ans.reason), "%s", reason);
-}
-
-const char *
-conn_peer_str(const struct conn *c, char *buf)
-{
-	(void)c;
-	snprintf(buf, CONN_ADDR_STR, "10.200.1.2:40000");
-	return buf;
-}
+/* ---- a registered sandbox: none here ---- */
 
 int
 sbxreg_secret_allowed(const struct sbx_entry *e, const char *name)
@@ -155,10 +135,8 @@ int
 cf_setup(void **state)
 {
 	struct cf *f = calloc(1, sizeof(*f));
-	char err[512];
 
-	if (f == NULL || policy_load_buffer("unit.yaml", yaml, sizeof(yaml) - 1, &f->cfg, &f->pol, err, sizeof(err)) != 0) {
-		fprintf(stderr, "policy: %s\n", err);
+	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0) {
 		free(f);
 		return -1;
 	}
@@ -193,7 +171,7 @@ cf_conn(struct cf *f, const char *sandbox, const char *host, int tls, const char
 
 	memset(&f->c, 0, sizeof(f->c));
 	memset(&f->r, 0, sizeof(f->r));
-	memset(&cf_ans, 0, sizeof(cf_ans));
+	fake_answer_reset();
 	cf_store.e[0].val = &cf_val_tok;
 	cf_val_tok.refs = cf_val_other.refs = 0;   /* a failed case before does not fail the next */
 	f->c.w = &f->w;

@@ -2,9 +2,8 @@
  * tests/unit/proxy/credfake.h - what the proxy/cred/ unit tests share
  * (credfake.c): one policy with two secrets, a fake secret store behind the
  * cred.c interface of proxy_int.h (fixed placeholders and fake values, with
- * reference counts), a fake session above (http_answer records the refusal
- * in cf_ans instead of writing it, conn_peer_str), and a struct conn / struct
- * req built per case.  No gateway, no socket, no event loop.
+ * reference counts), and a struct conn / struct req built per case; the
+ * session above is sessfake.h's.  No gateway, no socket, no event loop.
  *
  * Secret "tok": placeholder PH, value VAL, bound to api.example.test and
  * plain.test (allow_plaintext) in header:Authorization, query:key, basic,
@@ -19,20 +18,12 @@
 #include <event2/buffer.h>
 #include "policy/policy.h"
 #include "proxy/proxy_int.h"
+#include "tests/unit/proxy/sessfake.h"
 
 #define PH "sluice_ph_UnitTok0123456789abcdefghij"
 #define PH_OTHER "sluice_ph_UnitOther0123456789abcdefgh"
 #define VAL "v&l=1 x/%"     /* needs percent-encoding in a query or form, no escaping in JSON */
 #define VAL_OTHER "other-value-42"
-
-struct credfake_answer {
-	int n;              /* answers written for this case (one at most, or the code answered twice) */
-	int status;
-	char error[64];
-	char rule[64];
-	char reason[512];
-};
-extern struct credfake_answer cf_ans;
 
 /* The fake store's values: refs counts the references a request holds. */
 struct cred_value {
@@ -66,7 +57,7 @@ int cf_setup(void **state);
 int cf_teardown(void **state);
 /*
  * A new case: connection of <sandbox> (NULL: no known client) to <host>, TLS when <tls>, whose request head
- * as built is <head> (in r->up_head); values available, references and cf_ans reset.
+ * as built is <head> (in r->up_head); values available, references and fake_ans reset.
  */
 struct conn *cf_conn(struct cf *f, const char *sandbox, const char *host, int tls, const char *head);
 /* r->up_head as a string (malloc'd). */

@@ -130,7 +130,7 @@ held(struct cf *f, const char *sandbox, enum cred_body_type type, const char *bo
 		evbuffer_add(f->r.req_trailers, trailers, strlen(trailers));
 	}
 	cred_hold_done(c);
-	assert_int_equal(dialled + cf_ans.n, 1);   /* exactly one of: sent on, answered */
+	assert_int_equal(dialled + fake_ans.n, 1);   /* exactly one of: sent on, answered */
 	return dialled ? 0 : -1;
 }
 
@@ -251,17 +251,17 @@ test_refused(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (held(f, cases[i].sandbox, cases[i].type, cases[i].body, cases[i].trailers) != -1)
 			fail_msg("case %zu was sent on", i);
-		assert_int_equal(cf_ans.status, 403);
-		assert_string_equal(cf_ans.error, "exfiltration attempt");
+		assert_int_equal(fake_ans.status, 403);
+		assert_string_equal(fake_ans.error, "exfiltration attempt");
 		assert_string_equal(f->r.event_secret, "tok");
-		if (strcmp(f->r.event_place, cases[i].place) != 0 || strstr(cf_ans.reason, cases[i].why) == NULL)
-			fail_msg("case %zu: refused at '%s' because '%s'", i, f->r.event_place, cf_ans.reason);
+		if (strcmp(f->r.event_place, cases[i].place) != 0 || strstr(fake_ans.reason, cases[i].why) == NULL)
+			fail_msg("case %zu: refused at '%s' because '%s'", i, f->r.event_place, fake_ans.reason);
 		end(f);
 	}
 	/* a form that would run as another method (_method) is refused before any placeholder is looked at */
 	assert_int_equal(held(f, "agent-1", CRED_BODY_FORM, "_method=DELETE&password=" PH, NULL), -1);
-	assert_int_equal(cf_ans.status, 403);
-	assert_non_null(strstr(cf_ans.reason, "_method"));
+	assert_int_equal(fake_ans.status, 403);
+	assert_non_null(strstr(fake_ans.reason, "_method"));
 	end(f);
 }
 
@@ -281,7 +281,7 @@ test_over_bound(void **state)
 	end(f);
 	memcpy(big + n / 2, PH, sizeof(PH) - 1);
 	assert_int_equal(held(f, "agent-1", CRED_BODY_FORM, big, NULL), -1);
-	assert_non_null(strstr(cf_ans.reason, "too large to hold"));
+	assert_non_null(strstr(fake_ans.reason, "too large to hold"));
 	end(f);
 	free(big);
 }

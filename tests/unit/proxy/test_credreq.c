@@ -70,7 +70,7 @@ test_bound_places(void **state)
 		char *out;
 
 		assert_int_equal(cred_check_head(c), 0);
-		assert_int_equal(cf_ans.n, 0);
+		assert_int_equal(fake_ans.n, 0);
 		assert_int_equal(f->r.nuses, 1);
 		assert_string_equal(f->r.uses[0].place, cases[i].place);
 		assert_int_equal(cf_val_tok.refs, 1);
@@ -97,8 +97,8 @@ test_plaintext(void **state)
 	c = conn_for(f, "agent-1", "api.example.test", 0,
 	             "GET / HTTP/1.1\r\nHost: api.example.test\r\nAuthorization: " PH "\r\n\r\n");
 	assert_int_equal(cred_check_head(c), -1);
-	assert_int_equal(cf_ans.status, 403);
-	assert_non_null(strstr(cf_ans.reason, "plain HTTP"));
+	assert_int_equal(fake_ans.status, 403);
+	assert_non_null(strstr(fake_ans.reason, "plain HTTP"));
 	cf_done(f);
 }
 
@@ -129,10 +129,10 @@ test_unbound_places(void **state)
 		char *out;
 
 		assert_int_equal(cred_check_head(c), -1);
-		assert_int_equal(cf_ans.n, 1);
-		assert_int_equal(cf_ans.status, 403);
-		assert_string_equal(cf_ans.error, "exfiltration attempt");
-		assert_string_equal(cf_ans.rule, "secrets");
+		assert_int_equal(fake_ans.n, 1);
+		assert_int_equal(fake_ans.status, 403);
+		assert_string_equal(fake_ans.error, "exfiltration attempt");
+		assert_string_equal(fake_ans.rule, "secrets");
 		assert_non_null(f->r.event);
 		assert_string_equal(f->r.event, "exfiltration_attempt");
 		assert_string_equal(f->r.event_secret, "tok");
@@ -166,9 +166,9 @@ test_who_may_use(void **state)
 		                          "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " PH "\r\n\r\n");
 
 		assert_int_equal(cred_check_head(c), -1);
-		assert_int_equal(cf_ans.status, 403);
-		if (strstr(cf_ans.reason, cases[i].why) == NULL)
-			fail_msg("case %zu: reason '%s', expected '%s'", i, cf_ans.reason, cases[i].why);
+		assert_int_equal(fake_ans.status, 403);
+		if (strstr(fake_ans.reason, cases[i].why) == NULL)
+			fail_msg("case %zu: reason '%s', expected '%s'", i, fake_ans.reason, cases[i].why);
 		assert_int_equal(f->r.nuses, 0);
 		cf_done(f);
 	}
@@ -204,8 +204,8 @@ test_encoded(void **state)
 
 		if (cred_check_head(c) != -1)
 			fail_msg("case %zu: an encoded placeholder was not refused", i);
-		assert_int_equal(cf_ans.status, 403);
-		assert_non_null(strstr(cf_ans.reason, "encoded"));
+		assert_int_equal(fake_ans.status, 403);
+		assert_non_null(strstr(fake_ans.reason, "encoded"));
 		assert_int_equal(f->r.nuses, 0);
 		cf_done(f);
 	}
@@ -221,9 +221,9 @@ test_unavailable(void **state)
 
 	cf_store.e[0].val = NULL;
 	assert_int_equal(cred_check_head(c), -1);
-	assert_int_equal(cf_ans.status, 503);
-	assert_string_equal(cf_ans.error, "secret unavailable");
-	assert_non_null(strstr(cf_ans.reason, "not fetched yet"));
+	assert_int_equal(fake_ans.status, 503);
+	assert_string_equal(fake_ans.error, "secret unavailable");
+	assert_non_null(strstr(fake_ans.reason, "not fetched yet"));
 	assert_null(f->r.event);   /* not an exfiltration attempt */
 	out = cf_head(f);
 	assert_non_null(strstr(out, PH));

@@ -25,6 +25,7 @@
 #include "proxy/judge/limits.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
+#include "tests/unit/proxy/sessfake.h"
 
 static const char yaml[] =
 	"ca: /nonexistent/ca\n"
@@ -53,27 +54,7 @@ static const char yaml[] =
 
 /* ---- the fake session: answers are recorded ---- */
 
-struct answer {
-	int n;
-	int status;
-	char error[64];
-	char rule[64];
-	char reason[512];
-};
-static struct answer ans;
 static struct evbuffer *client_out;   /* what cio_out() gives: the bytes toward the client */
-
-void
-http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
-{
-	(void)c;
-	assert_int_equal(audit, 1);
-	ans.n++;
-	ans.status = status;
-	snprintf(ans.error, sizeof(ans.error), "%s", error);
-	snprintf(ans.rule, sizeof(ans.rule), "%s", rule);
-	snprintf(ans.reason, sizeof(ans.reason), "%s", reason);
-}
 
 int
 http_answer_keep(const struct conn *c, int status)
@@ -101,14 +82,6 @@ refuse_proto_answer(struct conn *c, int status, const char *error, const char *r
 {
 	(void)c, (void)status, (void)error, (void)rule, (void)reason, (void)audit;
 	return 0;   /* not git, not gRPC: the JSON answer */
-}
-
-const char *
-conn_peer_str(const struct conn *c, char *buf)
-{
-	(void)c;
-	snprintf(buf, CONN_ADDR_STR, "10.200.1.9:40000");
-	return buf;
 }
 
 /* semantic.c's: r->sem made on first use */
@@ -139,10 +112,8 @@ setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	char err[512];
 
-	if (f == NULL || policy_load_buffer("unit.yaml", yaml, sizeof(yaml) - 1, &f->cfg, &f->pol, err, sizeof(err)) != 0) {
-		fprintf(stderr, "policy: %s\n", err);
+	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0)
 		return -1;
-	}
 	f->gw.limits = limits_open(NULL, err, sizeof(err));
 	if (f->gw.limits == NULL)
 		return -1;
@@ -182,7 +153,7 @@ request(struct fx *f, const char *method, const char *path, const char *body, in
 	free(f->r.sem);
 	memset(&f->c, 0, sizeof(f->c));
 	memset(&f->r, 0, sizeof(f->r));
-	memset(&ans, 0, sizeof(ans));
+	fake_answer_reset();
 	evbuffer_drain(client_out, evbuffer_get_length(client_out));
 	f->c.w = &f->w;
 	f->c.pol = f->pol;
@@ -239,11 +210,11 @@ test_order(void **state)
 
 	/* 1: tok's limit (1/hour) and the rule's (2/minute) each give one token */
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), 0);
-	assert_int_equal(ans.n, 0);
+	assert_int_equal(fake_ans.n, 0);
 	/* 2: tok's limit refuses first; the rule's is not touched */
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), -1);
-	assert_int_equal(ans.status, 429);
-	assert_string_equal(ans.rule, "secret:tok");
+	assert_int_equal(fake_ans.status, 429);
+	assert_string_equal(fake_ans.rule, "secret:tok");
 	assert_string_equal(f->r.sem->limit_key, "secret:tok");
 	assert_string_equal(f->r.sem->limit_kind, "rate");
 	assert_true(client_has("HTTP/1.1 429 Too Many Requests\r\n"));
@@ -254,10 +225,10 @@ test_order(void **state)
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);
 	/* 4: now the rule's limit refuses, naming the rule's counter */
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
-	assert_int_equal(ans.status, 429);
-	assert_string_equal(ans.rule, "list");
+	assert_int_equal(fake_ans.status, 429);
+	assert_string_equal(fake_ans.rule, "list");
 	assert_string_equal(f->r.sem->limit_key, "rule:list");
-	assert_non_null(strstr(ans.reason, "rate limit rule:list (2/minute, per sandbox) is exhausted"));
+	assert_non_null(strstr(fake_ans.reason, "rate limit rule:list (2/minute, per sandbox) is exhausted"));
 }
 
 /* a request admitted again (resent after a stale pooled upstream) is counted once */
@@ -285,10 +256,10 @@ test_budget(void **state)
 	assert_string_equal(f->r.sem->amount_text, "6");
 	/* 6 + 6 > 10 */
 	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=6", 0)), -1);
-	assert_int_equal(ans.status, 429);
+	assert_int_equal(fake_ans.status, 429);
 	assert_string_equal(f->r.sem->limit_kind, "budget");
 	assert_string_equal(f->r.sem->limit_key, "rule:pay");
-	assert_non_null(strstr(ans.reason, "would be exceeded by this request's 6"));
+	assert_non_null(strstr(fake_ans.reason, "would be exceeded by this request's 6"));
 	assert_true(client_has("\"kind\":\"budget\""));
 	assert_int_equal(f->r.sem->budget_taken, 0);
 	/* 3.5 still fits (9.5); a request that never went upstream gives its amount back (6 again) */
@@ -310,15 +281,15 @@ test_fail_closed(void **state)
 	f->gw.limits = NULL;
 	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 0)), 0);   /* nothing to count: not touched */
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
-	assert_int_equal(ans.status, 503);
+	assert_int_equal(fake_ans.status, 503);
 	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 1)), -1);   /* the secret's limit */
-	assert_int_equal(ans.status, 503);
+	assert_int_equal(fake_ans.status, 503);
 	f->gw.limits = l;
 	limits_set_unsaveable(l, 1);
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
-	assert_int_equal(ans.status, 503);
-	assert_string_equal(ans.error, "limits unavailable");
-	assert_non_null(strstr(ans.reason, "cannot be saved"));
+	assert_int_equal(fake_ans.status, 503);
+	assert_string_equal(fake_ans.error, "limits unavailable");
+	assert_non_null(strstr(fake_ans.reason, "cannot be saved"));
 	assert_int_equal(f->r.client_keep_alive, 0);
 	limits_set_unsaveable(l, 0);
 	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);

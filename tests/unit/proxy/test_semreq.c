@@ -27,6 +27,7 @@
 #include "proxy/codec/h1_parse.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
+#include "tests/unit/proxy/sessfake.h"
 
 static const char yaml[] =
 	"ca: /nonexistent/ca\n"
@@ -53,24 +54,11 @@ static const char yaml[] =
 /* ---- the session above and the net below ---- */
 
 static struct {
-	int answers, status, sent, dialled, waits;
-	char error[64], rule[64], reason[512];
+	int sent, dialled, waits;
 } seen;
 static struct evbuffer *client_in;   /* the client's bytes not read yet (cio_in) */
 static int chunked_end;              /* the fake chunked body ends once client_in is empty */
 static size_t fed;                   /* body bytes the client has sent so far */
-
-void
-http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
-{
-	(void)c;
-	assert_int_equal(audit, 1);
-	seen.answers++;
-	seen.status = status;
-	snprintf(seen.error, sizeof(seen.error), "%s", error);
-	snprintf(seen.rule, sizeof(seen.rule), "%s", rule);
-	snprintf(seen.reason, sizeof(seen.reason), "%s", reason);
-}
 
 void
 cred_hold_done(struct conn *c)
@@ -201,14 +189,6 @@ sem_budget_refund(struct conn *c)
 }
 
 
-const char *
-conn_peer_str(const struct conn *c, char *buf)
-{
-	(void)c;
-	snprintf(buf, CONN_ADDR_STR, "10.200.1.2:40000");
-	return buf;
-}
-
 int
 approvals_add(struct approvals *a, const struct approval_info *info, unsigned timeout_ms, struct event_base *base,
               approval_cb cb, void *arg, char id[17])
@@ -248,12 +228,9 @@ static int
 setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	char err[512];
 
-	if (f == NULL || policy_load_buffer("unit.yaml", yaml, sizeof(yaml) - 1, &f->cfg, &f->pol, err, sizeof(err)) != 0) {
-		fprintf(stderr, "policy: %s\n", err);
+	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0)
 		return -1;
-	}
 	f->w.gw = &f->gw;
 	client_in = evbuffer_new();
 	*state = f;
@@ -282,6 +259,7 @@ head(struct fx *f, const char *host, const char *h)
 	int status = 0, n;
 
 	memset(&seen, 0, sizeof(seen));
+	fake_answer_reset();
 	chunked_end = 0;
 	fed = 0;
 	atomic_store(&f->gw.held, 0);   /* a failed case before does not fail the next */
@@ -319,7 +297,7 @@ body(struct fx *f, const char *b, size_t piece)
 
 	assert_true(sem_holds_body(&f->c));
 	f->r.hold = evbuffer_new();
-	for (off = 0; off < len && seen.answers + seen.sent == 0; off += piece) {
+	for (off = 0; off < len && fake_ans.n + seen.sent == 0; off += piece) {
 		evbuffer_add(client_in, b + off, len - off < piece ? len - off : piece);
 		fed += len - off < piece ? len - off : piece;
 		if (off + piece >= len)
@@ -354,9 +332,9 @@ test_body_bound(void **state)
 	/* a Content-Length over max_body: 413 at the head, nothing held */
 	assert_int_equal(head(f, "api.example.test", "POST /chat HTTP/1.1\r\nHost: api.example.test\r\n"
 	                                             "Content-Type: application/json\r\nContent-Length: 65\r\n\r\n"), -1);
-	assert_int_equal(seen.status, 413);
-	assert_string_equal(seen.rule, "max_body");
-	assert_non_null(strstr(seen.reason, "(64 bytes)"));
+	assert_int_equal(fake_ans.status, 413);
+	assert_string_equal(fake_ans.rule, "max_body");
+	assert_non_null(strstr(fake_ans.reason, "(64 bytes)"));
 	assert_int_equal(f->r.client_keep_alive, 0);
 	end(f);
 	/* chunked: 413 as soon as it grows past 64, before it ends */
@@ -366,7 +344,7 @@ test_body_bound(void **state)
 	                                             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"),
 	                 0);
 	body(f, big, 40);
-	assert_int_equal(seen.status, 413);
+	assert_int_equal(fake_ans.status, 413);
 	assert_int_equal(seen.sent, 0);
 	assert_true(fed < strlen(big));   /* refused before the end arrived */
 	end(f);
@@ -374,7 +352,7 @@ test_body_bound(void **state)
 	assert_int_equal(head(f, "api.example.test", "POST /chat HTTP/1.1\r\nHost: api.example.test\r\n"
 	                                             "Content-Type: application/json\r\nContent-Length: 64\r\n\r\n"), 0);
 	body(f, "{\"channel\":\"C0BOTS\",\"text\":\"0123456789012345678901234567890123\"}", 7);
-	assert_int_equal(seen.answers, 0);
+	assert_int_equal(fake_ans.n, 0);
 	assert_int_equal(seen.sent, 1);
 	end(f);
 }
@@ -394,16 +372,16 @@ test_decided_whole(void **state)
 			snprintf(h, sizeof(h), "POST /chat HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
 			         "Content-Length: %zu\r\n\r\n", strlen(bodies[i]));
 			assert_int_equal(head(f, "api.example.test", h), 0);
-			assert_int_equal(seen.answers, 0);
+			assert_int_equal(fake_ans.n, 0);
 			body(f, bodies[i], piece);
 			if (i == 0) {
 				assert_int_equal(seen.sent, 1);
-				assert_int_equal(seen.answers, 0);
+				assert_int_equal(fake_ans.n, 0);
 				assert_string_equal(f->r.rule, "post-to-bots");
 			} else {
 				assert_int_equal(seen.sent, 0);
-				assert_int_equal(seen.status, 403);
-				assert_string_equal(seen.rule, "default");
+				assert_int_equal(fake_ans.status, 403);
+				assert_string_equal(fake_ans.rule, "default");
 			}
 			/* the body the decision read is what is sent: all of it is in r->hold */
 			assert_int_equal(evbuffer_get_length(f->r.hold), strlen(bodies[i]));
@@ -420,7 +398,7 @@ test_report_mode(void **state)
 	struct audit_rec a;
 
 	assert_int_equal(head(f, "report.test", "GET /admin/users HTTP/1.1\r\nHost: report.test\r\n\r\n"), 0);
-	assert_int_equal(seen.answers, 0);
+	assert_int_equal(fake_ans.n, 0);
 	assert_non_null(f->r.sem);
 	memset(&a, 0, sizeof(a));
 	sem_audit_fill(&f->r, &a);
@@ -430,7 +408,7 @@ test_report_mode(void **state)
 	end(f);
 	/* not matched by the report-mode rule: the host's default is reported, and the request passes (mode report) */
 	assert_int_equal(head(f, "report.test", "GET /other HTTP/1.1\r\nHost: report.test\r\n\r\n"), 0);
-	assert_int_equal(seen.answers, 0);
+	assert_int_equal(fake_ans.n, 0);
 	memset(&a, 0, sizeof(a));
 	sem_audit_fill(&f->r, &a);
 	assert_non_null(a.mode);
@@ -450,8 +428,8 @@ test_hold_unavailable(void **state)
 	assert_true(sem_park_pending(&f->c));
 	sem_park_start(&f->c);
 	assert_int_equal(f->c.state, CONN_S_HOLD);
-	assert_int_equal(seen.status, 503);
-	assert_string_equal(seen.error, "approval unavailable");
+	assert_int_equal(fake_ans.status, 503);
+	assert_string_equal(fake_ans.error, "approval unavailable");
 	assert_int_equal(seen.dialled + seen.sent, 0);
 	assert_false(sem_waiting(&f->c));
 	end(f);
@@ -460,7 +438,7 @@ test_hold_unavailable(void **state)
 	                                             "Content-Length: 9\r\n\r\n"), 0);
 	assert_false(sem_park_pending(&f->c));
 	body(f, "id=pi_123", 4);
-	assert_int_equal(seen.status, 503);
+	assert_int_equal(fake_ans.status, 503);
 	assert_int_equal(seen.dialled + seen.sent, 0);
 	end(f);
 }
@@ -476,8 +454,8 @@ test_held_bound(void **state)
 	                                             "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n"), 0);
 	atomic_store(&f->gw.held, PROXY_HELD_MAX - 10);   /* other requests hold all but 10 bytes */
 	body(f, "{\"channel\":\"C0BOTS\"}", 20);
-	assert_int_equal(seen.status, 503);
-	assert_string_equal(seen.error, "gateway busy");
+	assert_int_equal(fake_ans.status, 503);
+	assert_string_equal(fake_ans.error, "gateway busy");
 	assert_int_equal(seen.sent, 0);
 	sem_req_free(&f->c);
 	assert_int_equal(atomic_load(&f->gw.held), PROXY_HELD_MAX - 10);   /* its 20 given back */
