@@ -142,7 +142,6 @@ int
 cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_described *d,
              struct judge_outcome *out, char *err, size_t errlen)
 {
-	struct policy_conn_decision cd;
 	const char *path, *query, *e = NULL;
 	size_t plen, qlen, i, n = 0;
 	unsigned port;
@@ -160,11 +159,15 @@ cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_desc
 	d->cf.port = port;
 	d->cf.mode = JUDGE_CONN_EXPLICIT;
 	d->cf.tls = !plain;
-	/* the entry whose encoded_slashes and path_params the path is normalised with; policy_judge decides */
-	policy_decide_conn(pol, d->host, port, &cd);
-	nl = policy_judge_path(cd.host, path, plen, d->path, sizeof(d->path), out);
 	d->rq.method = rq->method;
 	d->rq.method_len = strlen(rq->method);
+	/* the connection first (as the gateway: the CONNECT or the ClientHello, before any request), then the path */
+	policy_judge_conn(pol, &d->cf, out);
+	if (out->verdict != JUDGE_ALLOW)
+		return 1;
+	d->cf.judged = 1;
+	d->cf.entry = out->entry;
+	nl = policy_judge_path(d->cf.entry, path, plen, d->path, sizeof(d->path), out);
 	if (nl < 0)
 		return 1;
 	d->rq.path = d->path;

@@ -42,9 +42,11 @@ struct cli_described {
 };
 
 /*
- * Fills <d> from <rq>: 0; 1 when the path does not normalise (<out> is that
- * refusal, as the gateway's); -1 with <err> set when <rq> cannot be judged at
- * all (a bad URL).  The connection is left unjudged: policy_judge judges it.
+ * Fills <d> from <rq> and judges the connection (policy_judge_conn), then
+ * normalises the path (policy_judge_path), in the gateway's order: 0 (to
+ * policy_judge, d->cf judged); 1 when <out> is already the outcome (the
+ * connection refused or passed through, or the path refused); -1 with <err>
+ * set when <rq> cannot be judged at all (a bad URL).
  */
 int cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_described *d,
                  struct judge_outcome *out, char *err, size_t errlen);
