@@ -292,6 +292,8 @@ def generated(rnd, hosts, n, sandboxes):
             rq["headers"].append(["Content-Type", "text/plain"])     # two Content-Types: none known
             rq["headers"].append(["Content-Type", rq["ct"]])
             rq["ct_in_headers"] = True
+        if rq["body"] and rnd.randrange(40) == 0:
+            rq["body"] += " " * (1 << 20)                             # over the rules' max_body (1 MiB): 413
         if sandboxes and rnd.randrange(3):
             rq["sandbox"] = rnd.choice(sandboxes)
         out.append(rq)
@@ -421,6 +423,7 @@ def h2_request(t, rq, host, path):
     import h2.config
     import h2.connection
     import h2.events
+    import h2.exceptions
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
                                                                       validate_outbound_headers=False))
     conn.initiate_connection()
@@ -433,27 +436,38 @@ def h2_request(t, rq, host, path):
     if rq["body"] is not None:
         hdrs.append(("content-length", str(len(body))))
     conn.send_headers(1, hdrs, end_stream=not body)
-    if body:
-        conn.send_data(1, body, end_stream=True)
     t.sendall(conn.data_to_send())
-    status = 0
+    st = {"status": 0, "done": False}
+
+    def pump():
+        d = t.recv(65536)
+        if not d:
+            st["done"] = True
+            return
+        for ev in conn.receive_data(d):
+            if isinstance(ev, h2.events.ResponseReceived):
+                st["status"] = int(dict(ev.headers).get(":status", "0"))
+            elif isinstance(ev, h2.events.DataReceived):
+                conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset, h2.events.ConnectionTerminated)):
+                st["done"] = True
+        t.sendall(conn.data_to_send())
+
     try:
-        while True:
-            d = t.recv(65536)
-            if not d:
-                break
-            for ev in conn.receive_data(d):
-                if isinstance(ev, h2.events.ResponseReceived):
-                    status = int(dict(ev.headers).get(":status", "0"))
-                elif isinstance(ev, h2.events.DataReceived):
-                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
-                    t.sendall(conn.data_to_send())
-                    return status
+        off = 0
+        while off < len(body) and not st["done"]:  # within the flow-control window: the gateway may answer first
+            n = min(conn.local_flow_control_window(1), conn.max_outbound_frame_size, len(body) - off)
+            if n <= 0:
+                pump()
+                continue
+            conn.send_data(1, body[off:off + n], end_stream=off + n == len(body))
+            off += n
             t.sendall(conn.data_to_send())
-    except (OSError, ssl.SSLError):
+        while not st["done"]:
+            pump()
+    except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
         pass
-    return status
+    return st["status"]
 
 
 def admin(sock, method, path):
@@ -570,9 +584,12 @@ def cmd_cmp(name, clif, gwf, listf):
     gw = json.load(open(gwf))["got"]
     reqs = {str(r["id"]): r for r in json.load(open(listf))}
     n = agree = 0
+    kinds = {}
     for i in sorted(cli, key=int):
         n += 1
         c = cli[i]
+        k = "%s %s" % norm(c)[:2]
+        kinds[k] = kinds.get(k, 0) + 1
         if c["verdict"] == "hold" and c["status"] != 200:
             c = dict(c, verdict="deny")  # a hold refused before it waits (413, 429)
         a, b = norm(c), norm(gw.get(i, {"verdict": "?", "status": 0, "rule": "(not sent)"}))
@@ -582,6 +599,7 @@ def cmd_cmp(name, clif, gwf, listf):
             rq = reqs[i]
             print("  DIFFER %s c%s %s %s (%s): policy test %s, gateway %s" % (
                 name, i, rq["method"], rq["url"], rq.get("sandbox", "-"), a, b))
+    print("  %s outcomes: %s" % (name, ", ".join("%s x%d" % kv for kv in sorted(kinds.items()))))
     print("%s: %d cases, %d agree" % (name, n, agree))
     return 0 if n == agree and n > 0 else 1
 
