@@ -271,8 +271,8 @@ print_outcome(const char *label, const struct policy_outcome *o)
 		printf("  limit: %u/%s, %s (counter %s)\n", o->limit->count, policy_period_name(o->limit->period_s),
 		       o->limit->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->limit->key);
 	if (o->budget != NULL)
-		printf("  budget: %s of %s per %s, %s (counter %s); this request: %s\n", policy_amount_fmt(o->budget->max, m, sizeof(m)),
-		       o->budget->sum, policy_period_name(o->budget->period_s),
+		printf("  budget: %s of %s per %s, %s (counter %s); this request: %s\n",
+		       policy_amount_fmt(o->budget->max, m, sizeof(m)), o->budget->sum, policy_period_name(o->budget->period_s),
 		       o->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->budget->key,
 		       policy_amount_fmt(o->amount, a, sizeof(a)));
 	if (o->verdict == POLICY_REQ_HOLD)
