@@ -35,7 +35,7 @@ struct rfx {
 	pid_t pid;
 };
 
-static void
+static inline void
 rfx_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -44,7 +44,7 @@ rfx_sleep_ms(unsigned ms)
 }
 
 /* A synchronous client authenticated as the default user, or NULL. */
-static redisContext *
+static inline redisContext *
 rfx_admin(const struct rfx *r)
 {
 	struct timeval tv = {2, 0};
@@ -69,7 +69,7 @@ rfx_admin(const struct rfx *r)
 }
 
 /* Runs one command on a fresh admin connection; 0 when Redis answered without an error. */
-static int
+static inline int
 rfx_cmd(const struct rfx *r, const char *cmd)
 {
 	redisContext *c = rfx_admin(r);
@@ -87,7 +87,7 @@ rfx_cmd(const struct rfx *r, const char *cmd)
 }
 
 /* Starts (or, with the same directory and password, restarts) the server: 0, or -1. */
-static int
+static inline int
 rfx_spawn(struct rfx *r)
 {
 	unsigned waited = 0;
@@ -121,7 +121,7 @@ rfx_spawn(struct rfx *r)
 	return -1;
 }
 
-static int
+static inline int
 rfx_start(struct rfx *r)
 {
 	unsigned char rnd[16];
@@ -149,7 +149,7 @@ rfx_start(struct rfx *r)
 }
 
 /* Kills the server (it can be started again with rfx_spawn). */
-static void
+static inline void
 rfx_kill(struct rfx *r)
 {
 	if (r->pid <= 0)
@@ -160,7 +160,7 @@ rfx_kill(struct rfx *r)
 	r->pid = 0;
 }
 
-static void
+static inline void
 rfx_stop(struct rfx *r)
 {
 	char p[128];
