@@ -113,6 +113,20 @@ mk_store(struct event_base *base, const char *pw, unsigned backoff_max_ms)
 	return s;
 }
 
+static void flush(void);
+
+/* An empty Redis and a store on <base> that is ready. */
+static struct store *
+ready_store(struct event_base *base, unsigned backoff_max_ms)
+{
+	struct store *s;
+
+	flush();
+	s = mk_store(base, NULL, backoff_max_ms);
+	assert_true(wait_ready(base, s, WAIT_MS));
+	return s;
+}
+
 /* Results of many operations, counted by outcome. */
 struct tally {
 	int done;
@@ -497,7 +511,7 @@ static void
 test_refund(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, 0);
+	struct store *s = ready_store(base, 0);
 	struct policy_budget b = budget("budget:refund", 10, 86400, POLICY_SCOPE_SANDBOX);
 	struct store_result r;
 	struct tally t = {0};
@@ -506,8 +520,6 @@ test_refund(void **state)
 	int i;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	assert_true(store_budgets_ok(s));
 	r = take1(base, s, &b, "a", 7 * UNIT);
 	assert_int_equal(r.outcome, STORE_ALLOWED);
@@ -552,7 +564,7 @@ static void
 test_windows_roll(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, 0);
+	struct store *s = ready_store(base, 0);
 	struct policy_budget b = budget("budget:roll", 3, 2, POLICY_SCOPE_GLOBAL);
 	struct policy_limit l = rate("limit:roll", 2, 1, POLICY_SCOPE_SANDBOX);
 	redisContext *c;
@@ -563,8 +575,6 @@ test_windows_roll(void **state)
 	int i;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	c = rfx_admin(&rs);
 	assert_non_null(c);
 	rep = redisCommand(c, "TIME");
@@ -611,14 +621,12 @@ static void
 test_noscript(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, 0);
+	struct store *s = ready_store(base, 0);
 	struct policy_budget b = budget("budget:ns", 2, 86400, POLICY_SCOPE_GLOBAL);
 	struct policy_limit l = rate("limit:ns", 5, 60, POLICY_SCOPE_GLOBAL);
 	struct store_stats st;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	assert_int_equal(take1(base, s, &b, NULL, UNIT).outcome, STORE_ALLOWED);
 	assert_int_equal(rfx_cmd(&rs, "SCRIPT FLUSH"), 0);
 	assert_int_equal(take1(base, s, &b, NULL, UNIT).outcome, STORE_ALLOWED);
@@ -637,7 +645,7 @@ static void
 test_timeout(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, STORE_BACKOFF_MIN_MS);
+	struct store *s = ready_store(base, STORE_BACKOFF_MIN_MS);
 	struct policy_limit l = rate("limit:to", 1000, 1, POLICY_SCOPE_GLOBAL);
 	struct tally t = {0};
 	struct store_op *op;
@@ -646,8 +654,6 @@ test_timeout(void **state)
 	int i;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	kill(rs.pid, SIGSTOP);
 	t0 = now_ms();
 	for (i = 0; i < 10; i++)
@@ -675,15 +681,13 @@ static void
 test_restart(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, STORE_BACKOFF_MIN_MS);
+	struct store *s = ready_store(base, STORE_BACKOFF_MIN_MS);
 	struct policy_budget b = budget("budget:rs", 5, 86400, POLICY_SCOPE_GLOBAL);
 	struct tally t = {0};
 	struct store_op *op;
 	int i;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	kill(rs.pid, SIGSTOP);   /* so that the takes are surely in flight when it dies */
 	for (i = 0; i < 3; i++)
 		assert_int_equal(store_budget_take(s, &b, NULL, UNIT, tally_cb, &t, &op), 0);
@@ -822,7 +826,7 @@ static void
 test_cancel_destroy(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct store *s = mk_store(base, NULL, 0);
+	struct store *s = ready_store(base, 0);
 	struct policy_limit l = rate("limit:cancel", 1000, 1, POLICY_SCOPE_GLOBAL);
 	struct tally *gone = xcalloc(1, sizeof(*gone)), t = {0}, end = {0};
 	struct store_op *ops[50], *op;
@@ -830,8 +834,6 @@ test_cancel_destroy(void **state)
 	int i;
 
 	(void)state;
-	flush();
-	assert_true(wait_ready(base, s, WAIT_MS));
 	for (i = 0; i < 50; i++)
 		assert_int_equal(store_rate_take(s, &l, NULL, tally_cb, gone, &ops[i]), 0);
 	for (i = 0; i < 50; i++)
