@@ -77,6 +77,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "common/sluice.h"
 #include "policy/policy.h"
 
 struct event_base;
@@ -145,6 +146,18 @@ struct store_opts {
 
 struct store;
 struct store_op;
+
+/*
+ * Fills <o> from cfg->redis (state.redis: its strings are borrowed from
+ * <cfg>, which must outlive the store_create calls) and reads the password
+ * from its source (env:/file:, as secrets are read) into *<pw>, taken by the
+ * caller (secret_buf_free; NULL when there is no password) and borrowed by
+ * o->password.  Read once at start, then given to each worker's
+ * store_create.  0, or a negative SLUICE_E* with *<err> (static text, never
+ * the value).
+ */
+int store_opts_from_config(const struct policy_config *cfg, struct store_opts *o, struct secret_buf **pw,
+                           const char **err);
 
 /*
  * Creates a store on <base> (borrowed; must outlive the store) and starts

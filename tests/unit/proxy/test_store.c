@@ -862,6 +862,63 @@ test_cancel_destroy(void **state)
 	event_base_free(base);
 }
 
+/* From the loaded state: section to a ready store: the URL, the password read from its file, the prefix. */
+static void
+test_from_config(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct policy_limit l = rate("limit:cfg", 5, 60, POLICY_SCOPE_GLOBAL);
+	struct policy_config *cfg = NULL;
+	struct secret_buf *pw = NULL;
+	struct store_opts o;
+	const char *err = NULL;
+	char path[128], yaml[512], errbuf[512];
+	redisContext *c;
+	redisReply *rep;
+	struct store *s;
+	FILE *f;
+	int n;
+
+	(void)state;
+	flush();
+	snprintf(path, sizeof(path), "%s/redis.pw", rs.dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", rs.password);
+	fclose(f);
+	n = snprintf(yaml, sizeof(yaml),
+	             "ca: /tmp/ca\nhosts: {}\nstate:\n  backend: redis\n  redis: { url: \"unix:%s?db=0\", password: \"file:%s\", "
+	             "timeout: 300ms, key_prefix: \"cfg:\" }\n", rs.sock, path);
+	assert_int_equal(policy_load_buffer("t.yaml", yaml, (size_t)n, &cfg, NULL, errbuf, sizeof(errbuf)), 0);
+	assert_int_equal(store_opts_from_config(cfg, &o, &pw, &err), 0);
+	assert_non_null(pw);
+	assert_int_equal(o.timeout_ms, 300);
+	assert_string_equal(o.unix_path, rs.sock);
+	s = store_create(base, &o, &err);
+	assert_non_null(s);
+	assert_true(wait_ready(base, s, WAIT_MS));
+	assert_int_equal(rate1(base, s, &l, NULL).outcome, STORE_ALLOWED);
+	store_destroy(s);
+	secret_buf_free(pw);
+	policy_config_free(cfg);
+	c = rfx_admin(&rs);
+	assert_non_null(c);
+	rep = redisCommand(c, "EXISTS cfg:r:limit%%3Acfg:*");
+	assert_true(rep != NULL && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1);
+	freeReplyObject(rep);
+	redisFree(c);
+	/* a source that cannot be read is an error naming no value */
+	unlink(path);
+	n = snprintf(yaml, sizeof(yaml), "ca: /tmp/ca\nhosts: {}\nstate: { redis: { url: \"redis://127.0.0.1\", "
+	             "password: \"env:SLUICE_TEST_NO_SUCH_VARIABLE\" } }\n");
+	assert_int_equal(policy_load_buffer("t.yaml", yaml, (size_t)n, &cfg, NULL, errbuf, sizeof(errbuf)), 0);
+	assert_int_not_equal(store_opts_from_config(cfg, &o, &pw, &err), 0);
+	assert_null(pw);
+	assert_non_null(err);
+	policy_config_free(cfg);
+	event_base_free(base);
+}
+
 /* Options are checked. */
 static void
 test_opts(void **state)
@@ -903,6 +960,7 @@ main(void)
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_concurrent_cap),
 		cmocka_unit_test(test_refund),
 		cmocka_unit_test(test_windows_roll),
