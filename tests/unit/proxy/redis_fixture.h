@@ -1,6 +1,7 @@
 /*
  * tests/unit/proxy/redis_fixture.h - a redis-server of the test's own, on a
- * unix socket in a temporary directory (no TCP port: `port 0`), with a
+ * unix socket in a temporary directory (and, with rfx_start_port, on
+ * 127.0.0.1:<port> as well; else no TCP port: `port 0`), with a
  * password from the configuration file (never on a command line), no
  * persistence, and killed with the test process (PR_SET_PDEATHSIG) even
  * when the test crashes.  Used by test_store.c and bench/store_bench.c.
@@ -33,6 +34,7 @@ struct rfx {
 	char conf[96];
 	char password[33];          /* 32 hex digits, random per run */
 	pid_t pid;
+	unsigned port;              /* 0: the unix socket only; else also TCP on 127.0.0.1:<port> */
 };
 
 static inline void
@@ -121,14 +123,16 @@ rfx_spawn(struct rfx *r)
 	return -1;
 }
 
+/* Starts a server on the unix socket and, when <port> is not 0, on 127.0.0.1:<port>: 0, or -1. */
 static inline int
-rfx_start(struct rfx *r)
+rfx_start_port(struct rfx *r, unsigned port)
 {
 	unsigned char rnd[16];
 	FILE *f;
 	int fd, i;
 
 	memset(r, 0, sizeof(*r));
+	r->port = port;
 	snprintf(r->dir, sizeof(r->dir), "/tmp/sluice-redis-XXXXXX");
 	if (mkdtemp(r->dir) == NULL)
 		return -1;
@@ -141,11 +145,19 @@ rfx_start(struct rfx *r)
 		snprintf(r->password + 2 * i, 3, "%02x", rnd[i]);
 	if ((fd = open(r->conf, O_WRONLY | O_CREAT | O_EXCL, 0600)) == -1 || (f = fdopen(fd, "w")) == NULL)
 		return -1;
-	fprintf(f, "port 0\nunixsocket %s\nunixsocketperm 700\ndir %s\nsave \"\"\nappendonly no\n"
+	if (port != 0)
+		fprintf(f, "bind 127.0.0.1\nprotected-mode yes\n");
+	fprintf(f, "port %u\nunixsocket %s\nunixsocketperm 700\ndir %s\nsave \"\"\nappendonly no\n"
 	        "daemonize no\nlogfile %s/redis.log\nmaxmemory-policy noeviction\nrequirepass %s\n",
-	        r->sock, r->dir, r->dir, r->password);
+	        port, r->sock, r->dir, r->dir, r->password);
 	fclose(f);
 	return rfx_spawn(r);
+}
+
+static inline int
+rfx_start(struct rfx *r)
+{
+	return rfx_start_port(r, 0);
 }
 
 /* Kills the server (it can be started again with rfx_spawn). */

@@ -10,8 +10,9 @@
  * STORE_ETIMEOUT, then recovering; kill and restart; an evicting
  * maxmemory-policy refused for budgets (through CONFIG GET and, with CONFIG
  * denied, INFO); a wrong password failing closed with the password in no
- * output; cancel and destroy with operations in flight.  Every wait is
- * bounded.
+ * output; cancel and destroy with operations in flight; the state:
+ * section's options to a ready store; TCP to a Redis on 127.0.0.1.  Every
+ * wait is bounded.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
@@ -919,6 +923,56 @@ test_from_config(void **state)
 	event_base_free(base);
 }
 
+/* A free TCP port on 127.0.0.1 (bound and released: a race with other processes is possible, and harmless). */
+static unsigned
+free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd != -1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* The same store over TCP to a Redis on loopback (redisAsyncConnect, not the unix socket). */
+static void
+test_tcp_loopback(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct policy_budget b = budget("budget:tcp", 2, 86400, POLICY_SCOPE_GLOBAL);
+	struct rfx tcp;
+	struct secret_buf *pw;
+	struct store_opts o = {.host = "127.0.0.1", .timeout_ms = TIMEOUT_MS};
+	const char *err = NULL;
+	struct store *s;
+
+	(void)state;
+	if (rfx_start_port(&tcp, free_port()) != 0) {
+		rfx_stop(&tcp);
+		fail_msg("cannot start a redis-server on loopback");
+	}
+	pw = pw_buf(tcp.password);
+	o.port = tcp.port;
+	o.password = pw;
+	s = store_create(base, &o, &err);
+	secret_buf_free(pw);
+	assert_non_null(s);
+	if (!wait_ready(base, s, WAIT_MS)) {
+		store_destroy(s);
+		rfx_stop(&tcp);
+		fail_msg("the store over TCP is not ready");
+	}
+	assert_int_equal(take1(base, s, &b, NULL, 2 * UNIT).outcome, STORE_ALLOWED);
+	assert_int_equal(take1(base, s, &b, NULL, 1).outcome, STORE_REFUSED);
+	store_destroy(s);
+	rfx_stop(&tcp);
+	event_base_free(base);
+}
+
 /* Options are checked. */
 static void
 test_opts(void **state)
@@ -961,6 +1015,7 @@ main(void)
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_from_config),
+		cmocka_unit_test(test_tcp_loopback),
 		cmocka_unit_test(test_concurrent_cap),
 		cmocka_unit_test(test_refund),
 		cmocka_unit_test(test_windows_roll),
