@@ -7,7 +7,7 @@
  * when the test crashes.  Used by test_store.c and bench/store_bench.c.
  *
  * rfx_start() starts it and waits (bounded) until it answers PING;
- * rfx_stop() kills it (SIGCONT first, in case a test stopped it) and
+ * rfx_stop() kills it (SIGKILL: also when a test stopped it) and
  * removes the directory; rfx_admin() is a synchronous client for the test's
  * own commands (CONFIG SET, SCRIPT FLUSH, ...).
  */
@@ -166,8 +166,7 @@ rfx_kill(struct rfx *r)
 {
 	if (r->pid <= 0)
 		return;
-	kill(r->pid, SIGCONT);
-	kill(r->pid, SIGKILL);
+	kill(r->pid, SIGKILL);   /* also ends a stopped process, which SIGCONT first would let answer */
 	waitpid(r->pid, NULL, 0);
 	r->pid = 0;
 }
