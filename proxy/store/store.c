@@ -410,9 +410,10 @@ latency(struct store *s, uint64_t us)
 
 	count(&s->st.latency_count, 1);
 	count(&s->st.latency_sum_us, us);
-	for (i = 0; i < STORE_LATENCY_BUCKETS; i++)
-		if (us <= store_latency_bounds_us[i])
-			count(&s->st.latency_le[i], 1);
+	/* one bucket per reply; store_stats_get makes them cumulative */
+	for (i = 0; i < STORE_LATENCY_BUCKETS - 1 && us > store_latency_bounds_us[i]; i++)
+		;
+	count(&s->st.latency_le[i], 1);
 }
 
 static int op_send(struct store_op *op);
@@ -449,8 +450,8 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		if (!op->_retried && !op->_done && s->ac != NULL && s->ac == ac && s->state == STORE_S_READY) {
 			op->_retried = 1;
 			count(&s->st.noscript, 1);
-			if (redisAsyncCommand(ac, on_loaded, (void *)(uintptr_t)op->_sc, "SCRIPT LOAD %s", store_script_text(op->_sc)) == REDIS_OK &&
-			    op_send(op) == 0)
+			if (redisAsyncCommand(ac, on_loaded, (void *)(uintptr_t)op->_sc, "SCRIPT LOAD %s",
+			                      store_script_text(op->_sc)) == REDIS_OK && op_send(op) == 0)
 				return;
 		}
 		res.outcome = STORE_EREPLY;
@@ -764,4 +765,6 @@ store_stats_get(const struct store *s, struct store_stats *out)
 
 	for (i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	for (i = 1; i < STORE_LATENCY_BUCKETS; i++)
+		out->latency_le[i] += out->latency_le[i - 1];
 }

@@ -629,6 +629,7 @@ test_noscript(void **state)
 	struct policy_budget b = budget("budget:ns", 2, 86400, POLICY_SCOPE_GLOBAL);
 	struct policy_limit l = rate("limit:ns", 5, 60, POLICY_SCOPE_GLOBAL);
 	struct store_stats st;
+	size_t i;
 
 	(void)state;
 	assert_int_equal(take1(base, s, &b, NULL, UNIT).outcome, STORE_ALLOWED);
@@ -640,6 +641,12 @@ test_noscript(void **state)
 	store_stats_get(s, &st);
 	assert_int_equal(st.noscript, 2);
 	assert_true(st.latency_count >= 4);
+	/* the histogram is cumulative and its last bucket (+Inf) counts every timed reply */
+	for (i = 1; i < STORE_LATENCY_BUCKETS; i++)
+		assert_true(st.latency_le[i] >= st.latency_le[i - 1]);
+	assert_int_equal(st.latency_le[STORE_LATENCY_BUCKETS - 1], st.latency_count);
+	assert_true(st.latency_sum_us > 0);
+	assert_int_equal(st.refused, 1);
 	store_destroy(s);
 	event_base_free(base);
 }
