@@ -19,7 +19,7 @@
 
 enum store_script {
 	STORE_SCRIPT_RATE = 0,      /* KEYS[1] the counter; ARGV count, period_s -> {allowed, retry_ms} */
-	STORE_SCRIPT_TAKE = 1,      /* KEYS[1] the budget's base; ARGV amount, max, period_s -> {allowed, ms, window} */
+	STORE_SCRIPT_TAKE = 1,      /* KEYS[1] the budget's base; ARGV amount, max, period_s, grace_s -> {allowed, ms, window} */
 	STORE_SCRIPT_REFUND = 2,    /* KEYS[1] the budget's base; ARGV amount, window -> {existed} */
 	STORE_NSCRIPT = 3,
 };
