@@ -289,9 +289,9 @@ prescan(struct policy_ld *l, const char *buf, size_t len)
 
 static const char *const top_keys[] = {
 	"listen", "user", "ca", "leaf_cache", "upstream", "audit", "workers", "limits", "default", "hosts",
-	"secrets", "sandboxes", "sandbox_env", "sandbox", "state_dir", "reload",
+	"secrets", "sandboxes", "sandbox_env", "sandbox", "state_dir", "reload", "state",
 };
-enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 16 };
+enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 17 };
 
 /*
  * secrets.<name>.limit is the policy's (a rate limit per secret): taken out

@@ -338,6 +338,16 @@ int policy_host_pattern(const char *s, size_t len, char canon[HOST_BUF + 2], con
 
 /* config.c: the non-policy keys of the top-level map, by name. */
 int policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg);
+/* config_state.c: state: (<state>) and the older state_dir (<state_dir>), either NULL when absent; both naming the
+ * directory is an error.  Defaults set by policy_state_defaults (the gateway id is the host name), freed by
+ * policy_state_free. */
+int policy_state_parse(struct policy_ld *l, yaml_node_t *state, yaml_node_t *state_dir, struct policy_config *cfg);
+void policy_state_defaults(struct policy_config *cfg);
+void policy_state_free(struct policy_config *cfg);
+/* <what> ("state.dir") at <n>: an absolute directory path without control characters, into cfg->state_dir. */
+int policy_state_dir_parse(struct policy_ld *l, yaml_node_t *n, const char *what, struct policy_config *cfg);
+/* 0 when <s>/<len> is a gateway id (1..64 of A-Z a-z 0-9 . _ -), else -1. */
+int policy_gateway_id_ok(const char *s, size_t len);
 void policy_config_defaults(struct policy_config *cfg);
 
 /* rules.c: hosts: and default: into <p>. */

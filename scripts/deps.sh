@@ -13,10 +13,12 @@ want+=(bubblewrap)       # sluice run's netns backend (the sandboxed process), s
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
+want+=(libhiredis-dev)   # proxy/store: shared counters in Redis (0.14.1: hiredis with its libevent adapter)
 if [ "${1:-build}" = test ]; then
   # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
   want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
+  want+=(redis-server)            # tests/unit/proxy/test_store, bench/store_bench: a Redis of their own on a unix socket
   want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
   want+=(dpkg-dev debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb,
