@@ -170,7 +170,7 @@ tally_cb(const struct store_result *res, void *arg)
 static struct policy_budget
 budget(const char *key, int64_t max_units, uint32_t period_s, enum policy_scope scope)
 {
-	struct policy_budget b = {key, "form:amount", max_units * UNIT, period_s, scope};
+	struct policy_budget b = {SLUICE_DECONST(char *, key), SLUICE_DECONST(char *, "form:amount"), max_units * UNIT, period_s, scope};
 
 	return b;
 }
@@ -178,7 +178,7 @@ budget(const char *key, int64_t max_units, uint32_t period_s, enum policy_scope 
 static struct policy_limit
 rate(const char *key, uint32_t count, uint32_t period_s, enum policy_scope scope)
 {
-	struct policy_limit l = {key, count, period_s, scope};
+	struct policy_limit l = {SLUICE_DECONST(char *, key), count, period_s, scope};
 
 	return l;
 }
