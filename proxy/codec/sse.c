@@ -270,14 +270,21 @@ sse_unit_rewrite(const struct sse_unit *u, const char *data, size_t dlen, char *
 {
 	const char *s = u->raw, *e = u->raw + u->raw_len, *val;
 	size_t n, term, k, vlen, o = 0;
-	int done = 0;
+	int done = 0, lone_cr = 0;
 
 	/* a BOM at the start of the stream is not a line */
 	put(out, cap, &o, s, u->_skip);
 	for (s += u->_skip; s < e; s += n + term) {
 		n = line_at(s, e, &term);
+		if (n == 0 && term == 1 && s[0] == '\n' && lone_cr) {
+			/* a dropped data line stood between a CR and this LF: they would read as one CRLF */
+			PUT_LIT(out, cap, &o, "\r\n");
+			lone_cr = 0;
+			continue;
+		}
 		if (n == 0 || s[0] == ':' || !name_is(s, field_of(s, n, &val, &vlen), "data", 4)) {
 			put(out, cap, &o, s, n + term);
+			lone_cr = term == 1 && s[n] == '\r';
 			continue;
 		}
 		if (done)
@@ -293,6 +300,7 @@ sse_unit_rewrite(const struct sse_unit *u, const char *data, size_t dlen, char *
 			PUT_LIT(out, cap, &o, "data: ");
 			put(out, cap, &o, data + k, seg);
 			put(out, cap, &o, s + n, term);
+			lone_cr = term == 1 && s[n] == '\r';
 			if (k + seg == dlen)
 				break;
 			t = data[k + seg] == '\r' && k + seg + 1 < dlen && data[k + seg + 1] == '\n' ? 2 : 1;

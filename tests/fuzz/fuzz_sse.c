@@ -70,7 +70,9 @@ check_rewrite(const struct sse_unit *u, size_t max)
 	/* the rendering is one event again (a line may grow by "data: "; allow for it) */
 	sse_parser_init(&p, max + need);
 	r = sse_parse(&p, out, need, &v);
-	if (r != (long)need || v.kind != SSE_UNIT_EVENT || !v.has_data || v.data_len != u->data_len)
+	/* all of it; or all but the LF of a blank line written "\r\n" after a CR whose data line was dropped */
+	if (!(r == (long)need || (r == (long)need - 1 && out[need - 1] == '\n' && out[need - 2] == '\r')) ||
+	    v.kind != SSE_UNIT_EVENT || !v.has_data || v.data_len != u->data_len)
 		abort();
 	for (i = 0; i < v.data_len; i++)
 		if (v.data[i] != u->data[i] && !(u->data[i] == '\n' && v.data[i] == '\n'))

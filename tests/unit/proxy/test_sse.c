@@ -278,6 +278,21 @@ test_rewrite(void **state)
 	n = sse_unit_rewrite(&u, "a\nb\r\nc", 6, out, sizeof(out));
 	run(out, n, 0, 0, &t);
 	assert_string_equal(t.data[0], "a\nb\nc");
+	/* a dropped data line between a CR and an LF: the LF must not become the CR's CRLF (fuzz_sse found it) */
+	{
+		static const char m[] = "data: a\ry: 1\rdata: b\n\n";
+		struct sse_parser q;
+		struct sse_unit w;
+
+		sse_parser_init(&q, 0);
+		assert_int_equal(sse_parse(&q, m, sizeof(m) - 1, &w), (long)sizeof(m) - 1);
+		n = sse_unit_rewrite(&w, "z", 1, out, sizeof(out));
+		run(out, n, 0, 0, &t);
+		assert_int_equal(t.events, 1);
+		assert_string_equal(t.data[0], "z");
+		assert_int_equal(t.rawn, n);
+		sse_parser_dispose(&q);
+	}
 	/* empty data stays an event with data */
 	n = sse_unit_rewrite(&u, "", 0, out, sizeof(out));
 	run(out, n, 0, 0, &t);
