@@ -245,8 +245,8 @@ policy_mcp_host_parse(struct policy_ld *l, yaml_node_t *n, const char *where, st
 	return 0;
 }
 
-static int
-has_post(const struct policy_rule *r)
+int
+policy_rule_posts(const struct policy_rule *r)
 {
 	size_t i;
 
@@ -272,7 +272,7 @@ policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const st
 	    !policy_glob_match(&r->glob, h->mcp_endpoint, strlen(h->mcp_endpoint)))
 		return policy_ld_error_at(l, m, "mcp in %s, whose path %s is not the host's MCP endpoint %s", r->where,
 		                          r->path_src, h->mcp_endpoint);
-	if (!has_post(r))
+	if (!policy_rule_posts(r))
 		return policy_ld_error_at(l, m, "mcp in %s, whose method excludes POST (MCP messages are POSTed)", r->where);
 	return 0;
 }

@@ -93,9 +93,8 @@ policy_mcp_name_ok(const char *s, size_t n)
 	return 1;
 }
 
-/* Printable: no C0 controls, no DEL (UTF-8 above 0x7f is fine). */
-static int
-printable(const char *s, size_t n)
+int
+policy_mcp_printable(const char *s, size_t n)
 {
 	size_t i;
 
@@ -141,7 +140,7 @@ id_ok(const json_t *id)
 	if (json_is_integer(id))
 		return 1;
 	return json_is_string(id) && json_string_length(id) <= POLICY_MCP_ID_MAX &&
-	       printable(json_string_value(id), json_string_length(id));
+	       policy_mcp_printable(json_string_value(id), json_string_length(id));
 }
 
 /* params.name, params.uri and params.arguments of the methods a rule reads. */
@@ -175,7 +174,7 @@ read_params(struct policy_mcp_msg *m)
 			return POLICY_MCP_E_MEMBER;
 		v = json_object_get(p, "uri");
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > POLICY_MCP_URI_MAX ||
-		    !printable(json_string_value(v), json_string_length(v)))
+		    !policy_mcp_printable(json_string_value(v), json_string_length(v)))
 			return POLICY_MCP_E_URI;
 		m->name = json_string_value(v);
 		m->name_len = json_string_length(v);
@@ -205,7 +204,7 @@ read_msg(json_t *o, struct policy_mcp_msg *m)
 			return POLICY_MCP_E_MEMBER;
 		if (!json_is_string(method) || json_string_length(method) == 0 ||
 		    json_string_length(method) > POLICY_MCP_METHOD_MAX ||
-		    !printable(json_string_value(method), json_string_length(method)))
+		    !policy_mcp_printable(json_string_value(method), json_string_length(method)))
 			return POLICY_MCP_E_METHOD;
 		m->method = json_string_value(method);
 		m->method_len = json_string_length(method);

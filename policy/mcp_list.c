@@ -38,19 +38,6 @@ call_name(enum policy_mcp_method call)
 	                                                                                           : "prompts/get";
 }
 
-static int
-post_ok(const struct policy_rule *r)
-{
-	size_t i;
-
-	if (r->nmethods == 0)
-		return 1;
-	for (i = 0; i < r->nmethods; i++)
-		if (strcmp(r->methods[i], "POST") == 0)
-			return 1;
-	return 0;
-}
-
 /* 0 when <r>'s path cannot be <ep> (NULL: the host has no endpoint, any path could be). */
 static int
 path_could(const struct policy *p, const struct policy_rule *r, const char *ep)
@@ -61,17 +48,6 @@ path_could(const struct policy *p, const struct policy_rule *r, const char *ep)
 		return policy_glob_match(&r->glob, ep, strlen(ep));
 	if (r->path_kind == POLICY_PATH_REGEX)
 		return policy_regex_match(p, r->re, ep, strlen(ep)) != 0; /* -1, cannot judge: it could */
-	return 1;
-}
-
-static int
-printable(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
 	return 1;
 }
 
@@ -86,7 +62,7 @@ policy_mcp_visible(const struct policy *p, const struct policy_host *h, enum pol
 	if (call == POLICY_MCP_M_NONE)
 		return 0;
 	/* an entry the reader would refuse to call is no use to show */
-	if (call == POLICY_MCP_M_RESOURCES_READ ? n == 0 || n > POLICY_MCP_URI_MAX || !printable(name, n)
+	if (call == POLICY_MCP_M_RESOURCES_READ ? n == 0 || n > POLICY_MCP_URI_MAX || !policy_mcp_printable(name, n)
 	                                        : !policy_mcp_name_ok(name, n))
 		return 0;
 	if (!h->has_rules || h->mode == POLICY_MODE_REPORT)
@@ -96,7 +72,7 @@ policy_mcp_visible(const struct policy *p, const struct policy_host *h, enum pol
 		const struct policy_rule *r = &h->rules[i];
 		int matches = 1;
 
-		if (r->mode != POLICY_MODE_ENFORCE || !post_ok(r) || !path_could(p, r, h->mcp_endpoint))
+		if (r->mode != POLICY_MODE_ENFORCE || !policy_rule_posts(r) || !path_could(p, r, h->mcp_endpoint))
 			continue;
 		if (r->mcp != NULL) {
 			if (!policy_mcp_method_in(r->mcp, cm, strlen(cm)))

@@ -412,6 +412,10 @@ int policy_mcp_cond_parse(struct policy_ld *l, yaml_node_t *n, const char *where
 void policy_mcp_cond_dispose(struct policy_mcp_cond *m);
 /* 1 if the tool entry <t> matches <name>/<n> of a message of method <call> (POLICY_MCP_M_*, policy/mcp.h). */
 int policy_mcp_tool_match(const struct policy_mcp_tool *t, int call, const char *name, size_t n);
+/* 1 if <r>'s method list admits POST (or lists none). */
+int policy_rule_posts(const struct policy_rule *r);
+/* 1 if <s>/<n> holds no C0 control byte and no DEL (UTF-8 above 0x7f is fine): mcp.c. */
+int policy_mcp_printable(const char *s, size_t n);
 /* 1 if <method>/<n> is one of <m>'s methods (or <m> lists none). */
 int policy_mcp_method_in(const struct policy_mcp_cond *m, const char *method, size_t n);
 /* A host's mcp: map (endpoint, error_code) into <h>. */
