@@ -98,31 +98,50 @@ name_is(const char *s, size_t n, const char *lit, size_t litn)
 	return n == litn && memcmp(s, lit, n) == 0;
 }
 
+/*
+ * The next field line of an event at *<s> (before <e>), comments skipped:
+ * its start, with its name length in *<k> and its value; *<s> moves past it.
+ * NULL at the blank line that ends the event (or at <e>).
+ */
+static const char *
+next_field(const char **s, const char *e, size_t *k, const char **val, size_t *vlen)
+{
+	size_t n, term;
+
+	while (*s < e) {
+		const char *line = *s;
+
+		n = line_at(line, e, &term);
+		if (n == 0)
+			return NULL;
+		*s = line + n + term;
+		if (line[0] == ':')
+			continue;
+		*k = field_of(line, n, val, vlen);
+		return line;
+	}
+	return NULL;
+}
+
 /* Reads the fields of the complete event in u->raw (after <skip> BOM bytes): 0, or -1 (memory). */
 static int
 read_event(struct sse_parser *p, struct sse_unit *u, size_t skip)
 {
-	const char *s = u->raw + skip, *e = u->raw + u->raw_len, *val, *first = NULL;
-	size_t n, term, k, vlen, ndata = 0, total = 0, o = 0;
+	const char *s = u->raw + skip, *e = u->raw + u->raw_len, *val, *first = NULL, *f;
+	size_t k, vlen, ndata = 0, total = 0, o = 0;
 
 	/* pass 1: event, id, and how much data */
-	for (; s < e; s += n + term) {
-		n = line_at(s, e, &term);
-		if (n == 0)
-			break;
-		if (s[0] == ':')
-			continue;
-		k = field_of(s, n, &val, &vlen);
-		if (name_is(s, k, "data", 4)) {
+	while ((f = next_field(&s, e, &k, &val, &vlen)) != NULL) {
+		if (name_is(f, k, "data", 4)) {
 			if (ndata++ == 0) {
 				first = val;
 				u->data_len = vlen;
 			}
 			total += vlen + (ndata > 1);
-		} else if (name_is(s, k, "event", 5)) {
+		} else if (name_is(f, k, "event", 5)) {
 			u->event = val;
 			u->event_len = vlen;
-		} else if (name_is(s, k, "id", 2) && memchr(val, '\0', vlen) == NULL) {
+		} else if (name_is(f, k, "id", 2) && memchr(val, '\0', vlen) == NULL) {
 			u->id = val;
 			u->id_len = vlen;
 		}
@@ -140,14 +159,9 @@ read_event(struct sse_parser *p, struct sse_unit *u, size_t skip)
 		p->_data = d;
 		p->_dcap = total;
 	}
-	for (s = u->raw + skip; s < e; s += n + term) {
-		n = line_at(s, e, &term);
-		if (n == 0)
-			break;
-		if (s[0] == ':')
-			continue;
-		k = field_of(s, n, &val, &vlen);
-		if (!name_is(s, k, "data", 4))
+	s = u->raw + skip;
+	while ((f = next_field(&s, e, &k, &val, &vlen)) != NULL) {
+		if (!name_is(f, k, "data", 4))
 			continue;
 		if (o > 0)
 			p->_data[o++] = '\n';
