@@ -95,6 +95,8 @@ rule_body(struct policy_ctx *c, const struct policy_rule *r, int all, int64_t *a
 		x = policy_tv_and(x, policy_cond_gql_eval(c, r->gql, all));
 	if (r->git != NULL && x != TV_F)
 		x = policy_tv_and(x, policy_cond_git_eval(c, r->git, all));
+	if (r->mcp != NULL && x != TV_F)
+		x = policy_tv_and(x, policy_cond_mcp_eval(c, r->mcp));
 	if (r->sum != NULL && x != TV_F)
 		x = policy_tv_and(x, policy_cond_sum(c, r->sum, amount));
 	return x;

@@ -145,6 +145,7 @@ policy_free(struct policy *p)
 		free(h->rules);
 		free(h->ports);
 		free(h->key);
+		free(h->mcp_endpoint);
 	}
 	free(p->hosts);
 	for (i = 0; i < p->nwarnings; i++)

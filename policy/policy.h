@@ -396,6 +396,7 @@ struct policy_header {
 };
 
 /* A request as the policy judges it; every pointer is borrowed for the call. */
+struct policy_mcp_msg;
 struct policy_request {
 	const char *method;
 	size_t method_len;
@@ -411,6 +412,9 @@ struct policy_request {
 	size_t body_len;
 	int body_complete;        /* 1: body is the whole body; 0: a prefix (enough for git: conditions only) */
 	int has_body;             /* 1: the request carries a body (Content-Length above 0, or chunked), held or not */
+	/* mcp: conditions judge this message (policy/mcp.h; one element of a batch) instead of reading the body;
+	 * NULL: the body is read as one message (a batch cannot be judged whole) */
+	const struct policy_mcp_msg *mcp_msg;
 };
 
 /* Flags of policy_body_need. */

@@ -29,12 +29,32 @@ if [ "${1:-build}" = test ]; then
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+# test: the MCP test clients and servers (issue 23) from tests/mcp/package-lock.json, with npm ci --ignore-scripts
+# (no install scripts run), into build/node (SLUICE_NODE_DIR) unless it already holds that lock's install.
+node_deps() {
+  [ "${1:-build}" = test ] || return 0
+  local root dest
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  dest=${SLUICE_NODE_DIR:-$root/build/node}
+  if [ -d "$dest/node_modules" ] && cmp -s "$root/tests/mcp/package-lock.json" "$dest/package-lock.json"; then
+    return 0
+  fi
+  mkdir -p "$dest"
+  cp "$root/tests/mcp/package.json" "$root/tests/mcp/package-lock.json" "$dest/"
+  if ! (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); then
+    echo "deps.sh: npm ci in $dest failed (is the npm registry reachable?)" >&2
+    return 1
+  fi
+}
 need=()
 for p in "${want[@]}"; do
   # "install ok installed" only: a removed package whose config files remain does not count
   installed "$p" || need+=("$p")
 done
-[ ${#need[@]} -eq 0 ] && exit 0
+if [ ${#need[@]} -eq 0 ]; then
+  node_deps "${1:-build}"
+  exit $?
+fi
 echo "installing: ${need[*]}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -48,3 +68,4 @@ if [ ${#left[@]} -gt 0 ]; then
   echo "deps.sh: could not install: ${left[*]} (apt-get exit $rc; is Debian's package archive reachable?)" >&2
   exit 1
 fi
+node_deps "${1:-build}"
