@@ -28,6 +28,8 @@
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
 #include "proxy/proxy_int.h"
+#include "proxy/session/refusal.h"
+#include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 
@@ -169,17 +171,16 @@ decision_copy(const struct policy_decision *d)
 	return n;
 }
 
-/* ---- answers ---- */
+/* ---- refusals (returned: the session answers them) ---- */
 
-static void
-unavailable(struct conn *c, const char *error, const char *rule, const char *reason)
+static int
+unavailable(struct refusal *rf, enum refusal_err err, const char *rule, const char *reason)
 {
-	c->req->client_keep_alive = 0;
-	http_answer(c, 503, error, rule, reason, 1);
+	return refusal_close(rf, 503, err, rule, reason);
 }
 
-static void
-too_large(struct conn *c, size_t bound, int hold)
+static int
+too_large(struct conn *c, size_t bound, int hold, struct refusal *rf)
 {
 	struct req *r = c->req;
 
@@ -187,13 +188,12 @@ too_large(struct conn *c, size_t bound, int hold)
 	         hold ? "a request held for approval is held whole: its body is larger than %zu bytes"
 	              : "the request body is larger than the max_body of the rules that read it (%zu bytes)",
 	         bound);
-	r->client_keep_alive = 0;
-	http_answer(c, 413, "request too large", "max_body", r->rule_buf, 1);
+	return refusal_close(rf, 413, REFUSAL_TOO_LARGE, "max_body", r->rule_buf);
 }
 
 /* Counts the held body's growth against the gateway's and the HTTP/2 connection's bounds: 0, or -1 (503). */
 static int
-account(struct conn *c)
+account(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -203,21 +203,17 @@ account(struct conn *c)
 	if (len <= s->acct)
 		return 0;
 	add = len - s->acct;
-	if (s->conn_acct == NULL && c->h2_stream)
-		s->conn_acct = h2srv_held(c);
+	if (s->conn_acct == NULL)
+		s->conn_acct = conn_ops(c)->held(c);
 	s->acct = len;
 	if (s->conn_acct != NULL)
 		*s->conn_acct += add;
-	if (atomic_fetch_add(&gw->held, add) + add > PROXY_HELD_MAX) {
-		unavailable(c, "gateway busy", "max_body",
-		            "request bodies held for policy rules are at the gateway's bound (PROXY_HELD_MAX, 512 MiB)");
-		return -1;
-	}
-	if (s->conn_acct != NULL && *s->conn_acct > PROXY_H2_HELD_MAX) {
-		unavailable(c, "gateway busy", "max_body",
-		            "request bodies held on this HTTP/2 connection are at its bound (PROXY_H2_HELD_MAX, 32 MiB)");
-		return -1;
-	}
+	if (atomic_fetch_add(&gw->held, add) + add > PROXY_HELD_MAX)
+		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
+		                   "request bodies held for policy rules are at the gateway's bound (PROXY_HELD_MAX, 512 MiB)");
+	if (s->conn_acct != NULL && *s->conn_acct > PROXY_H2_HELD_MAX)
+		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
+		                   "request bodies held on this HTTP/2 connection are at its bound (PROXY_H2_HELD_MAX, 32 MiB)");
 	return 0;
 }
 
@@ -230,9 +226,9 @@ hold_cap(const struct sem_req *s)
 	return s->need > PROXY_HOLD_BODY_MAX ? s->need : PROXY_HOLD_BODY_MAX;
 }
 
-/* Parks the request (its body, if any, whole in r->hold): 1 parked, -1 answered. */
+/* Parks the request (its body, if any, whole in r->hold): 1 parked, -1 refused (<rf>). */
 static int
-park(struct conn *c, const struct policy_decision *d)
+park(struct conn *c, const struct policy_decision *d, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = sem_req_of(r);
@@ -247,8 +243,7 @@ park(struct conn *c, const struct policy_decision *d)
 	memset(&info, 0, sizeof(info));
 	if (EVP_Digest(len > 0 ? evbuffer_pullup(r->hold, -1) : (const unsigned char *)"", len, info.body_sha256, NULL,
 	               EVP_sha256(), NULL) != 1) {
-		unavailable(c, "approval unavailable", d->act.rule, "cannot hash the request body");
-		return -1;
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, d->act.rule, "cannot hash the request body");
 	}
 	/* the operator sees the query too: it is part of what is approved (the audit keeps it only with log_query) */
 	q = r->query;
@@ -269,11 +264,10 @@ park(struct conn *c, const struct policy_decision *d)
 	free(path);
 	if (rc != 0) {
 		s->hold_id[0] = '\0';
-		unavailable(c, "approval unavailable", d->act.rule,
-		            rc == SLUICE_ETOOBIG  ? "too many requests are waiting for approval"
-		            : rc == SLUICE_ECLOSED ? "the gateway is stopping: no new holds"
-		                                   : "the request cannot be held for approval");
-		return -1;
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, d->act.rule,
+		                   rc == SLUICE_ETOOBIG  ? "too many requests are waiting for approval"
+		                   : rc == SLUICE_ECLOSED ? "the gateway is stopping: no new holds"
+		                                          : "the request cannot be held for approval");
 	}
 	s->parked = 1;
 	s->phase = SEM_P_WAIT;
@@ -295,6 +289,8 @@ approval_done(void *arg, int decision, const char *by)
 	struct conn *c = arg;
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
+	struct refusal rf;
+	int rc;
 
 	s->parked = 0;
 	s->phase = SEM_P_NONE;
@@ -304,37 +300,37 @@ approval_done(void *arg, int decision, const char *by)
 	switch (decision) {
 	case 1:
 		/* exactly the request that was approved: the body held, whose hash the operator saw */
-		if (r->hold != NULL)
-			cred_hold_done(c);
-		else
-			relay_dial(c);
+		rc = r->hold != NULL ? cred_hold_done(c, &rf) : relay_dial(c, &rf);
 		break;
 	case 0:
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "rejected by %s", s->hold_by);
-		http_answer(c, 403, "denied by policy", s->rule, r->rule_buf, 1);
+		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, r->rule_buf);
 		break;
 	case -1:
-		http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
+		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 		break;
 	default:
-		unavailable(c, "gateway stopping", s->rule, "the gateway is stopping: the held request was not sent");
+		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule, "the gateway is stopping: the held request was not sent");
 		break;
 	}
+	/* an event's outermost frame: nothing below holds c->req (refusal.h) */
+	if (rc != 0)
+		http_refuse(c, &rf);
 	if (c->state != CONN_S_DEAD)
 		conn_pump(c);
 }
 
-void
-sem_park_start(struct conn *c)
+int
+sem_park_start(struct conn *c, struct refusal *rf)
 {
 	struct sem_req *s = c->req->sem;
 
 	conn_set_state(c, CONN_S_HOLD);
-	(void)park(c, s->dec);
+	return park(c, s->dec, rf) < 0 ? -1 : 0;
 }
 
 int
-sem_timeout(struct conn *c)
+sem_timeout(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -347,7 +343,7 @@ sem_timeout(struct conn *c)
 	s->phase = SEM_P_NONE;
 	s->hold_outcome = "timeout";
 	snprintf(s->hold_by, sizeof(s->hold_by), "timeout");
-	http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
+	refusal_set(rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 	return 1;
 }
 
@@ -356,10 +352,10 @@ sem_timeout(struct conn *c)
 /*
  * Applies decision <d>.  <whole>: the body is held whole (or there is none),
  * so a hold can be parked now.  0: allowed, go on; 1: a hold, parked or to be
- * parked once its body is whole; -1: answered.
+ * parked once its body is whole; -1: refused (<rf>).
  */
 static int
-apply(struct conn *c, const struct policy_decision *d, int whole)
+apply(struct conn *c, const struct policy_decision *d, int whole, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -384,26 +380,21 @@ apply(struct conn *c, const struct policy_decision *d, int whole)
 	if (a->verdict != POLICY_REQ_HOLD) {
 		if (r->body_done)
 			r->body = H1_BODY_NONE;  /* read whole: the connection can stay */
-		http_answer(c, 403, "denied by policy", a->rule, a->reason != NULL ? a->reason : "denied", 1);
-		return -1;
+		return refusal_set(rf, 403, REFUSAL_DENIED, a->rule, a->reason != NULL ? a->reason : "denied");
 	}
 	/* a hold: the request waits for an operator, with the whole body the approval binds */
 	if (whole)
-		return park(c, d);
-	if (r->body == H1_BODY_LENGTH && r->body_left + (r->hold != NULL ? evbuffer_get_length(r->hold) : 0) > hold_cap(s)) {
-		too_large(c, hold_cap(s), 1);
-		return -1;
-	}
-	if ((s->dec = decision_copy(d)) == NULL) {
-		unavailable(c, "approval unavailable", a->rule, "out of memory");
-		return -1;
-	}
+		return park(c, d, rf);
+	if (r->body == H1_BODY_LENGTH && r->body_left + (r->hold != NULL ? evbuffer_get_length(r->hold) : 0) > hold_cap(s))
+		return too_large(c, hold_cap(s), 1, rf);
+	if ((s->dec = decision_copy(d)) == NULL)
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, a->rule, "out of memory");
 	s->phase = r->body == H1_BODY_NONE ? SEM_P_PARK : SEM_P_HOLDBODY;
 	return 1;
 }
 
 int
-sem_head(struct conn *c, const struct h1_message *m)
+sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct policy_header hdr[H1_MAX_HEADERS];
@@ -424,15 +415,11 @@ sem_head(struct conn *c, const struct h1_message *m)
 	need = r->body != H1_BODY_NONE ? policy_body_need(c->pol, c->entry, &q, &flags) : 0;
 	if (need > 0) {
 		/* a git push may be any size: only its command section is held */
-		if (r->body == H1_BODY_LENGTH && r->body_left > need && !(flags & POLICY_NEED_GIT_SECTION)) {
-			too_large(c, need, 0);
-			return -1;
-		}
+		if (r->body == H1_BODY_LENGTH && r->body_left > need && !(flags & POLICY_NEED_GIT_SECTION))
+			return too_large(c, need, 0, rf);
 		s = sem_req_of(r);
-		if (headers_keep(s, hdr, n) != 0) {
-			unavailable(c, "internal error", "max_body", "cannot hold the request head");
-			return -1;
-		}
+		if (headers_keep(s, hdr, n) != 0)
+			return unavailable(rf, REFUSAL_INTERNAL, "max_body", "cannot hold the request head");
 		s->need = need;
 		s->flags = flags;
 		s->phase = SEM_P_BODY;
@@ -444,12 +431,12 @@ sem_head(struct conn *c, const struct h1_message *m)
 	}
 	policy_decide(c->pol, c->entry, &q, &d);
 	/* a hold is parked once the head's work is done (sem_park_start) or its body is held */
-	return apply(c, &d, 0) < 0 ? -1 : 0;
+	return apply(c, &d, 0, rf) < 0 ? -1 : 0;
 }
 
 /* The git push's command section is decided on and allowed: it goes up, and the pack streams after it. */
-static void
-git_stream(struct conn *c)
+static int
+git_stream(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	size_t len = evbuffer_get_length(r->hold);
@@ -460,11 +447,8 @@ git_stream(struct conn *c)
 		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
 	if (policy_secret_count(c->pol) > 0) {
 		/* the whole body goes through the placeholder search, the held part first */
-		if (cred_scan_begin(c) != 0) {
-			r->client_keep_alive = 0;
-			http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
-			return;
-		}
+		if (cred_scan_begin(c) != 0)
+			return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
 		evbuffer_add_buffer(r->scan_in, r->hold);
 	} else {
 		if (r->body == H1_BODY_CHUNKED && len > 0)
@@ -475,12 +459,12 @@ git_stream(struct conn *c)
 	}
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	relay_dial(c);
+	return relay_dial(c, rf);
 }
 
 /* The body (or the git section, <blen> bytes of it) is held: decide with it and act. */
-static void
-decide(struct conn *c, size_t blen, int complete)
+static int
+decide(struct conn *c, size_t blen, int complete, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -497,21 +481,18 @@ decide(struct conn *c, size_t blen, int complete)
 		refuse_proto_keep_section(c, q.body, blen);  /* names the refs if it is refused later (a limit) */
 	headers_drop(s);
 	s->phase = SEM_P_NONE;
-	rc = apply(c, &d, r->body_done);
-	if (rc > 0 && s->phase == SEM_P_HOLDBODY) {
-		sem_hold_pump(c);  /* a hold decided on a git section: the rest of its body, some of it read already */
-		return;
-	}
+	rc = apply(c, &d, r->body_done, rf);
+	if (rc > 0 && s->phase == SEM_P_HOLDBODY)
+		return sem_hold_pump(c, rf);  /* a hold decided on a git section: the rest of its body, some read already */
 	if (rc != 0)
-		return;  /* answered or parked */
+		return rc < 0 ? -1 : 0;  /* refused or parked */
 	if (r->body_done)
-		cred_hold_done(c);  /* secrets searched and injected, sent with a Content-Length */
-	else
-		git_stream(c);
+		return cred_hold_done(c, rf);  /* secrets searched and injected, sent with a Content-Length */
+	return git_stream(c, rf);
 }
 
-void
-sem_hold_pump(struct conn *c)
+int
+sem_hold_pump(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -525,7 +506,7 @@ sem_hold_pump(struct conn *c)
 		/* the client going away cancels the hold (sem_req_free); what it sends meanwhile waits in its input */
 		if (c->client_eof)
 			conn_close(c);
-		return;
+		return 0;
 	}
 	git = s->phase == SEM_P_BODY && (s->flags & POLICY_NEED_GIT_SECTION);
 	cap = s->phase == SEM_P_BODY ? s->need : hold_cap(s);
@@ -537,39 +518,29 @@ sem_hold_pump(struct conn *c)
 		if (r->body_done || len > cap)
 			break;
 		p = relay_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0) {
-			r->client_keep_alive = 0;
-			http_answer(c, 400, "bad request", "http", err ? err : "malformed chunked request body", 1);
-			return;
-		}
+		if (p < 0)
+			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
 		if (p == 0)
 			break;
 		progress = 1;
-		if (account(c) != 0)
-			return;
+		if (account(c, rf) != 0)
+			return -1;
 	}
 	if (git && (sec == -1 || (sec == -2 && r->body_done))) {
 		if (r->body_done)
 			r->body = H1_BODY_NONE;
-		http_answer(c, 403, "denied by policy", "git", "malformed git pkt-line", 1);
-		return;
+		return refusal_set(rf, 403, REFUSAL_DENIED, "git", "malformed git pkt-line");
 	}
-	if (git && sec > 0) {
-		decide(c, (size_t)sec, r->body_done && (size_t)sec == len);
-		return;
-	}
-	if (len > cap) {
-		too_large(c, cap, s->phase == SEM_P_HOLDBODY);
-		return;
-	}
+	if (git && sec > 0)
+		return decide(c, (size_t)sec, r->body_done && (size_t)sec == len, rf);
+	if (len > cap)
+		return too_large(c, cap, s->phase == SEM_P_HOLDBODY, rf);
 	if (r->body_done) {
 		if (s->phase == SEM_P_BODY)
-			decide(c, len, 1);
-		else
-			(void)park(c, s->dec);
-		return;
+			return decide(c, len, 1, rf);
+		return park(c, s->dec, rf) < 0 ? -1 : 0;
 	}
-	cred_hold_wait(c, progress);
+	return cred_hold_wait(c, progress, rf);
 }
 
 void

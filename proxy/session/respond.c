@@ -3,6 +3,49 @@
 #include <string.h>
 #include "common/json.h"
 #include "proxy/proxy_int.h"
+#include "proxy/session/refusal.h"
+
+const char *
+refusal_err_text(enum refusal_err e)
+{
+	switch (e) {
+	case REFUSAL_BAD_REQUEST: return "bad request";
+	case REFUSAL_DENIED: return "denied by policy";
+	case REFUSAL_EXFILTRATION: return "exfiltration attempt";
+	case REFUSAL_SECRET_UNAVAILABLE: return "secret unavailable";
+	case REFUSAL_SECRET_REVOKED: return "secret revoked";
+	case REFUSAL_INTERNAL: return "internal error";
+	case REFUSAL_MEDIA_TYPE: return "unsupported media type";
+	case REFUSAL_TOO_LARGE: return "request too large";
+	case REFUSAL_RATE_LIMITED: return "rate limited";
+	case REFUSAL_LIMITS_UNAVAILABLE: return "limits unavailable";
+	case REFUSAL_AUDIT_UNAVAILABLE: return "audit log unavailable";
+	case REFUSAL_UPSTREAM_FAILED: return "upstream failed";
+	case REFUSAL_MISDIRECTED: return "misdirected request";
+	case REFUSAL_METHOD_NOT_ALLOWED: return "method not allowed";
+	case REFUSAL_TIMEOUT: return "request timeout";
+	case REFUSAL_PROXY_AUTH: return "proxy authentication failed";
+	case REFUSAL_GATEWAY_BUSY: return "gateway busy";
+	case REFUSAL_APPROVAL_UNAVAILABLE: return "approval unavailable";
+	case REFUSAL_GATEWAY_STOPPING: return "gateway stopping";
+	}
+	return "refused";
+}
+
+int
+refusal_set(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason)
+{
+	*rf = (struct refusal){.status = status, .err = err, .rule = rule, .reason = reason};
+	return -1;
+}
+
+int
+refusal_close(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason)
+{
+	refusal_set(rf, status, err, rule, reason);
+	rf->close = 1;
+	return -1;
+}
 
 const char *
 respond_status_text(int status)
@@ -64,4 +107,46 @@ respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const 
 	                    status, phrase != NULL ? phrase : respond_status_text(status), n,
 	                    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, (size_t)n);
+}
+
+/* A 429: the JSON answer with the limit's members, and Retry-After. */
+static void
+respond_limit(struct evbuffer *out, const struct refusal *rf, const char *host, int close)
+{
+	const struct refusal_limit *l = &rf->limit;
+	char body[2048];
+	struct jbuf jb;
+	long n;
+
+	jb_init(&jb, body, sizeof(body));
+	jb_str(&jb, "error", refusal_err_text(rf->err));
+	if (host != NULL && host[0] != '\0')
+		jb_str(&jb, "host", host);
+	jb_str(&jb, "rule", rf->rule);
+	jb_str(&jb, "reason", rf->reason);
+	jb_str(&jb, "limit", l->key);
+	jb_str(&jb, "kind", l->kind);
+	jb_int(&jb, "retry_after", l->retry_after);
+	jb_str(&jb, "reset", l->reset);
+	n = jb_finish(&jb, 1);
+	if (n < 0) {
+		memcpy(body, "{\"error\":\"rate limited\"}\n", 26);
+		n = 25;
+	}
+	evbuffer_add_printf(out,
+	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
+	                    "Retry-After: %u\r\nCache-Control: no-store\r\n%s\r\n",
+	                    rf->status, respond_status_text(rf->status), n, l->retry_after,
+	                    close ? "Connection: close\r\n" : "");
+	evbuffer_add(out, body, (size_t)n);
+}
+
+void
+respond_refusal(struct evbuffer *out, const struct refusal *rf, const char *host, int close)
+{
+	if (rf->limit.key != NULL)
+		respond_limit(out, rf, host, close);
+	else
+		respond_json_phrase(out, rf->status, rf->phrase, refusal_err_text(rf->err), host, rf->rule, rf->reason,
+		                    close);
 }
