@@ -5,60 +5,12 @@
 #include "proxy/h2/h2srv_int.h"
 #include "proxy/session/conn_ops.h"
 
-static void
-h2_nothing(struct conn *c)
-{
-	(void)c;
-}
-
-static int
-h2_no_requests(const struct conn *c)
-{
-	(void)c;
-	return 0;
-}
-
-static int
-h2_not_waiting(struct conn *c)
-{
-	(void)c;
-	return 0;
-}
-
-static struct conn *
-h2_self(struct conn *c)
-{
-	return c;
-}
-
-static size_t *
-h2_no_held(struct conn *c)
-{
-	(void)c;
-	return NULL;
-}
-
-static int
-h2_no_trailers(struct conn *c, struct evbuffer *lines)
-{
-	(void)c;
-	(void)lines;
-	return 0;
-}
-
 static int
 h2_no_ws(struct conn *c, const struct h1_message *m)
 {
 	(void)c;
 	(void)m;
 	return -1;  /* the connection itself carries no request */
-}
-
-static void
-h2_no_revoke(struct conn *c, const char *why)
-{
-	(void)c;
-	(void)why;
 }
 
 static int
@@ -73,14 +25,14 @@ const struct conn_ops conn_ops_h2_conn = {
 	.http_version = NULL,
 	.start = h2srv_start,
 	.pump = h2srv_pump,
-	.closing = h2_nothing,
+	.closing = conn_op_nothing,
 	.release = h2srv_free,
 	.had_requests = h2srv_had_streams,
 	.waiting = h2srv_waiting,
-	.parent = h2_self,
-	.held = h2_no_held,
-	.trailers = h2_no_trailers,
-	.abort = h2_nothing,
+	.parent = conn_op_self,
+	.held = conn_op_no_held,
+	.trailers = conn_op_no_trailers,
+	.abort = conn_op_nothing,
 	.ws_accept_check = h2_no_ws,
 	.ws_as_200 = 0,
 	.interim = 0,
@@ -93,9 +45,9 @@ const struct conn_ops conn_ops_h2_vc = {
 	.start = NULL,
 	.pump = NULL,
 	.closing = h2srv_stream_closed,
-	.release = h2_nothing,
-	.had_requests = h2_no_requests,
-	.waiting = h2_not_waiting,
+	.release = conn_op_nothing,
+	.had_requests = conn_op_no_requests,
+	.waiting = conn_op_not_waiting,
 	.parent = h2srv_parent,
 	.held = h2srv_held,
 	.trailers = vc_trailers,
@@ -103,5 +55,5 @@ const struct conn_ops conn_ops_h2_vc = {
 	.ws_accept_check = h2srv_ws_accept_check,
 	.ws_as_200 = 1,
 	.interim = 1,
-	.revoke = h2_no_revoke,
+	.revoke = conn_op_no_revoke,
 };

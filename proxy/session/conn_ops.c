@@ -1,42 +1,42 @@
-/* proxy/session/conn_ops.c - the HTTP/1.1 side of conn_ops.h, and which side a connection is on */
+/* proxy/session/conn_ops.c - the HTTP/1.1 side of conn_ops.h, the shared no-ops, and which side a connection is on */
 #include "proxy/proxy_int.h"
 #include "proxy/session/conn_ops.h"
 
-static void
-h1_nothing(struct conn *c)
+void
+conn_op_nothing(struct conn *c)
 {
 	(void)c;
 }
 
-static int
-h1_none(const struct conn *c)
-{
-	(void)c;
-	return 0;
-}
-
-static int
-h1_not_waiting(struct conn *c)
+int
+conn_op_no_requests(const struct conn *c)
 {
 	(void)c;
 	return 0;
 }
 
-static struct conn *
-h1_parent(struct conn *c)
+int
+conn_op_not_waiting(struct conn *c)
+{
+	(void)c;
+	return 0;
+}
+
+struct conn *
+conn_op_self(struct conn *c)
 {
 	return c;
 }
 
-static size_t *
-h1_held(struct conn *c)
+size_t *
+conn_op_no_held(struct conn *c)
 {
 	(void)c;
 	return NULL;
 }
 
-static int
-h1_trailers(struct conn *c, struct evbuffer *lines)
+int
+conn_op_no_trailers(struct conn *c, struct evbuffer *lines)
 {
 	(void)c;
 	(void)lines;
@@ -51,8 +51,8 @@ h1_ws_accept(struct conn *c, const struct h1_message *m)
 	return 0;  /* the client sent the key and checks the upstream's answer itself */
 }
 
-static void
-h1_revoke(struct conn *c, const char *why)
+void
+conn_op_no_revoke(struct conn *c, const char *why)
 {
 	(void)c;
 	(void)why;
@@ -63,18 +63,18 @@ const struct conn_ops conn_ops_h1 = {
 	.http_version = NULL,
 	.start = NULL,
 	.pump = http_pump,
-	.closing = h1_nothing,
-	.release = h1_nothing,
-	.had_requests = h1_none,
-	.waiting = h1_not_waiting,
-	.parent = h1_parent,
-	.held = h1_held,
-	.trailers = h1_trailers,
-	.abort = h1_nothing,
+	.closing = conn_op_nothing,
+	.release = conn_op_nothing,
+	.had_requests = conn_op_no_requests,
+	.waiting = conn_op_not_waiting,
+	.parent = conn_op_self,
+	.held = conn_op_no_held,
+	.trailers = conn_op_no_trailers,
+	.abort = conn_op_nothing,
 	.ws_accept_check = h1_ws_accept,
 	.ws_as_200 = 0,
 	.interim = 0,
-	.revoke = h1_revoke,
+	.revoke = conn_op_no_revoke,
 };
 
 const struct conn_ops *

@@ -71,6 +71,15 @@ extern const struct conn_ops conn_ops_h1;
 extern const struct conn_ops conn_ops_h2_conn;
 extern const struct conn_ops conn_ops_h2_vc;
 
+/* The operations that do nothing, for an implementation where they mean nothing (conn_ops.c). */
+void conn_op_nothing(struct conn *c);
+int conn_op_no_requests(const struct conn *c);
+int conn_op_not_waiting(struct conn *c);
+struct conn *conn_op_self(struct conn *c);
+size_t *conn_op_no_held(struct conn *c);
+int conn_op_no_trailers(struct conn *c, struct evbuffer *lines);
+void conn_op_no_revoke(struct conn *c, const char *why);
+
 /* The operations of <c>: the one place that reads which protocol a connection speaks. */
 const struct conn_ops *conn_ops(const struct conn *c);
 

@@ -621,8 +621,8 @@ read_request(struct conn *c)
 	/* <m> points into <in>: the head is drained only after its last use below */
 	/* judged under the newest policy, or refused when the connection's facts were revoked (revoke.c) */
 	if (revoke_request_start(c, &rf) != 0) {
-		evbuffer_drain(in, (size_t)n);
 		http_refuse(c, &rf);
+		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	if (m->method_len == 7 && memcmp(m->method, "CONNECT", 7) == 0) {
@@ -669,8 +669,8 @@ read_request(struct conn *c)
 	}
 	/* semantic rules (semantic.c): decided now, or once the body a rule reads is held */
 	if (sem_head(c, m, &rf) != 0) {
-		evbuffer_drain(in, (size_t)n);
 		http_refuse(c, &rf);
+		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	if (c->mode == CONN_MODE_EXPLICIT && !c->tls && cred_client_auth(c, m) != 0) {
@@ -690,8 +690,8 @@ read_request(struct conn *c)
 	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
 	 */
 	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m, &rf) != 0) {
-		evbuffer_drain(in, (size_t)n);
 		http_refuse(c, &rf);
+		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	if ((hold = cred_hold_begin(c, m)) < 0) {
@@ -750,8 +750,8 @@ read_request(struct conn *c)
 	 * values written only inside bound places, a placeholder anywhere else refused
 	 */
 	if (policy_secret_count(c->pol) > 0 && cred_check_head(c, &rf) != 0) {
-		evbuffer_drain(in, (size_t)n);
 		http_refuse(c, &rf);
+		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	evbuffer_drain(in, (size_t)n);

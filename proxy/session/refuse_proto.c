@@ -234,7 +234,7 @@ grpc_answer(struct conn *c, int status, const char *text)
 		}
 	}
 	msg[o] = '\0';
-	/* trailers-only: a HEADERS frame that ends the stream (h2srv_head_submit: no body) */
+	/* trailers-only: a HEADERS frame that ends the stream (the h2 stream sends no body after it) */
 	evbuffer_add_printf(cio_out(c),
 	                    "HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\ngrpc-status: %d\r\n"
 	                    "grpc-message: %s\r\nContent-Length: 0\r\n\r\n",

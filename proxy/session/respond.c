@@ -1,5 +1,6 @@
 /* proxy/session/respond.c - answers the gateway writes itself: short JSON bodies that say why */
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <string.h>
 #include "common/json.h"
 #include "proxy/proxy_int.h"
@@ -82,71 +83,54 @@ respond_json(struct evbuffer *out, int status, const char *error, const char *ho
 	respond_json_phrase(out, status, NULL, error, host, rule, reason, close);
 }
 
-void
-respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
-                    const char *rule, const char *reason, int close)
+/*
+ * The one JSON answer: {"error","host","rule","reason"} and, for a 429,
+ * its limit's members and Retry-After.  A body that does not fit (1024
+ * bytes, 2048 with a limit) is replaced by {"error":...} alone.
+ */
+static void
+answer(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host, const char *rule,
+       const char *reason, const struct refusal_limit *l, int close)
 {
-	char body[1024];
+	char body[2048];
 	struct jbuf jb;
+	char retry[40] = "";
 	long n;
 
-	jb_init(&jb, body, sizeof(body));
+	jb_init(&jb, body, l != NULL ? sizeof(body) : sizeof(body) / 2);
 	jb_str(&jb, "error", error);
 	if (host != NULL && host[0] != '\0')
 		jb_str(&jb, "host", host);
 	jb_str(&jb, "rule", rule);
 	jb_str(&jb, "reason", reason);
-	n = jb_finish(&jb, 1);
-	if (n < 0) {
-		memcpy(body, "{\"error\":\"refused\"}\n", 21);
-		n = 20;
+	if (l != NULL) {
+		jb_str(&jb, "limit", l->key);
+		jb_str(&jb, "kind", l->kind);
+		jb_int(&jb, "retry_after", l->retry_after);
+		jb_str(&jb, "reset", l->reset);
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", l->retry_after);
 	}
+	n = jb_finish(&jb, 1);
+	if (n < 0)
+		n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", l != NULL ? "rate limited" : "refused");
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
-	                    "Cache-Control: no-store\r\n%s\r\n",
-	                    status, phrase != NULL ? phrase : respond_status_text(status), n,
-	                    close ? "Connection: close\r\n" : "");
-	evbuffer_add(out, body, (size_t)n);
-}
-
-/* A 429: the JSON answer with the limit's members, and Retry-After. */
-static void
-respond_limit(struct evbuffer *out, const struct refusal *rf, const char *host, int close)
-{
-	const struct refusal_limit *l = &rf->limit;
-	char body[2048];
-	struct jbuf jb;
-	long n;
-
-	jb_init(&jb, body, sizeof(body));
-	jb_str(&jb, "error", refusal_err_text(rf->err));
-	if (host != NULL && host[0] != '\0')
-		jb_str(&jb, "host", host);
-	jb_str(&jb, "rule", rf->rule);
-	jb_str(&jb, "reason", rf->reason);
-	jb_str(&jb, "limit", l->key);
-	jb_str(&jb, "kind", l->kind);
-	jb_int(&jb, "retry_after", l->retry_after);
-	jb_str(&jb, "reset", l->reset);
-	n = jb_finish(&jb, 1);
-	if (n < 0) {
-		memcpy(body, "{\"error\":\"rate limited\"}\n", 26);
-		n = 25;
-	}
-	evbuffer_add_printf(out,
-	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
-	                    "Retry-After: %u\r\nCache-Control: no-store\r\n%s\r\n",
-	                    rf->status, respond_status_text(rf->status), n, l->retry_after,
+	                    "%sCache-Control: no-store\r\n%s\r\n",
+	                    status, phrase != NULL ? phrase : respond_status_text(status), n, retry,
 	                    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, (size_t)n);
 }
 
 void
+respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
+                    const char *rule, const char *reason, int close)
+{
+	answer(out, status, phrase, error, host, rule, reason, NULL, close);
+}
+
+void
 respond_refusal(struct evbuffer *out, const struct refusal *rf, const char *host, int close)
 {
-	if (rf->limit.key != NULL)
-		respond_limit(out, rf, host, close);
-	else
-		respond_json_phrase(out, rf->status, rf->phrase, refusal_err_text(rf->err), host, rf->rule, rf->reason,
-		                    close);
+	answer(out, rf->status, rf->phrase, refusal_err_text(rf->err), host, rf->rule, rf->reason,
+	       rf->limit.key != NULL ? &rf->limit : NULL, close);
 }
