@@ -294,28 +294,39 @@ relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int r
 	                    err);
 }
 
-void
-relay_abort(struct conn *c, const char *why, int status)
+/*
+ * The relay's one exit for a failure one of its events sees: <rf> is answered
+ * (the session's http_refuse) while no response head went out to the client,
+ * else the exchange is cut (http_truncate, with <rf>'s reason).
+ */
+static void
+relay_fail(struct conn *c, const struct refusal *rf)
 {
 	struct req *r = c->req;
 
-	log_info("c%llu: %s", (unsigned long long)c->id, why);
+	log_info("c%llu: %s", (unsigned long long)c->id, rf->reason);
 	if (r->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
 		r->resp = RESP_S_HEAD;
 		r->status = 0;
 	}
 	if (r->resp == RESP_S_HEAD && r->status == 0) {
-		struct refusal rf;
-
-		if (status < 500)
-			refusal_close(&rf, status, REFUSAL_BAD_REQUEST, "http", why);
-		else
-			refusal_close(&rf, status, REFUSAL_UPSTREAM_FAILED, "upstream", why);
-		http_refuse(c, &rf);
+		http_refuse(c, rf);
 		return;
 	}
 	/* the head is out: flush what was relayed, then close so the client sees the truncation (an h2 stream: reset) */
-	http_truncate(c, why);
+	http_truncate(c, rf->reason);
+}
+
+void
+relay_abort(struct conn *c, const char *why, int status)
+{
+	struct refusal rf;
+
+	if (status < 500)
+		refusal_close(&rf, status, REFUSAL_BAD_REQUEST, "http", why);
+	else
+		refusal_close(&rf, status, REFUSAL_UPSTREAM_FAILED, "upstream", why);
+	relay_fail(c, &rf);
 }
 
 /* The response head arrived: 1 when handled, 0 to wait. */
@@ -605,17 +616,14 @@ relay_pump(struct conn *c)
 			r->scan_done = r->body_done;
 			p = cred_scan_pump(c, uout, r->body_done);
 			if (p != 0) {
-				r->client_keep_alive = 0;
-				if (p < 0) {
-					relay_abort(c, "cannot search the request body", 500);
-				} else if (r->resp == RESP_S_HEAD && r->status == 0) {
-					struct refusal rf;
+				struct refusal rf;
 
+				if (p < 0)
+					refusal_close(&rf, 500, REFUSAL_UPSTREAM_FAILED, "upstream", "cannot search the request body");
+				else
+					/* also while the response head is held to be scrubbed whole (it never went out) */
 					refusal_close(&rf, 403, REFUSAL_EXFILTRATION, "secrets", r->rule_buf);
-					http_refuse(c, &rf);
-				} else {
-					relay_abort(c, r->rule_buf, 403);
-				}
+				relay_fail(c, &rf);
 				return;
 			}
 		}
