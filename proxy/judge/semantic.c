@@ -210,10 +210,12 @@ account(struct conn *c, struct refusal *rf)
 		*s->conn_acct += add;
 	if (atomic_fetch_add(&gw->held, add) + add > PROXY_HELD_MAX)
 		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
-		                   "request bodies held for policy rules are at the gateway's bound (PROXY_HELD_MAX, 512 MiB)");
+		                   "request bodies held for policy rules are at the gateway's bound "
+		                   "(PROXY_HELD_MAX, 512 MiB)");
 	if (s->conn_acct != NULL && *s->conn_acct > PROXY_H2_HELD_MAX)
 		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
-		                   "request bodies held on this HTTP/2 connection are at its bound (PROXY_H2_HELD_MAX, 32 MiB)");
+		                   "request bodies held on this HTTP/2 connection are at its bound "
+		                   "(PROXY_H2_HELD_MAX, 32 MiB)");
 	return 0;
 }
 
@@ -310,7 +312,8 @@ approval_done(void *arg, int decision, const char *by)
 		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 		break;
 	default:
-		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule, "the gateway is stopping: the held request was not sent");
+		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule,
+		                 "the gateway is stopping: the held request was not sent");
 		break;
 	}
 	/* an event's outermost frame: nothing below holds c->req (refusal.h) */

@@ -111,7 +111,8 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 		.nsecrets = r->nuses,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
-		.http_version = conn_ops(c)->http_version != NULL ? conn_ops(c)->http_version : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
+		.http_version = conn_ops(c)->http_version != NULL ? conn_ops(c)->http_version
+		                : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
 		.verdict = verdict,
 		.rule = r->rule,
 		.reason = r->reason,

@@ -619,7 +619,8 @@ relay_pump(struct conn *c)
 				struct refusal rf;
 
 				if (p < 0)
-					refusal_close(&rf, 500, REFUSAL_UPSTREAM_FAILED, "upstream", "cannot search the request body");
+					refusal_close(&rf, 500, REFUSAL_UPSTREAM_FAILED, "upstream",
+					              "cannot search the request body");
 				else
 					/* also while the response head is held to be scrubbed whole (it never went out) */
 					refusal_close(&rf, 403, REFUSAL_EXFILTRATION, "secrets", r->rule_buf);
