@@ -482,7 +482,7 @@ policy_limit_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struc
 
 		if (key == NULL)
 			return SLUICE_EINVAL;
-		free((char *)lim->key);
+		free(lim->key);
 		lim->key = key;
 	}
 	snprintf(what, sizeof(what), "%s.limit.per", where);
@@ -684,11 +684,11 @@ policy_cond_dispose(struct policy_rule *r)
 		free(r->git);
 	}
 	if (r->limit != NULL)
-		free((char *)r->limit->key);
+		free(r->limit->key);
 	free(r->limit);
 	if (r->budget != NULL) {
-		free((char *)r->budget->key);
-		free((char *)r->budget->sum);
+		free(r->budget->key);
+		free(r->budget->sum);
 	}
 	free(r->budget);
 	if (r->sum != NULL)

@@ -297,7 +297,7 @@ decide_both(const struct policy *p, const struct policy_host *host, const struct
 		}
 	}
 	free(d2);
-	free((char *)stripped.path);
+	free(SLUICE_DECONST(char *, stripped.path)); /* path_twice's copy */
 }
 
 void
@@ -402,7 +402,7 @@ policy_body_need(const struct policy *p, const struct policy_host *host, const s
 	/* only git sections when both readings hold only them */
 	if (flags != NULL && (n2 > 0 && !(f2 & POLICY_NEED_GIT_SECTION)))
 		*flags &= ~POLICY_NEED_GIT_SECTION;
-	free((char *)stripped.path);
+	free(SLUICE_DECONST(char *, stripped.path)); /* path_twice's copy */
 	return need;
 }
 

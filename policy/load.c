@@ -21,7 +21,7 @@
 #include "common/sluice.h"
 #include "policy/policy_int.h"
 
-static void
+static void __attribute__((format(printf, 3, 0)))
 vformat(struct policy_ld *l, yaml_mark_t mark, const char *fmt, va_list ap)
 {
 	int n;
@@ -331,7 +331,7 @@ secret_limits(struct policy_ld *l, yaml_node_t *secrets, struct policy_slimit **
 			sl->name = xstrndup((const char *)k->data.scalar.value, k->data.scalar.length);
 			n = strlen(sl->name) + 8;
 			sl->lim.key = xmalloc(n);
-			snprintf((char *)sl->lim.key, n, "secret:%s", sl->name);
+			snprintf(sl->lim.key, n, "secret:%s", sl->name);
 			if ((ret = policy_limit_parse(l, qv, where, &sl->lim)) != 0)
 				return ret;
 			/* remove the pair: secrets.c sees the secret without it (a second one is still a duplicate) */
@@ -350,7 +350,7 @@ slimits_free(struct policy_slimit *v, size_t n)
 
 	for (i = 0; i < n; i++) {
 		free(v[i].name);
-		free((char *)v[i].lim.key);
+		free(v[i].lim.key);
 	}
 	free(v);
 }

@@ -152,7 +152,7 @@ policy_free(struct policy *p)
 	free(p->warnings);
 	for (i = 0; i < p->nslimits; i++) {
 		free(p->slimits[i].name);
-		free((char *)p->slimits[i].lim.key);
+		free(p->slimits[i].lim.key);
 	}
 	free(p->slimits);
 	free(p->exact.slots);

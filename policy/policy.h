@@ -333,7 +333,7 @@ enum policy_scope {
  * refilled over period_s.
  */
 struct policy_limit {
-	const char *key;          /* the counter's name, stable across reloads: "rule:<id>", "limit:<name>" (name:, shared
+	char *key;                /* the counter's name, stable across reloads: "rule:<id>", "limit:<name>" (name:, shared
 	                           * by the rules that give it) or "secret:<name>"; a limit and a budget of one key are
 	                           * two counters */
 	uint32_t count;           /* N: bucket size, and tokens per period */
@@ -347,8 +347,8 @@ struct policy_limit {
 
 /* budget: { sum: "form:amount" | "json:$.amount", max: NUMBER, per: day|hour, scope: sandbox|global, name: shared }. */
 struct policy_budget {
-	const char *key;          /* "rule:<id>", or "budget:<name>" (name:, shared) */
-	const char *sum;          /* the place as written, e.g. "form:amount" */
+	char *key;                /* "rule:<id>", or "budget:<name>" (name:, shared) */
+	char *sum;                /* the place as written, e.g. "form:amount" */
 	int64_t max;              /* in millionths */
 	uint32_t period_s;        /* 3600 or 86400 (per:, default day) */
 	enum policy_scope scope;  /* scope: (default global: a spending cap must not grow with the number of sandboxes) */

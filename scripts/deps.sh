@@ -15,7 +15,7 @@ want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
 if [ "${1:-build}" = test ]; then
   # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
-  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
+  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
