@@ -131,6 +131,9 @@ void respond_json(struct evbuffer *out, int status, const char *error, const cha
  */
 void respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
                          const char *rule, const char *reason, int close);
+/* Queues refusal <rf> (refusal.h) as its JSON answer (a 429 with Retry-After and its limit's members). */
+struct refusal;
+void respond_refusal(struct evbuffer *out, const struct refusal *rf, const char *host, int close);
 const char *respond_status_text(int status);
 
 /* ---- refuse_proto.c: refusals in the client's own protocol (git smart HTTP, gRPC) ---- */
@@ -156,20 +159,23 @@ struct req;
 /* <path>: the request target's path and query, as sent. */
 enum refuse_proto refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len);
 /*
- * Answers refusal <status> (403, 429, 413) of the current request in its
- * client's protocol when it is a git or gRPC request: 1 when it did (the
- * request is answered, or, for a push with a body, the body is being drained
- * first: refuse_proto_draining), 0 when the JSON answer is the one.  <error>,
- * <rule> and <reason> are copied (a 429's reason carries its retry time).
- * <audit>: as http_answer's (the record is written now, before any drain).
+ * Writes refusal <rf> (403, 429, 413) of the current request in its client's
+ * protocol when it is a git or gRPC request (http_refuse, the one caller).
+ * REFUSE_PROTO_JSON: not such a request, the JSON answer is the one.
+ * REFUSE_PROTO_ANSWERED: written; the session ends the request as <end> says
+ * (status, rule, reason, quiet: already audited, close).  REFUSE_PROTO_DRAINING:
+ * a push with a body, recorded and audited now, whose body is read first
+ * (refuse_proto_pump).  <rf>'s text is copied where it must outlive the call
+ * (a 429's reason carries its retry time).  Frees nothing.
  */
-int refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason,
-                        int audit);
+enum refuse_proto_outcome { REFUSE_PROTO_JSON = 0, REFUSE_PROTO_ANSWERED = 1, REFUSE_PROTO_DRAINING = 2 };
+int refuse_proto_answer(struct conn *c, const struct refusal *rf, struct refusal *end);
 /* A refused push's body is being read and discarded (CONN_S_HOLD): refuse_proto_pump drives it. */
 int refuse_proto_draining(const struct conn *c);
-void refuse_proto_pump(struct conn *c);
-/* The drain's timer ran out: the report is written with what was read, and the connection closes. */
-void refuse_proto_timeout(struct conn *c);
+/* 1 when the drain ended and the report is written (the session ends the request as <end> says), else 0. */
+int refuse_proto_pump(struct conn *c, struct refusal *end);
+/* The drain's timer ran out: the report is written with what was read; the session ends it as <end> says. */
+void refuse_proto_timeout(struct conn *c, struct refusal *end);
 /*
  * A push's body start <buf>/<len> is about to go upstream (its command section decided on, semantic.c, or
  * the body held whole for secrets, credbody.c): its first REFUSE_GIT_SECTION_MAX bytes are copied, to name
@@ -526,12 +532,14 @@ int http_audit_decide(struct conn *c);
 void http_audit_request(struct conn *c, const char *verdict);
 /* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
 void http_next_request(struct conn *c, int keep);
-/* Answers the current request with a JSON refusal, audits it when <audit>, and moves on. */
-void http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit);
-/* http_answer in two halves, for answers written by their caller: 1 when the connection may stay open after <status>, */
+/*
+ * Refusals are answered by http_refuse() (proxy/session/refusal.h: the one
+ * answer, and who frees c->req).  1 when the connection may stay open after
+ * answering <status> to the current request.
+ */
 int http_answer_keep(const struct conn *c, int status);
-/* ... and, once the answer is queued on cio_out(), the rest: records <status>, <rule>, <reason>, audits, moves on. */
-void http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep);
+/* The request in flight fails after its head went out: audited, flushed, closed (a stream: reset); c->req freed. */
+void http_truncate(struct conn *c, const char *why);
 /* The current request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
 const char *http_req_id(struct conn *c);
 int http_append_header(struct evbuffer *out, const struct h1_header *h);
@@ -539,11 +547,19 @@ int http_append_header(struct evbuffer *out, const struct h1_header *h);
 void http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2);
 
 /* relay.c: the request in flight (DIAL, RELAY) and byte tunnels. */
-/* Dials or reuses the upstream for the parsed request and starts relaying. */
-void relay_dial(struct conn *c);
+/*
+ * Dials or reuses the upstream for the parsed request and starts relaying: 0
+ * (dialling, parked for its audit record, or relaying: what fails later is
+ * answered from the event that sees it), or -1 refused now (<rf>: 429, 503).
+ */
+int relay_dial(struct conn *c, struct refusal *rf);
 /* Moves body bytes both ways as far as the watermarks allow; finishes the request at its end. */
 void relay_pump(struct conn *c);
-/* Fails the request in flight: a JSON answer if no response head went out yet, else a truncating close. */
+/*
+ * Fails the request in flight from one of the relay's events: a JSON answer
+ * (http_refuse) if no response head went out yet, else a truncating close
+ * (http_truncate).  c->req is freed either way.
+ */
 void relay_abort(struct conn *c, const char *why, int status);
 /*
  * The body timer ran out in RELAY: 1 when the upstream took some of the
@@ -573,10 +589,10 @@ void http_refusals_flush(struct conn *c);
  * searches r->up_head as built (every place, in every decoded view:
  * credhead.c), takes the values of placeholders written in bound places
  * (r->uses), rewrites r->up_head with each value only inside its place, and
- * answers 403 or 503 (returning -1) for a placeholder anywhere else.
+ * refuses (403 or 503 in <rf>, returning -1) a placeholder anywhere else.
  * cred_release() drops the values and wipes the head.
  */
-int cred_check_head(struct conn *c);
+int cred_check_head(struct conn *c, struct refusal *rf);
 /*
  * credresp.c: <head> is the response head as built for the client: scrubbed
  * into <cout>; when the response has a body, sets up its decoder and
@@ -650,14 +666,19 @@ int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
 /*
  * One placeholder of <s> found at <place> ("header:x", "basic", "query:p",
  * "path", "json:$.a[0]", "form:f", "body", ...): allowed (its value taken into
- * r->uses) or refused.  0, or -1 when answered (403, or 503 when the value is
+ * r->uses) or refused.  0, or -1 refused (<rf>: 403, or 503 when the value is
  * unavailable).
  */
-int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place);
-/* Refuses the request as an exfiltration attempt of <s> at <place>, because <why>: 403, audited; returns -1. */
-int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why);
+int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place,
+               struct refusal *rf);
+/*
+ * The request is an exfiltration attempt of <s> at <place>, because <why>: r->event is set (its record is
+ * written when the refusal is answered) and <rf> says 403; returns -1.
+ */
+int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why,
+                struct refusal *rf);
 /* <s>'s placeholder was found at <place> only in a decoded view (or cut up): refused as cred_refuse; returns -1. */
-int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place);
+int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place, struct refusal *rf);
 
 /*
  * credbody.c: request bodies held whole and searched before dialling; JSON
@@ -673,30 +694,31 @@ int cred_hold_begin(struct conn *c, const struct h1_message *m);
 /*
  * A request body with a Content-Encoding (other than identity) toward a host
  * a secret is bound to cannot be searched for placeholders: 415, audited.
- * 0, or -1 when answered.
+ * 0, or -1 refused (<rf>).
  */
-int cred_body_coding_check(struct conn *c, const struct h1_message *m);
+int cred_body_coding_check(struct conn *c, const struct h1_message *m, struct refusal *rf);
 /* The trailers of a held or searched body (r->req_trailers): 1 and *<secret> when a placeholder is in them, 0, -1. */
 int cred_trailers_search(struct conn *c, size_t *secret);
 void cred_hold_start(struct conn *c);
-void cred_hold_pump(struct conn *c);
-/* The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse. */
-void cred_hold_done(struct conn *c);
+/* CONN_S_HOLD: reads the body; once whole (or too large to hold) dials.  0, or -1 refused (<rf>). */
+int cred_hold_pump(struct conn *c, struct refusal *rf);
+/*
+ * The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse:
+ * 0, or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but for r->event and rule_buf).
+ */
+int cred_hold_done(struct conn *c, struct refusal *rf);
 void cred_hold_free(struct req *r);
-/* A held body is not whole yet: 400 if the client closed, else wait for more (the body timer rearmed on <progress>). */
-void cred_hold_wait(struct conn *c, int progress);
+/* A held body is not whole yet: -1 (400 in <rf>) if the client closed, else 0: wait (the timer rearmed on <progress>). */
+int cred_hold_wait(struct conn *c, int progress, struct refusal *rf);
 /* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
 int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 void cred_release(struct req *r);
 
 /*
- * h2srv.c: HTTP/2 toward the client.  h2srv_start() takes over a TLS
- * connection whose ALPN is h2 (state CONN_S_H2); h2srv_pump() is its pump;
- * h2srv_free() ends every stream (conn_close); h2srv_stream_closed() tells a
- * stream its virtual connection is going (an answer complete in CLOSING ends
- * the stream, anything else resets it).
+ * h2srv.c (HTTP/2 toward the client): its functions are private to proxy/h2/
+ * (h2srv_int.h); the session reaches a connection or a stream through
+ * conn_ops (proxy/session/conn_ops.h).
  */
-int h2srv_start(struct conn *c);
 /*
  * h2fields.c: a header block collected field by field (both HTTP/2 sides).
  * h2_fields_add() appends one: 0, or -1 past <max_fields> or <max_bytes>
@@ -710,36 +732,6 @@ int h2_fields_add(struct evbuffer *hdr, size_t *nfields, size_t max_fields, size
 void h2_fields_nva(struct evbuffer *hdr, size_t nfields, nghttp2_nv *nva);
 int h2_fields_invalid(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
                       const uint8_t *value, size_t vlen, uint8_t flags, void *arg);
-void h2srv_pump(struct conn *c);
-void h2srv_free(struct conn *c);
-void h2srv_stream_closed(struct conn *vc);
-/*
- * The response relayed on stream connection <vc> ended with trailer fields:
- * <lines> holds them raw ("Name: value CRLF"..., already scrubbed), and is
- * drained.  They go out as a trailing HEADERS frame after the last DATA.
- */
-void h2srv_trailers(struct conn *vc, struct evbuffer *lines);
-/*
- * The response relayed on stream connection <vc> failed after its head went
- * out: its stream is reset (INTERNAL_ERROR) instead of ended, so the client
- * sees the truncation.  The connection still closes as usual.
- */
-void h2srv_stream_abort(struct conn *vc);
-/* Stream connection <vc>'s HTTP/2 connection's count of held body bytes (PROXY_H2_HELD_MAX), NULL for others. */
-size_t *h2srv_held(struct conn *vc);
-/* The client connection a stream's virtual connection <vc> belongs to (NULL once the stream is gone). */
-struct conn *h2srv_parent(struct conn *vc);
-/* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
-int h2srv_waiting(struct conn *c);
-/* An HTTP/2 client connection <c> on which the client opened a stream (sent a request): 1, else 0. */
-int h2srv_had_streams(const struct conn *c);
-/*
- * An upstream answered 101 to the WebSocket upgrade of stream connection
- * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept
- * matches the key generated for the stream, else -1 (not a WebSocket
- * stream, or a wrong or missing accept: refuse the upgrade).
- */
-int h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);
@@ -924,11 +916,11 @@ int64_t proxy_ms_since(const struct timespec *t0);
  *   closes; audited ("revocation").  Once per connection.
  * revoke_request_start(): a new request on <c> (after req_new): 421 and
  *   close when <c> was revoked; adopts the worker's newer policy (identity,
- *   host verdict: 403 when now denied).  0 go on, -1 answered.
+ *   host verdict: 403 when now denied).  0 go on, -1 refused (<rf>).
  * revoke_stale(): why <c>'s facts are no longer current (any thread's view:
  *   the gateway's generation, the registration), NULL when they are.
  * revoke_send_check(): the injected request of <c> is about to leave: 0, or
- *   -1 when it was refused instead (503, audited) because revoke_stale().
+ *   -1 refused instead (503 in <rf>) because revoke_stale().
  * revoke_audit(): the "revocation" record: <action> done to <c>, <why>.
  * conn_tenant(): the tenant <c>'s upstream connections belong to, into <buf>
  *   (UPSTREAM_TENANT_MAX bytes): its sandbox registration id, else its
@@ -937,18 +929,11 @@ int64_t proxy_ms_since(const struct timespec *t0);
 int revoke_policies_differ(const struct policy *a, const struct policy *b);
 void revoke_sweep(struct worker *w);
 void revoke_conn(struct conn *c, const char *why);
-int revoke_request_start(struct conn *c);
+int revoke_request_start(struct conn *c, struct refusal *rf);
 const char *revoke_stale(const struct conn *c);
-int revoke_send_check(struct conn *c);
+int revoke_send_check(struct conn *c, struct refusal *rf);
 void revoke_audit(struct conn *c, const char *action, const char *why);
 const char *conn_tenant(const struct conn *c, char *buf);
-/*
- * h2srv.c: HTTP/2 connection <c> was revoked (<why>): GOAWAY (its open
- * streams finish, no new stream starts), its streams are marked revoked,
- * and a WebSocket stream that carries an injected value is reset; the
- * connection closes when its last stream ends.
- */
-void h2srv_revoke(struct conn *c, const char *why);
 
 /*
  * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit
