@@ -41,7 +41,15 @@ node_deps() {
   fi
   mkdir -p "$dest"
   cp "$root/tests/mcp/package.json" "$root/tests/mcp/package-lock.json" "$dest/"
-  if ! (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); then
+  # npm trusts its own copy of Mozilla's roots; the machine's store (/etc/ssl/certs, with the site's own CAs from
+  # /usr/local/share/ca-certificates, e.g. an egress proxy's) is what apt and curl trust: npm is given it too,
+  # unless npm's configuration names a CA file already
+  local ca=()
+  if [ -z "${npm_config_cafile:-}" ] && [ "$(npm config get cafile 2>/dev/null)" = null ] &&
+     [ -s /etc/ssl/certs/ca-certificates.crt ]; then
+    ca=(--cafile=/etc/ssl/certs/ca-certificates.crt)
+  fi
+  if ! (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error "${ca[@]}"); then
     echo "deps.sh: npm ci in $dest failed (is the npm registry reachable?)" >&2
     return 1
   fi

@@ -68,6 +68,12 @@ fresh_root() {
 		deb $MIRROR $SUITE-updates main
 		deb ${MIRROR%/debian}/debian-security $SUITE-security main
 	EOF
+	# the machine's site CAs (an egress or corporate proxy's): a new machine on this network has them too, and
+	# ca-certificates (deps.sh installs it) adds them to the store when it is installed
+	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+		mkdir -p "$dir/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
+	fi
 	echo "sluice-fresh" >"$dir/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 sluice-fresh\n::1 localhost ip6-localhost ip6-loopback\n' >"$dir/etc/hosts"
 }
