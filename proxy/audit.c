@@ -29,7 +29,6 @@
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
 #include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
 
 /* A request waiting for its record (or a passthrough for its connection's). */
 struct audit_parked {

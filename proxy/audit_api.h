@@ -1,7 +1,7 @@
 /*
  * proxy/audit_api.h - the audit log as the rest of the gateway uses it: one
  * record (struct audit_rec) and the calls workers and the main thread make
- * (audit.c, audit_*.c).  Internal to proxy/; proxy_int.h includes it.
+ * (audit.c, audit_*.c).  Internal to proxy/; proxy/gateway_int.h includes it.
  */
 #ifndef SLUICE_PROXY_AUDIT_API_H
 #define SLUICE_PROXY_AUDIT_API_H

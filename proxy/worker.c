@@ -12,7 +12,8 @@
 #include <event2/thread.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/codec/tls_hello.h"
+#include "proxy/gateway_int.h"
 #include "proxy/net/tlsbuf.h"
 
 static void

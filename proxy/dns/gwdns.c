@@ -12,7 +12,9 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/dns/dns.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 int
 gwdns_bind(struct gateway *gw, const char *spec, const char **err)

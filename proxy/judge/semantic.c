@@ -27,7 +27,10 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/h2/h2.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 

@@ -13,9 +13,10 @@
 #include "common/json.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
+#include "proxy/core/context.h"
 
 static uint64_t
 wall_ms(void)

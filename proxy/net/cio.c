@@ -21,7 +21,8 @@
 #include <openssl/err.h>
 #include <event2/buffer.h>
 #include "common/log.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 
 #define IO_CHUNK 16384   /* bytes per read or TLS write: one full TLS record */
 #define IO_ROUNDS 8      /* I/O-then-pump rounds per wake-up before yielding to other connections */

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 
 static uint64_t
 now_ms(void)

@@ -18,7 +18,8 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
+#include "proxy/codec/tls_hello.h"
+#include "proxy/gateway_int.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
 #ifndef SO_ORIGINAL_DST

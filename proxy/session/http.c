@@ -12,8 +12,12 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
+#include "proxy/session/session.h"
+#include "proxy/dns/dns.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 #define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
 

@@ -31,7 +31,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
 #define GIT_PKT_MAX 65520       /* git's LARGE_PACKET_MAX: side-band-64k */

@@ -2,7 +2,7 @@
 #include <event2/buffer.h>
 #include <string.h>
 #include "common/json.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 
 const char *
 respond_status_text(int status)

@@ -33,7 +33,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/judge/approvals.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 #define HOLDS_MAX 64
 

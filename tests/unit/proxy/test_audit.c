@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <event2/buffer.h>
 #include "proxy/audit_int.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static char *
 slurp(const char *path, size_t *len)

@@ -26,7 +26,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include "proxy/audit_int.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static char dir[] = "/tmp/sluice-test-auditw-XXXXXX";
 static char logp[256], keyp[256], ckp[256];
