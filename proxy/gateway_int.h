@@ -69,9 +69,6 @@ void reload_stop(struct gateway *gw);
 void reload_free(struct gateway *gw);
 void gateway_reload(struct gateway *gw, const char *why);
 
-/* Takes a per-client connection slot; 0, or -1 when the client is at its limit. */
-int gateway_client_take(struct gateway *gw, const struct sockaddr *sa);
-void gateway_client_put(struct gateway *gw, const struct sockaddr *sa);
 int worker_start(struct worker *w);
 /*
  * Hands <pol> (taken; its generation <gen> and secrets-and-sandboxes

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
 #include "common/netaddr.h"
@@ -146,5 +147,12 @@ struct gateway {
 	struct reload_state *reload;     /* reload.c: generation, config file watch, counters' save timer */
 	atomic_size_t held;              /* bytes of request bodies held for semantic rules (semantic.c, PROXY_HELD_MAX) */
 };
+
+/*
+ * clients.c: takes a per-client connection slot (limits.conns_per_client) for <sa>: 0, or -1 when the
+ * client is at its limit.  Any thread; gateway_client_put gives one back.
+ */
+int gateway_client_take(struct gateway *gw, const struct sockaddr *sa);
+void gateway_client_put(struct gateway *gw, const struct sockaddr *sa);
 
 #endif

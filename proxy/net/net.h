@@ -130,11 +130,11 @@ SSL_CTX *upstream_ctx_create(const struct policy_config *cfg, const char **err);
 
 /*
  * deadline.c: each connection has at most one deadline, the limit of its
- * current state; re-arming replaces it.  conn_expired() runs when it passes.
+ * current state; re-arming replaces it.  When it passes, the worker's
+ * net_ops->expired runs (the connection is disarmed first).
  */
 void conn_arm_timer(struct conn *c, unsigned ms);
 void conn_disarm_timer(struct conn *c);
-void conn_expired(struct conn *c);
 /* The worker's deadline heap and its one timer (after w->base exists), and their teardown. */
 int deadline_init(struct worker *w);
 void deadline_dispose(struct worker *w);
@@ -179,7 +179,7 @@ struct net_ops {
 	void (*pump)(struct conn *c);
 	void (*expired)(struct conn *c);
 };
-/* Sets the handlers of worker <w>'s connections (<ops> borrowed, never NULL once a connection exists). */
+/* Sets the handlers of worker <w>'s connections (<ops> borrowed, never NULL once a connection exists): deadline.c. */
 void net_ops_set(struct worker *w, const struct net_ops *ops);
 
 #endif

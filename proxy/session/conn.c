@@ -18,8 +18,13 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
+#include "ca/ca.h"
 #include "proxy/codec/tls_hello.h"
-#include "proxy/gateway_int.h"
+#include "proxy/session/session.h"
+#include "proxy/h2/h2.h"
+#include "proxy/dns/dns.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
 #ifndef SO_ORIGINAL_DST
@@ -368,6 +373,13 @@ start_tls(struct conn *c)
 	cio_start(c, ssl);
 	conn_arm_timer(c, gw->cfg->limits.tls_handshake_ms);
 }
+
+const struct net_ops session_net_ops = {
+	.start_requests = conn_start_requests,
+	.tls_failed = conn_tls_failed,
+	.pump = conn_pump,
+	.expired = conn_expired,
+};
 
 void
 conn_start_requests(struct conn *c)

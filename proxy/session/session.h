@@ -298,6 +298,14 @@ void conn_close(struct conn *c);
 /* Drives the connection as far as its buffers allow; the one place state advances. */
 void conn_pump(struct conn *c);
 void conn_set_state(struct conn *c, enum conn_state s);
+/* <c>'s deadline passed (net_ops->expired): what the state it was armed for does about it. */
+void conn_expired(struct conn *c);
+/*
+ * The session's handlers of what net reports (conn_start_requests,
+ * conn_tls_failed, conn_pump, conn_expired): the worker gives them to net
+ * with net_ops_set() before its first connection.
+ */
+extern const struct net_ops session_net_ops;
 /* Starts serving requests (after TLS or on plain HTTP). */
 void conn_start_requests(struct conn *c);
 /* Ends the connection with an answer (queued, flushed, then closed) and a connection audit line. */
