@@ -102,7 +102,8 @@ struct audit {
 	size_t queue_max;
 	char run[AUDIT_RUN_HEX + 1];
 	uint64_t recovered;               /* bytes of a partial last line cut off at open */
-	struct metrics *metrics;
+	audit_count_cb count;             /* audit_open: what counts each record, or NULL */
+	void *count_arg;
 
 	/* the queue: <mu> */
 	pthread_mutex_t mu;

@@ -29,6 +29,13 @@
 
 #define PROXY_DEFAULT_LISTEN "127.0.0.1:3128"
 
+/* audit_open's counter: each record the log is given feeds /metrics. */
+static void
+count_audit(void *arg, const struct audit_rec *rec)
+{
+	metrics_audit(arg, rec);
+}
+
 static int
 bind_listener(const struct netaddr_listen *la, const char **err)
 {
@@ -324,7 +331,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	}
 	if (cfg->listen_dns != NULL && gwdns_bind(gw, cfg->listen_dns, err) != 0)
 		goto fail;
-	gw->audit = audit_open(cfg, config_path, gw->metrics, err);
+	gw->audit = audit_open(cfg, config_path, count_audit, gw->metrics, err);
 	if (gw->audit == NULL)
 		goto fail;
 	if (cfg->audit_file == NULL)

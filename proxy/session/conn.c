@@ -544,7 +544,8 @@ peek_transparent(struct conn *c, const uint8_t *buf, size_t n)
 	} else {
 		netaddr_format(&c->dest.sa, 0, host, sizeof(host));
 	}
-	if (gwdns_check(c, host, sizeof(host), hello.has_sni, &err) != 0) {
+	if (gwdns_check(c->w->gw->synth, c->has_dest ? &c->dest.sa : NULL, host, sizeof(host), hello.has_sni,
+	                &err) != 0) {
 		conn_refuse(c, 0, NULL, "listen.dns", err);
 		return;
 	}

@@ -498,9 +498,10 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	}
 	if (c->mode == CONN_MODE_TRANSPARENT) {
 		const char *why;
+		const struct sockaddr *dest = c->has_dest ? &c->dest.sa : NULL;
 
 		port = c->port;  /* plain HTTP redirected: the port the sandbox dialled */
-		if (gwdns_check(c, host, sizeof(host), 1, &why) != 0) {
+		if (gwdns_check(c->w->gw->synth, dest, host, sizeof(host), 1, &why) != 0) {
 			http_answer(c, 421, "misdirected request", "listen.dns", why, 1);
 			return -1;
 		}

@@ -52,7 +52,6 @@ struct refuse_git;
 struct h2srv;
 struct h2stream;
 
-#define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
 /* semantic rules (semantic.c): bodies held for a decision or an approval */
 #define PROXY_HOLD_BODY_MAX (1024 * 1024)  /* the body held for approval when the hold rule reads none (max_body's default) */

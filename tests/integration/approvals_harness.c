@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	gw.sbx = sbxreg_new();
 	gw.approvals = approvals_new(APPROVALS_MAX_PENDING);
 	approvals_set_note(gw.approvals, admin_approval_note, &gw);
-	gw.audit = audit_open(cfg, argv[1], NULL, &err);
+	gw.audit = audit_open(cfg, argv[1], NULL, NULL, &err);
 	if (gw.audit == NULL || audit_start(gw.audit, &err) != 0) {
 		fprintf(stderr, "audit: %s\n", err != NULL ? err : "?");
 		return 1;
