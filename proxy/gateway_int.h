@@ -2,14 +2,9 @@
  * proxy/gateway_int.h - the top of proxy/: the gateway (gateway.c, main
  * thread), its workers (worker.c, one event loop each), hot reload
  * (reload.c) and the admin socket (admin.c).  Private to proxy/'s top
- * level; the sub-modules below see only their own headers.
- *
- * Threads: the gateway's main thread owns signals, reload and the admin
- * socket; each worker thread owns one event loop and everything reachable
- * from its connections.  What workers share is named here: the gateway
- * (read-only after start), the leaf cache (ca/, sharded locks), the audit
- * queue (one short lock per record) and the per-client connection counts
- * (one short lock per accept/close).
+ * level; the sub-modules below see only their own headers.  The two
+ * contexts (struct gateway, struct worker) and what threads share are in
+ * proxy/core/context.h.
  */
 #ifndef SLUICE_PROXY_GATEWAY_INT_H
 #define SLUICE_PROXY_GATEWAY_INT_H
@@ -31,22 +26,6 @@
 #include "proxy/session/session.h"
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
-
-struct audit;
-struct sbxreg;
-struct synth;
-struct dns_responder;
-struct metrics;
-struct up_memo;
-struct up_session;
-struct limits;
-struct reload_state;
-struct approvals;
-struct host_scrub;
-struct evhttp;
-struct evconnlistener;
-struct h2up_sess;
-
 
 /*
  * ---- reload.c: hot reload and the counters' state file (main thread) ----
