@@ -79,7 +79,7 @@ int
 main(void)
 {
 	char with[2048], without[2048];
-	const char *fmt =
+	static const char fmt[] =
 	    "POST /repos/acme/widgets/issues?per_page=100&page=2&state=open HTTP/1.1\r\n"
 	    "Host: api.github.com\r\nUser-Agent: octokit-rest.js/20.0.2\r\nAccept: application/vnd.github+json\r\n"
 	    "Authorization: Bearer %s\r\nX-GitHub-Api-Version: 2022-11-28\r\nContent-Type: application/json\r\n"

@@ -123,7 +123,7 @@ pick_port() {
 
 # ---------------------------------------------------------------- build
 log "building tlsload"
-cc -O2 -Wall -Wextra -Werror -o "$DIR/tlsload" "$ROOT/bench/tlsload.c" \
+cc -O2 -Wall -Wextra -Wshadow -Wmissing-prototypes -Wformat=2 -Wcast-qual -Werror -o "$DIR/tlsload" "$ROOT/bench/tlsload.c" \
 	"$ROOT/bench/tlsload_report.c" -lssl -lcrypto ||
 	die "tlsload does not build"
 TL=$DIR/tlsload

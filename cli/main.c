@@ -238,7 +238,8 @@ cmd_secrets(int argc, char **argv)
 	struct secret_buf *b;
 	uint8_t key[SECRET_KEY_BYTES];
 	char errbuf[1024], ph[SECRET_PLACEHOLDER_MAX], ibuf[160];
-	const char *err = NULL, *places[16];
+	const char *err = NULL;
+	char *places[16];
 	size_t i, k;
 	int r, derived;
 
@@ -272,9 +273,9 @@ cmd_secrets(int argc, char **argv)
 		print_list("hosts", s->hosts, s->nhosts, "(none)");
 		for (k = 0; k < s->ninject && k < 16; k++)
 			places[k] = xstrdup(inject_name(&s->inject[k], ibuf, sizeof(ibuf)));
-		print_list("inject", places, k, "(none)");
+		print_list("inject", (const char *const *)places, k, "(none)");
 		while (k-- > 0)
-			free((char *)places[k]);
+			free(places[k]);
 		print_list("sandboxes", s->sandboxes, s->nsandboxes, "every known sandbox");
 		if (s->ttl_s > 0)
 			printf("  ttl: %us\n", s->ttl_s);

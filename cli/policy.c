@@ -1,8 +1,8 @@
 /*
  * cli/policy.c - `sluice policy check [--strict] FILE` and `sluice policy
- * explain FILE --method M --url URL ...`, and the judge both they and
- * `policy test` use: the connection decision, path normalisation, the body
- * bound and the rules, exactly as the gateway runs them.
+ * explain FILE --method M --url URL ...`, and what `policy test` shares with
+ * explain: a described request turned into the facts the gateway's judge
+ * (policy/judge.h) reads, and counters that stand still between cases.
  *
  * Exit status: 0 ok, 1 the policy (or a case) fails, 2 bad usage.
  */
@@ -37,29 +37,6 @@ static const char usage_policy[] =
 	"test     runs the request cases of CASES.yaml against FILE; exits 1 on any mismatch\n"
 	"explain  shows every rule considered for one request, and why it matched or not\n";
 
-const char *
-cli_amount(int64_t v, char *buf, size_t cap)
-{
-	int64_t whole = v / POLICY_AMOUNT_SCALE, frac = v % POLICY_AMOUNT_SCALE;
-	int n;
-
-	if (v < 0) {
-		snprintf(buf, cap, "(unreadable)");
-		return buf;
-	}
-	n = snprintf(buf, cap, "%" PRId64, whole);
-	if (frac != 0 && n > 0 && (size_t)n < cap) {
-		char f[16];
-		int k;
-
-		snprintf(f, sizeof(f), "%06" PRId64, frac);
-		for (k = 5; k > 0 && f[k] == '0'; k--)
-			f[k] = '\0';
-		snprintf(buf + n, cap - (size_t)n, ".%s", f);
-	}
-	return buf;
-}
-
 void
 cli_counters_free(struct cli_counters *c)
 {
@@ -72,6 +49,7 @@ cli_counters_free(struct cli_counters *c)
 	c->n = 0;
 }
 
+/* The counter of <key> for <sandbox> (one for all when global), made at zero on first use. */
 static struct cli_counter *
 counter(struct cli_counters *c, const char *key, enum policy_scope scope, const char *sandbox)
 {
@@ -88,34 +66,37 @@ counter(struct cli_counters *c, const char *key, enum policy_scope scope, const 
 	return &c->v[c->n++];
 }
 
-/* Limits and budgets of an allowed (or approved) request: 200, or 429 with the reason. */
-static int
-count(struct cli_counters *ctr, const struct policy_outcome *o, const char *sandbox, const char **reason)
+static uint64_t
+rate_left(void *arg, const struct policy_limit *lim, const char *sandbox)
 {
-	struct cli_counter *l = NULL, *b = NULL;
+	const struct cli_counter *l = counter(arg, lim->key, lim->scope, sandbox);
 
-	if (o->limit != NULL) {
-		l = counter(ctr, o->limit->key, o->limit->scope, sandbox);
-		if (l->used >= o->limit->count) {
-			*reason = "rate limit reached";
-			return 429;
-		}
-	}
-	if (o->budget != NULL) {
-		b = counter(ctr, o->budget->key, o->budget->scope, sandbox);
-		if (o->amount < 0) {
-			*reason = "budget sum cannot be read";
-			return 403;
-		}
-		if (o->amount > o->budget->max - b->spent) {
-			*reason = "budget exhausted";
-			return 429;
-		}
-		b->spent += o->amount;
-	}
-	if (l != NULL)
-		l->used++;
-	return 200;
+	return l->used >= lim->count ? 0 : lim->count - l->used;
+}
+
+static int64_t
+budget_left(void *arg, const struct policy_budget *b, const char *sandbox)
+{
+	return b->max - counter(arg, b->key, b->scope, sandbox)->spent;
+}
+
+void
+cli_counters_view(struct cli_counters *c, struct judge_counters *view)
+{
+	view->rate_left = rate_left;
+	view->budget_left = budget_left;
+	view->arg = c;
+}
+
+void
+cli_counters_apply(struct cli_counters *c, const struct judge_outcome *o, const char *sandbox)
+{
+	if (o->verdict != JUDGE_ALLOW && o->verdict != JUDGE_HOLD)
+		return;
+	if (o->limit != NULL && o->refused_take != JUDGE_TAKE_LIMIT)
+		counter(c, o->limit->key, o->limit->scope, sandbox)->used++;
+	if (o->budget != NULL && o->refused_take == JUDGE_TAKE_ALL)
+		counter(c, o->budget->key, o->budget->scope, sandbox)->spent += o->amount;
 }
 
 /* Splits <url> into host, port, path and query. */
@@ -157,117 +138,61 @@ split_url(const char *url, char *host, unsigned *port, const char **path, size_t
 	return 0;
 }
 
-static void
-result_set(struct cli_result *res, const char *verdict, const char *rule, const char *reason, int status)
-{
-	res->verdict = verdict;
-	res->rule = rule;
-	res->reason = reason;
-	res->status = status;
-}
-
-/* 1 if a secret with a form: place is bound to <host> and usable by <rq>'s sandbox, for a form body. */
-static int
-form_injectable(const struct policy *pol, const char *host, const struct cli_req *rq)
-{
-	const struct policy_secret *s;
-	size_t i, k;
-
-	if (rq->content_type == NULL || strncasecmp(rq->content_type, "application/x-www-form-urlencoded", 33) != 0)
-		return 0;
-	for (i = 0; i < policy_secret_count(pol); i++) {
-		s = policy_secret_get(pol, i);
-		if (!policy_secret_host_bound(s, host) || (rq->sandbox != NULL && !policy_secret_sandbox_allowed(s, rq->sandbox)))
-			continue;
-		for (k = 0; k < s->ninject; k++)
-			if (s->inject[k].kind == POLICY_INJECT_FORM)
-				return 1;
-	}
-	return 0;
-}
-
 int
-cli_judge(const struct policy *pol, const struct cli_req *rq, struct cli_counters *ctr, struct cli_result *res,
-          policy_explain_fn fn, void *arg, char *err, size_t errlen)
+cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_described *d,
+             struct judge_outcome *out, char *err, size_t errlen)
 {
-	struct policy_conn_decision cd;
-	struct policy_request req;
 	const char *path, *query, *e = NULL;
-	size_t plen, qlen, need;
-	unsigned port, flags = 0;
+	size_t plen, qlen, i, n = 0;
+	unsigned port;
 	long nl;
 	int plain;
 
-	memset(res, 0, offsetof(struct cli_result, d));
-	if (split_url(rq->url, res->host, &port, &path, &plen, &query, &qlen, &plain, &e) != 0) {
+	memset(&d->cf, 0, sizeof(d->cf));
+	memset(&d->rq, 0, sizeof(d->rq));
+	if (split_url(rq->url, d->host, &port, &path, &plen, &query, &qlen, &plain, &e) != 0) {
 		snprintf(err, errlen, "bad URL '%s': %s", rq->url, e != NULL ? e : "bad host");
 		return -1;
 	}
-	policy_decide_conn(pol, res->host, port, &cd);
-	if (cd.verdict == POLICY_DENY) {
-		result_set(res, "deny", cd.rule, cd.reason, 403);
-		return 0;
+	d->cf.sandbox = rq->sandbox;
+	d->cf.host = d->host;
+	d->cf.port = port;
+	d->cf.mode = JUDGE_CONN_EXPLICIT;
+	d->cf.tls = !plain;
+	d->rq.method = rq->method;
+	d->rq.method_len = strlen(rq->method);
+	/* the connection first (as the gateway: the CONNECT or the ClientHello, before any request), then the path */
+	policy_judge_conn(pol, &d->cf, out);
+	if (out->verdict != JUDGE_ALLOW)
+		return 1;
+	d->cf.judged = 1;
+	d->cf.entry = out->entry;
+	nl = policy_judge_path(d->cf.entry, path, plen, d->path, sizeof(d->path), out);
+	if (nl < 0)
+		return 1;
+	d->rq.path = d->path;
+	d->rq.path_len = (size_t)nl;
+	d->rq.query = query;
+	d->rq.query_len = qlen;
+	/* the head as sent: one Content-Type, the one given (or the json/form default), unless headers carry it */
+	for (i = 0; i < rq->nheaders; i++)
+		if (rq->ct_in_headers || !sluice_iov_ieq(rq->headers[i].name, rq->headers[i].name_len, "content-type"))
+			d->headers[n++] = rq->headers[i];
+	if (!rq->ct_in_headers && rq->content_type != NULL) {
+		d->headers[n].name = "Content-Type";
+		d->headers[n].name_len = 12;
+		d->headers[n].value = rq->content_type;
+		d->headers[n].value_len = strlen(rq->content_type);
+		n++;
 	}
-	if (cd.verdict == POLICY_PASSTHROUGH && !plain) {
-		result_set(res, "passthrough", cd.rule, NULL, 200);
-		return 0;
-	}
-	nl = policy_host_path(cd.host, path, plen, res->path, sizeof(res->path), &e);
-	if (nl < 0) {
-		result_set(res, "deny", "path", e, 400);
-		return 0;
-	}
-	memset(&req, 0, sizeof(req));
-	req.method = rq->method;
-	req.method_len = strlen(rq->method);
-	req.path = res->path;
-	req.path_len = (size_t)nl;
-	req.query = query;
-	req.query_len = qlen;
-	req.headers = rq->headers;
-	req.nheaders = rq->nheaders;
-	if (rq->content_type != NULL) {
-		req.content_type = rq->content_type;
-		req.content_type_len = strlen(rq->content_type);
-	}
-	need = policy_body_need(pol, cd.host, &req, &flags);
-	if (need > 0 && rq->body != NULL) {
-		size_t held = rq->body_len;
-
-		if (flags & POLICY_NEED_GIT_SECTION) {
-			long sec = policy_git_section_len(rq->body, rq->body_len);
-
-			held = sec >= 0 ? (size_t)sec : rq->body_len;
-		}
-		if (held > need) {
-			result_set(res, "deny", "max_body", "body larger than the rule's max_body", 413);
-			return 0;
-		}
-	}
-	req.has_body = rq->body != NULL && rq->body_len > 0;
-	/*
-	 * as the gateway: a form body no rule reads is read for its _method field only where a secret may be
-	 * injected into it (proxy/cred/credbody.c); the check is the same function
-	 */
-	if (rq->body != NULL && need == 0 && form_injectable(pol, res->host, rq) &&
-	    policy_form_overrides_method(rq->method, strlen(rq->method), rq->body, rq->body_len)) {
-		result_set(res, "deny", "request", "a _method form field names another method than the request's", 403);
-		return 0;
-	}
-	req.body = rq->body != NULL ? rq->body : "";
-	req.body_len = rq->body != NULL ? rq->body_len : 0;
-	req.body_complete = 1;
-	policy_explain(pol, cd.host, &req, &res->d, fn, arg);
-	res->decided = 1;
-	result_set(res, policy_verdict_name(res->d.act.verdict), res->d.act.rule, res->d.act.reason,
-	           res->d.act.verdict == POLICY_REQ_DENY ? 403 : 200);
-	if (res->d.act.verdict != POLICY_REQ_DENY && ctr != NULL) {
-		const char *why = NULL;
-
-		res->status = count(ctr, &res->d.act, rq->sandbox, &why);
-		if (why != NULL)
-			res->reason = why;
-	}
+	d->rq.headers = d->headers;
+	d->rq.nheaders = n;
+	d->rq.has_body = rq->body != NULL && rq->body_len > 0;
+	d->rq.body_len_known = 1;
+	d->rq.body_total = rq->body != NULL ? rq->body_len : 0;
+	d->rq.body = rq->body;
+	d->rq.body_len = rq->body != NULL ? rq->body_len : 0;
+	d->rq.body_complete = 1;
 	return 0;
 }
 
@@ -334,12 +259,6 @@ explain_step(void *arg, const struct policy_explain_step *st)
 	       st->why != NULL ? st->why : "");
 }
 
-static const char *
-period_name(uint32_t s)
-{
-	return s == 1 ? "second" : s == 60 ? "minute" : s == 3600 ? "hour" : "day";
-}
-
 static void
 print_outcome(const char *label, const struct policy_outcome *o)
 {
@@ -349,13 +268,13 @@ print_outcome(const char *label, const struct policy_outcome *o)
 	printf("%s: %s by rule '%s'%s%s\n", label, policy_verdict_name(o->verdict), o->rule, o->reason ? ": " : "",
 	       o->reason ? o->reason : "");
 	if (o->limit != NULL)
-		printf("  limit: %u/%s, %s (counter %s)\n", o->limit->count, period_name(o->limit->period_s),
+		printf("  limit: %u/%s, %s (counter %s)\n", o->limit->count, policy_period_name(o->limit->period_s),
 		       o->limit->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->limit->key);
 	if (o->budget != NULL)
-		printf("  budget: %s of %s per %s, %s (counter %s); this request: %s\n", cli_amount(o->budget->max, m, sizeof(m)),
-		       o->budget->sum, period_name(o->budget->period_s),
+		printf("  budget: %s of %s per %s, %s (counter %s); this request: %s\n",
+		       policy_amount_fmt(o->budget->max, m, sizeof(m)), o->budget->sum, policy_period_name(o->budget->period_s),
 		       o->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", o->budget->key,
-		       cli_amount(o->amount, a, sizeof(a)));
+		       policy_amount_fmt(o->amount, a, sizeof(a)));
 	if (o->verdict == POLICY_REQ_HOLD)
 		printf("  hold: up to %u%s for an operator's approval, then 403\n", t % 3600 == 0 ? t / 3600 :
 		       t % 60 == 0 ? t / 60 : t, t % 3600 == 0 ? "h" : t % 60 == 0 ? "m" : "s");
@@ -411,12 +330,13 @@ cmd_explain(int argc, char **argv)
 		{"content-type", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
 	};
 	struct policy *pol = NULL;
-	struct cli_result *res = xcalloc(1, sizeof(*res));
+	struct judge_outcome *res = xcalloc(1, sizeof(*res));
+	struct cli_described *d = xcalloc(1, sizeof(*d));
 	struct cli_req rq;
 	char errbuf[1024], *file = NULL;
 	const char *bodyfile = NULL;
 	size_t i, nbodies = 0;
-	int ch, ret = EXIT_USAGE;
+	int ch, rc, ret = EXIT_USAGE;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.method = "GET";
@@ -439,8 +359,10 @@ cmd_explain(int argc, char **argv)
 			rq.headers[rq.nheaders].name_len = (size_t)(colon - optarg);
 			rq.headers[rq.nheaders].value = colon + 1 + strspn(colon + 1, " \t");
 			rq.headers[rq.nheaders].value_len = strlen(rq.headers[rq.nheaders].value);
-			if (sluice_iov_ieq(optarg, (size_t)(colon - optarg), "content-type"))
+			if (sluice_iov_ieq(optarg, (size_t)(colon - optarg), "content-type")) {
 				rq.content_type = rq.headers[rq.nheaders].value;
+				rq.ct_in_headers = 1;
+			}
 			rq.nheaders++;
 			break;
 		case 'j':
@@ -457,6 +379,7 @@ cmd_explain(int argc, char **argv)
 			break;
 		case 't':
 			rq.content_type = optarg;
+			rq.ct_in_headers = 0;
 			break;
 		default:
 			goto usage;
@@ -479,20 +402,26 @@ cmd_explain(int argc, char **argv)
 		goto out;
 	}
 	printf("request: %s %s\n", rq.method, rq.url);
-	if (cli_judge(pol, &rq, NULL, res, explain_step, NULL, errbuf, sizeof(errbuf)) != 0) {
+	rc = cli_describe(pol, &rq, d, res, errbuf, sizeof(errbuf));
+	if (rc < 0) {
 		fprintf(stderr, "sluice policy explain: %s\n", errbuf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	if (rc == 0)
+		policy_judge(pol, &d->cf, &d->rq, NULL, res, explain_step, NULL);
 	if (!res->decided) {
-		printf("decision: %s by rule '%s'%s%s (status %d)\n", res->verdict, res->rule, res->reason ? ": " : "",
-		       res->reason ? res->reason : "", res->status);
+		printf("decision: %s by rule '%s'%s%s (status %d)\n", policy_judge_verdict_name(res->verdict), res->rule,
+		       res->reason ? ": " : "", res->reason ? res->reason : "", res->status);
 	} else {
-		if (res->d.reported)
-			print_outcome("report", &res->d.report);
-		print_outcome(res->d.mode == POLICY_MODE_REPORT ? "decision (report mode: passes)" : "decision", &res->d.act);
-		for (i = 0; i < res->d.nfields; i++)
-			printf("  field %s = %s\n", res->d.fields[i].place, res->d.fields[i].value);
+		if (res->dec.reported)
+			print_outcome("report", &res->dec.report);
+		print_outcome(res->report_mode ? "decision (report mode: passes)" : "decision", &res->dec.act);
+		if (res->stage != JUDGE_AT_RULES)  /* decided after the rules (a _method form field) */
+			printf("then: %s by rule '%s'%s%s (status %d)\n", policy_judge_verdict_name(res->verdict), res->rule,
+			       res->reason ? ": " : "", res->reason ? res->reason : "", res->status);
+		for (i = 0; i < res->dec.nfields; i++)
+			printf("  field %s = %s\n", res->dec.fields[i].place, res->dec.fields[i].value);
 	}
 	ret = 0;
 	goto out;
@@ -501,6 +430,7 @@ usage:
 out:
 	free(file);
 	free(res);
+	free(d);
 	policy_unref(pol);
 	return ret;
 }

@@ -327,8 +327,10 @@ request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 				rq->headers[rq->nheaders].name_len = k->data.scalar.length;
 				rq->headers[rq->nheaders].value = sval(e);
 				rq->headers[rq->nheaders].value_len = e->data.scalar.length;
-				if (sluice_iov_ieq(sval(k), k->data.scalar.length, "content-type"))
+				if (sluice_iov_ieq(sval(k), k->data.scalar.length, "content-type")) {
 					rq->content_type = sval(e);
+					rq->ct_in_headers = 1;
+				}
 				rq->nheaders++;
 			} while (it != NULL && ++it < hv->data.sequence.items.top);
 		}
@@ -357,6 +359,7 @@ request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 		if (v[R_CTYPE]->type != YAML_SCALAR_NODE)
 			return bad(cs, v[R_CTYPE], "expected a content type");
 		rq->content_type = sval(v[R_CTYPE]);
+		rq->ct_in_headers = 0;  /* sent as the one Content-Type */
 	}
 	if (body->over)
 		return bad(cs, n, "body too large");
@@ -387,11 +390,14 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 	static const char *const ekeys[] = {"verdict", "rule", "status", "report"};
 	static const char *const rkeys[] = {"verdict", "rule"};
 	yaml_node_t *cv[3], *ev[4], *rv[2] = {NULL, NULL};
-	struct cli_result *res = xcalloc(1, sizeof(*res));
+	struct judge_outcome *res = xcalloc(1, sizeof(*res));
+	struct cli_described *d = xcalloc(1, sizeof(*d));
 	struct tbuf body = {NULL, 0, 0, 0};
+	struct judge_counters view;
 	struct cli_req rq;
 	char mism[1024] = "", status[16], err[512];
-	int ret = -1;
+	const char *verdict;
+	int ret = -1, rc;
 
 	memset(&rq, 0, sizeof(rq));
 	if (fields(cs, c, "a case", ckeys, 3, cv) != 0)
@@ -409,23 +415,31 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 	}
 	if (ev[3] != NULL && fields(cs, ev[3], "expect.report", rkeys, 2, rv) != 0)
 		goto out;
-	if (cli_judge(pol, &rq, ctr, res, NULL, NULL, err, sizeof(err)) != 0) {
+	rc = cli_describe(pol, &rq, d, res, err, sizeof(err));
+	if (rc < 0) {
 		bad(cs, cv[1], err);
 		goto out;
 	}
+	if (rc == 0) {
+		/* judged by the gateway's judge, then its takes applied, in case order */
+		cli_counters_view(ctr, &view);
+		policy_judge(pol, &d->cf, &d->rq, &view, res, NULL, NULL);
+		cli_counters_apply(ctr, res, rq.sandbox);
+	}
+	verdict = policy_judge_verdict_name(res->verdict);
 	snprintf(status, sizeof(status), "%d", res->status);
-	want(mism, sizeof(mism), "verdict", ev[0], res->verdict);
+	want(mism, sizeof(mism), "verdict", ev[0], verdict);
 	want(mism, sizeof(mism), "rule", ev[1], res->rule);
 	want(mism, sizeof(mism), "status", ev[2], status);
 	if (ev[3] != NULL) {
-		int rep = res->decided && res->d.reported;
+		int rep = res->decided && res->dec.reported;
 
-		want(mism, sizeof(mism), "report.verdict", rv[0], rep ? policy_verdict_name(res->d.report.verdict) : NULL);
-		want(mism, sizeof(mism), "report.rule", rv[1], rep ? res->d.report.rule : NULL);
+		want(mism, sizeof(mism), "report.verdict", rv[0], rep ? policy_verdict_name(res->dec.report.verdict) : NULL);
+		want(mism, sizeof(mism), "report.rule", rv[1], rep ? res->dec.report.rule : NULL);
 	}
 	if (mism[0] != '\0') {
 		printf("FAIL %s:%zu: %s: %s (decided: %s by rule '%s'%s%s, status %d)\n", cs->file,
-		       c->start_mark.line + 1, sval(cv[0]), mism, res->verdict, res->rule, res->reason ? ": " : "",
+		       c->start_mark.line + 1, sval(cv[0]), mism, verdict, res->rule, res->reason ? ": " : "",
 		       res->reason ? res->reason : "", res->status);
 		(*failed)++;
 	}
@@ -433,6 +447,7 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 out:
 	free(body.s);
 	free(res);
+	free(d);
 	return ret;
 }
 

@@ -125,7 +125,7 @@ hide_secret_files(struct hides *h, const char *spec)
 
 	if (secret_file(spec, &f)) {
 		hide_add(h, f, 0);
-		free((char *)f);
+		free(SLUICE_DECONST(char *, f)); /* secret_file's copy */
 	}
 }
 
@@ -325,7 +325,7 @@ cmd_run(int argc, char **argv)
 	struct embed_gateway eg = {-1, ""};
 	char defpath[EMBED_PATH_MAX];
 	const char *path = NULL, *userenv[RUN_USER_ENV_MAX], *secrets[RUN_ENV_MAX], *tv;
-	char *env[RUN_ENV_MAX], *workspace = NULL, *ca_pem = NULL, errbuf[1024], *end;
+	char *env[RUN_ENV_MAX], *workspace = NULL, *ca_pem = NULL, *admin_path = NULL, errbuf[1024], *end;
 	size_t nuser = 0, nenv = 0, nsecrets = 0, i;
 	unsigned long uid = 0;  /* 0: not given, the configuration's sandbox.uid */
 	const char *backend = NULL;
@@ -431,7 +431,7 @@ cmd_run(int argc, char **argv)
 	}
 	o.dns_port = listen_port(cfg->listen_dns);  /* 0: no responder yet (run.h says what happens) */
 	if (cfg->listen_admin != NULL && netaddr_listen_parse(cfg->listen_admin, &la) == 0 && la.family == AF_UNIX)
-		o.admin_path = xstrdup(la.path);
+		o.admin_path = admin_path = xstrdup(la.path);
 	if (placeholders(cfg, pol, env, &nenv, RUN_ENV_MAX - RUN_USER_ENV_MAX, secrets, &nsecrets) != 0)
 		goto out;
 	for (i = 0; i < nuser; i++) {
@@ -470,7 +470,7 @@ cmd_run(int argc, char **argv)
 			nh += secret_file(policy_sandbox_get(pol, i)->proxy_password, &hidden[nh]);
 		ret = run_workspace_open(workspace, hidden, nh, &o.workspace_fd, errbuf, sizeof(errbuf));
 		for (i = 3; i < nh; i++)
-			free((char *)hidden[i]);
+			free(SLUICE_DECONST(char *, hidden[i])); /* secret_file's copies */
 		if (ret != 0) {
 			fprintf(stderr, "sluice run: %s\n", errbuf);
 			ret = 1;
@@ -505,7 +505,7 @@ out:
 		free(h.v[i]);
 	if (o.workspace_fd >= 0)
 		close(o.workspace_fd);
-	free((char *)o.admin_path);
+	free(admin_path);
 	free(ca_pem);
 	free(workspace);
 	policy_unref(pol);

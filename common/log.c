@@ -51,7 +51,7 @@ log_init(const char *progname, int verbose)
 	log_journal = log_journal_stream();
 }
 
-static void
+static void __attribute__((format(printf, 4, 0)))
 vlog(enum log_prio prio, const char *level, int with_errno, const char *fmt, va_list ap)
 {
 	char line[2048];

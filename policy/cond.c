@@ -13,9 +13,9 @@
 #include "policy/policy_int.h"
 
 const char *const policy_cond_keys[POLICY_COND_KEYS] = {
-	"query", "headers", "json", "form", "graphql", "git", "max_body", "limit", "budget", "timeout",
+	"query", "headers", "json", "form", "graphql", "git", "max_body", "limit", "budget", "timeout", "mcp",
 };
-enum { K_QUERY, K_HEADERS, K_JSON, K_FORM, K_GRAPHQL, K_GIT, K_MAX_BODY, K_LIMIT, K_BUDGET, K_TIMEOUT };
+enum { K_QUERY, K_HEADERS, K_JSON, K_FORM, K_GRAPHQL, K_GIT, K_MAX_BODY, K_LIMIT, K_BUDGET, K_TIMEOUT, K_MCP };
 
 static const char *const op_keys[] = {"eq", "in", "not_in", "regex", "min", "max", "exists", "absent"};
 #define NOPS 8
@@ -185,7 +185,7 @@ is_tchar(unsigned c)
 	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", (int)c) != NULL);
 }
 
-static const char *const place_names[] = {"", "query", "headers", "json", "form"};
+static const char *const place_names[] = {"", "query", "headers", "json", "form", "mcp.arguments"};
 
 /* A map of names (or JSON paths) to operator maps, appended to r->conds. */
 static int
@@ -198,7 +198,8 @@ parse_named(struct policy_ld *l, yaml_node_t *n, enum policy_place place, const 
 
 	if (n->type != YAML_MAPPING_NODE)
 		return policy_ld_error(l, n, "expected a map of %s to operator maps in %s.%s",
-		                       place == POLICY_PLACE_JSON ? "JSON paths" : "names", where, place_names[place]);
+		                       place == POLICY_PLACE_JSON || place == POLICY_PLACE_MCP_ARGS ? "JSON paths" : "names",
+		                       where, place_names[place]);
 	cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 	if (cnt == 0 || r->nconds + cnt > POLICY_CONDS_MAX)
 		return policy_ld_error(l, n, "expected 1 to %d conditions in %s.%s", POLICY_CONDS_MAX, where,
@@ -233,9 +234,10 @@ parse_named(struct policy_ld *l, yaml_node_t *n, enum policy_place place, const 
 			}
 			break;
 		case POLICY_PLACE_JSON:
+		case POLICY_PLACE_MCP_ARGS:
 			if (policy_jpath_compile(s, len, &c->path) != 0)
-				return policy_ld_error(l, k, "bad JSON path '%s' in %s.json; expected $ then .name, "
-				                       "['name'], [N], [*] or .* steps", esc, where);
+				return policy_ld_error(l, k, "bad JSON path '%s' in %s.%s; expected $ then .name, "
+				                       "['name'], [N], [*] or .* steps", esc, where, place_names[place]);
 			break;
 		default:
 			for (i = 0; i < len; i++)
@@ -482,7 +484,7 @@ policy_limit_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struc
 
 		if (key == NULL)
 			return SLUICE_EINVAL;
-		free((char *)lim->key);
+		free(lim->key);
 		lim->key = key;
 	}
 	snprintf(what, sizeof(what), "%s.limit.per", where);
@@ -585,6 +587,15 @@ policy_cond_parse(struct policy_ld *l, yaml_node_t **v, const char *where, struc
 			return ret;
 		r->body |= POLICY_BODY_GIT;
 	}
+	if (v[K_MCP] != NULL) {
+		yaml_node_t *args;
+
+		if ((ret = policy_mcp_cond_parse(l, v[K_MCP], where, r, &args)) != 0)
+			return ret;
+		if (args != NULL && (ret = parse_named(l, args, POLICY_PLACE_MCP_ARGS, where, r)) != 0)
+			return ret;
+		r->body |= POLICY_BODY_JSON;
+	}
 	if (v[K_LIMIT] != NULL) {
 		if (r->verdict == POLICY_REQ_DENY)
 			return policy_ld_error(l, v[K_LIMIT], "limit in %s: a deny rule lets nothing through to count", where);
@@ -684,14 +695,16 @@ policy_cond_dispose(struct policy_rule *r)
 		free(r->git);
 	}
 	if (r->limit != NULL)
-		free((char *)r->limit->key);
+		free(r->limit->key);
 	free(r->limit);
 	if (r->budget != NULL) {
-		free((char *)r->budget->key);
-		free((char *)r->budget->sum);
+		free(r->budget->key);
+		free(r->budget->sum);
 	}
 	free(r->budget);
 	if (r->sum != NULL)
 		cond_dispose(r->sum);
 	free(r->sum);
+	policy_mcp_cond_dispose(r->mcp);
+	r->mcp = NULL;
 }

@@ -107,6 +107,7 @@ policy_ctx_dispose(struct policy_ctx *c)
 	free(c->gql);
 	free(c->git);
 	free(c->buf);
+	policy_mcp_body_dispose(&c->mcpb);
 	c->json = NULL;
 	c->gql = NULL;
 	c->git = NULL;
@@ -334,7 +335,7 @@ policy_ctx_capture(struct policy_ctx *c, const char *place, const char *name, co
 
 /* ---- quantified conditions ---- */
 
-static const char *const place_names[] = {"", "query", "header", "json", "form"};
+static const char *const place_names[] = {"", "query", "header", "json", "form", "mcp argument"};
 
 /* A budget's running sum. */
 struct sum {
@@ -510,13 +511,27 @@ policy_ctx_body_readable(struct policy_ctx *c, int ct)
 	return 1;
 }
 
+/* The values <cond>'s path selects in <root> fed to <a>: 0, or -1 (cannot judge, c->cant set). */
+static int
+json_values(struct policy_ctx *c, const json_t *root, const struct policy_cond *cond, struct acc *a)
+{
+	int sel;
+
+	if ((sel = policy_json_select(root, &cond->path, acc_json, a, &c->fold)) != 0) {
+		c->cant = sel == -2 ? "the JSON body has keys on the rule's path that differ only by case (an upstream may read either)"
+		                    : "the path selects too many values";
+		return -1;
+	}
+	return 0;
+}
+
 /* The values of <cond> fed to <a>: 0, or -1 (cannot judge, c->cant set). */
 static int
 cond_values(struct policy_ctx *c, const struct policy_cond *cond, struct acc *a)
 {
 	const struct policy_request *r = c->req;
+	const struct policy_mcp_msg *m;
 	size_t i;
-	int sel;
 
 	if (c->head_unknown && (cond->place == POLICY_PLACE_QUERY || cond->place == POLICY_PLACE_HEADER)) {
 		c->cant = "the query and headers were not given";
@@ -550,12 +565,12 @@ cond_values(struct policy_ctx *c, const struct policy_cond *cond, struct acc *a)
 			return 0;
 		if (policy_json_body(c) < 0)
 			return -1;
-		if ((sel = policy_json_select(c->json, &cond->path, acc_json, a, &c->fold)) != 0) {
-			c->cant = sel == -2 ? "the JSON body has keys on the rule's path that differ only by case (an upstream may read either)"
-			                    : "the path selects too many values";
+		return json_values(c, c->json, cond, a);
+	case POLICY_PLACE_MCP_ARGS:
+		/* rooted at params.arguments; absent arguments select nothing */
+		if ((m = policy_ctx_mcp(c)) == NULL)
 			return -1;
-		}
-		return 0;
+		return m->arguments == NULL ? 0 : json_values(c, m->arguments, cond, a);
 	}
 	return -1;
 }

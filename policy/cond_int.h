@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "policy/mcp.h"
 #include "policy/policy_int.h"
 
 /* Three-valued results: false, true, cannot judge. */
@@ -93,6 +94,11 @@ struct policy_ctx {
 	/* explain */
 	char *why;                /* NULL: not explaining */
 	int why_set;
+	/* mcp: the message judged (c->req->mcp_msg, or the body read once into mcpb) */
+	int mcp_state;            /* 0 not tried, 1 read, -1 failed */
+	struct policy_mcp_body mcpb;
+	const struct policy_mcp_msg *mcp;
+	const char *mcp_cant;     /* why it could not be read */
 	/* relevant fields of a hold */
 	struct policy_decision *cap;
 	size_t captext;
@@ -112,6 +118,10 @@ int policy_cond_eval(struct policy_ctx *c, const struct policy_cond *cond, int a
 int policy_cond_sum(struct policy_ctx *c, const struct policy_cond *sum, int64_t *amount);
 int policy_cond_gql_eval(struct policy_ctx *c, const struct policy_gql_cond *g, int all);
 int policy_cond_git_eval(struct policy_ctx *c, const struct policy_git_cond *g, int all);
+/* cond_mcp.c: the message the mcp: conditions judge, or NULL (c->cant set). */
+const struct policy_mcp_msg *policy_ctx_mcp(struct policy_ctx *c);
+/* mcp.method and mcp.tool of a rule against that message. */
+int policy_cond_mcp_eval(struct policy_ctx *c, const struct policy_mcp_cond *m);
 
 /* cond_json.c */
 /* Parses the body once: 1, or -1 with c->cant set. */

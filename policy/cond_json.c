@@ -129,7 +129,7 @@ policy_json_key_ambiguous(const json_t *obj, const char *key, size_t klen)
 	json_t *v;
 	size_t n;
 
-	json_object_keylen_foreach((json_t *)obj, k, n, v)
+	json_object_keylen_foreach(SLUICE_DECONST(json_t *, obj), k, n, v)
 		if ((n != klen || memcmp(k, key, n) != 0) && sluice_fold_eq(k, n, key, klen))
 			return 1;
 	return 0;
@@ -201,7 +201,7 @@ walk(const json_t *j, const struct policy_jpath *p, size_t i, struct sel *s)
 		return 0;
 	case POLICY_JSTEP_ANY_KEY:
 		if (json_is_object(j))
-			json_object_foreach((json_t *)j, key, v)
+			json_object_foreach(SLUICE_DECONST(json_t *, j), key, v)
 				if ((r = walk(v, p, i + 1, s)) != 0)
 					return r;
 		return 0;

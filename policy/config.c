@@ -28,7 +28,6 @@
 #define AUDIT_ROTATE_SIZE_MAX (1024ul * 1073741824ul)
 #define AUDIT_QUEUE_MIN 16ul
 #define AUDIT_QUEUE_MAX 16777216ul
-#define STATE_DIR_MAX 1024            /* bytes of state_dir (the counters file name is built from it) */
 
 void
 policy_config_defaults(struct policy_config *cfg)
@@ -55,7 +54,7 @@ policy_config_defaults(struct policy_config *cfg)
 	cfg->audit_checkpoint_ms = 10000;
 	cfg->audit_queue = 65536;
 	cfg->audit_syslog_address = xstrdup("local");
-	cfg->state_dir = xstrdup(POLICY_STATE_DIR_DEFAULT);
+	policy_state_defaults(cfg);
 	cfg->reload_watch = 1;
 	cfg->proxy_clients = xcalloc(2, sizeof(*cfg->proxy_clients));
 	cfg->nproxy_clients = 2;
@@ -95,7 +94,7 @@ policy_config_free(struct policy_config *cfg)
 	free(cfg->sandbox_backend);
 	free(cfg->qemu_kernel);
 	free(cfg->qemu_initrd);
-	free(cfg->state_dir);
+	policy_state_free(cfg);
 	free(cfg);
 }
 
@@ -548,26 +547,6 @@ parse_sandbox(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 	return 0;
 }
 
-/* state_dir: an absolute directory path without control characters (its counters file is named in errors). */
-static int
-parse_state_dir(struct policy_ld *l, yaml_node_t *n, struct policy_config *cfg)
-{
-	size_t i;
-	int ret;
-
-	free(cfg->state_dir);
-	cfg->state_dir = NULL;
-	if ((ret = policy_ld_string(l, n, "an absolute directory path for state_dir", &cfg->state_dir)) != 0)
-		return ret;
-	for (i = 0; cfg->state_dir[i] != '\0'; i++)
-		if ((unsigned char)cfg->state_dir[i] < 0x20 || cfg->state_dir[i] == 0x7f)
-			break;
-	if (cfg->state_dir[0] != '/' || cfg->state_dir[i] != '\0' || i > STATE_DIR_MAX)
-		return policy_ld_error(l, n, "expected an absolute directory path for state_dir (at most %d bytes)",
-		                       STATE_DIR_MAX);
-	return 0;
-}
-
 static int
 parse_reload(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
@@ -622,7 +601,7 @@ policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config
 		return ret;
 	if ((n = get(l, root, "sandbox")) != NULL && (ret = parse_sandbox(l, n, cfg)) != 0)
 		return ret;
-	if ((n = get(l, root, "state_dir")) != NULL && (ret = parse_state_dir(l, n, cfg)) != 0)
+	if ((ret = policy_state_parse(l, get(l, root, "state"), get(l, root, "state_dir"), cfg)) != 0)
 		return ret;
 	if ((n = get(l, root, "reload")) != NULL && (ret = parse_reload(l, n, cfg)) != 0)
 		return ret;

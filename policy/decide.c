@@ -95,6 +95,8 @@ rule_body(struct policy_ctx *c, const struct policy_rule *r, int all, int64_t *a
 		x = policy_tv_and(x, policy_cond_gql_eval(c, r->gql, all));
 	if (r->git != NULL && x != TV_F)
 		x = policy_tv_and(x, policy_cond_git_eval(c, r->git, all));
+	if (r->mcp != NULL && x != TV_F)
+		x = policy_tv_and(x, policy_cond_mcp_eval(c, r->mcp));
 	if (r->sum != NULL && x != TV_F)
 		x = policy_tv_and(x, policy_cond_sum(c, r->sum, amount));
 	return x;
@@ -297,7 +299,7 @@ decide_both(const struct policy *p, const struct policy_host *host, const struct
 		}
 	}
 	free(d2);
-	free((char *)stripped.path);
+	free(SLUICE_DECONST(char *, stripped.path)); /* path_twice's copy */
 }
 
 void
@@ -402,7 +404,7 @@ policy_body_need(const struct policy *p, const struct policy_host *host, const s
 	/* only git sections when both readings hold only them */
 	if (flags != NULL && (n2 > 0 && !(f2 & POLICY_NEED_GIT_SECTION)))
 		*flags &= ~POLICY_NEED_GIT_SECTION;
-	free((char *)stripped.path);
+	free(SLUICE_DECONST(char *, stripped.path)); /* path_twice's copy */
 	return need;
 }
 

@@ -104,7 +104,7 @@ path_covers(const struct policy_rule *a, const struct policy_rule *b)
 static int
 unconditional(const struct policy_rule *r)
 {
-	return r->nconds == 0 && r->gql == NULL && r->git == NULL && r->sum == NULL;
+	return r->nconds == 0 && r->gql == NULL && r->git == NULL && r->sum == NULL && r->mcp == NULL;
 }
 
 static void

@@ -21,7 +21,7 @@
 #include "common/sluice.h"
 #include "policy/policy_int.h"
 
-static void
+static void __attribute__((format(printf, 3, 0)))
 vformat(struct policy_ld *l, yaml_mark_t mark, const char *fmt, va_list ap)
 {
 	int n;
@@ -289,9 +289,9 @@ prescan(struct policy_ld *l, const char *buf, size_t len)
 
 static const char *const top_keys[] = {
 	"listen", "user", "ca", "leaf_cache", "upstream", "audit", "workers", "limits", "default", "hosts",
-	"secrets", "sandboxes", "sandbox_env", "sandbox", "state_dir", "reload",
+	"secrets", "sandboxes", "sandbox_env", "sandbox", "state_dir", "reload", "state",
 };
-enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 16 };
+enum { TOP_DEFAULT = 8, TOP_HOSTS = 9, TOP_SECRETS = 10, TOP_SANDBOXES = 11, TOP_SANDBOX_ENV = 12, NTOP = 17 };
 
 /*
  * secrets.<name>.limit is the policy's (a rate limit per secret): taken out
@@ -331,7 +331,7 @@ secret_limits(struct policy_ld *l, yaml_node_t *secrets, struct policy_slimit **
 			sl->name = xstrndup((const char *)k->data.scalar.value, k->data.scalar.length);
 			n = strlen(sl->name) + 8;
 			sl->lim.key = xmalloc(n);
-			snprintf((char *)sl->lim.key, n, "secret:%s", sl->name);
+			snprintf(sl->lim.key, n, "secret:%s", sl->name);
 			if ((ret = policy_limit_parse(l, qv, where, &sl->lim)) != 0)
 				return ret;
 			/* remove the pair: secrets.c sees the secret without it (a second one is still a duplicate) */
@@ -350,7 +350,7 @@ slimits_free(struct policy_slimit *v, size_t n)
 
 	for (i = 0; i < n; i++) {
 		free(v[i].name);
-		free((char *)v[i].lim.key);
+		free(v[i].lim.key);
 	}
 	free(v);
 }

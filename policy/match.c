@@ -145,6 +145,7 @@ policy_free(struct policy *p)
 		free(h->rules);
 		free(h->ports);
 		free(h->key);
+		free(h->mcp_endpoint);
 	}
 	free(p->hosts);
 	for (i = 0; i < p->nwarnings; i++)
@@ -152,7 +153,7 @@ policy_free(struct policy *p)
 	free(p->warnings);
 	for (i = 0; i < p->nslimits; i++) {
 		free(p->slimits[i].name);
-		free((char *)p->slimits[i].lim.key);
+		free(p->slimits[i].lim.key);
 	}
 	free(p->slimits);
 	free(p->exact.slots);

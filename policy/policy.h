@@ -34,7 +34,31 @@ struct policy_resolve {
 	char *addr;   /* IP literal text */
 };
 
-#define POLICY_STATE_DIR_DEFAULT "/var/lib/sluice/state"  /* state_dir: when absent */
+#define POLICY_STATE_DIR_DEFAULT "/var/lib/sluice/state"  /* state.dir (or state_dir): when absent */
+
+/* state.backend: where the counters of limits and budgets are kept (issue 22). */
+enum policy_state_backend {
+	POLICY_STATE_FILE = 0,   /* file (default): this gateway's memory and <state.dir>/counters */
+	POLICY_STATE_REDIS = 1,  /* redis: shared by the gateways of a fleet (proxy/store/store.h) */
+};
+
+/* state.on_error: what a limit does while the store cannot be reached or is slower than its timeout. */
+enum policy_state_on_error {
+	POLICY_STATE_DENY = 0,   /* deny (default): 503 naming the store */
+	POLICY_STATE_LOCAL = 1,  /* local: this gateway's own counters, each cap scaled by local_share */
+};
+
+/* state.redis: checked at load; the password is a source spec, its value is read when the store starts. */
+struct policy_state_redis {
+	char *url;                     /* as written; NULL when absent */
+	char *host;                    /* redis://HOST:port/db (brackets of an IPv6 address dropped); NULL for unix: */
+	unsigned port;                 /* redis://host:PORT (6379) */
+	char *unix_path;               /* unix:PATH?db=N; NULL for redis:// */
+	unsigned db;                   /* /DB or ?db=DB (0) */
+	char *password;                /* a source spec, env:VAR or file:/path (never the value); NULL: no AUTH */
+	unsigned timeout_ms;           /* timeout (50ms), 1ms..10s: per operation */
+	char *key_prefix;              /* key_prefix ("sluice:"): printable, no blanks, at most 64 bytes */
+};
 
 /* The non-policy part of sluice.yaml: plain data, read once at start. */
 struct policy_config {
@@ -72,7 +96,16 @@ struct policy_config {
 	char *qemu_initrd;             /* sandbox.qemu.initrd: an absolute path, NULL if absent */
 	int qemu_kvm;                  /* sandbox.qemu.accel: 1 kvm, 0 tcg (default) */
 	unsigned qemu_memory_mib;      /* sandbox.qemu.memory (256M) */
-	char *state_dir;               /* state_dir (/var/lib/sluice/state): the counters of limits and budgets, <state_dir>/counters */
+	char *state_dir;               /* state.dir, or its older name state_dir (both: an error) (/var/lib/sluice/state):
+	                                * the counters of limits and budgets, <state_dir>/counters */
+	enum policy_state_backend state_backend;  /* state.backend (file) */
+	struct policy_state_redis redis;          /* state.redis (required with backend: redis) */
+	char *gateway_id;              /* state.gateway_id (the host name, or "sluice" when it is not a valid id):
+	                                * 1..64 of A-Z a-z 0-9 . _ - */
+	unsigned fleet_size;           /* state.fleet_size (1): the number of gateways sharing the store */
+	enum policy_state_on_error state_on_error;  /* state.on_error (deny) */
+	uint32_t local_share;          /* state.local_share in millionths of a cap, 0 < x <= 1000000; 0 when absent:
+	                                * 1/fleet_size */
 	int reload_watch;              /* reload.watch (true): a change of the config file reloads it, as SIGHUP does */
 };
 
@@ -333,7 +366,7 @@ enum policy_scope {
  * refilled over period_s.
  */
 struct policy_limit {
-	const char *key;          /* the counter's name, stable across reloads: "rule:<id>", "limit:<name>" (name:, shared
+	char *key;                /* the counter's name, stable across reloads: "rule:<id>", "limit:<name>" (name:, shared
 	                           * by the rules that give it) or "secret:<name>"; a limit and a budget of one key are
 	                           * two counters */
 	uint32_t count;           /* N: bucket size, and tokens per period */
@@ -347,8 +380,8 @@ struct policy_limit {
 
 /* budget: { sum: "form:amount" | "json:$.amount", max: NUMBER, per: day|hour, scope: sandbox|global, name: shared }. */
 struct policy_budget {
-	const char *key;          /* "rule:<id>", or "budget:<name>" (name:, shared) */
-	const char *sum;          /* the place as written, e.g. "form:amount" */
+	char *key;                /* "rule:<id>", or "budget:<name>" (name:, shared) */
+	char *sum;                /* the place as written, e.g. "form:amount" */
 	int64_t max;              /* in millionths */
 	uint32_t period_s;        /* 3600 or 86400 (per:, default day) */
 	enum policy_scope scope;  /* scope: (default global: a spending cap must not grow with the number of sandboxes) */
@@ -363,6 +396,7 @@ struct policy_header {
 };
 
 /* A request as the policy judges it; every pointer is borrowed for the call. */
+struct policy_mcp_msg;
 struct policy_request {
 	const char *method;
 	size_t method_len;
@@ -378,6 +412,9 @@ struct policy_request {
 	size_t body_len;
 	int body_complete;        /* 1: body is the whole body; 0: a prefix (enough for git: conditions only) */
 	int has_body;             /* 1: the request carries a body (Content-Length above 0, or chunked), held or not */
+	/* mcp: conditions judge this message (policy/mcp.h; one element of a batch) instead of reading the body;
+	 * NULL: the body is read as one message (a batch cannot be judged whole) */
+	const struct policy_mcp_msg *mcp_msg;
 };
 
 /* Flags of policy_body_need. */

@@ -126,6 +126,7 @@ enum policy_place {
 	POLICY_PLACE_HEADER = 2,
 	POLICY_PLACE_JSON = 3,
 	POLICY_PLACE_FORM = 4,
+	POLICY_PLACE_MCP_ARGS = 5,  /* mcp.arguments: JSON paths rooted at params.arguments (cond_mcp.c) */
 };
 
 enum policy_jstep_kind { POLICY_JSTEP_KEY = 1, POLICY_JSTEP_INDEX, POLICY_JSTEP_ANY_INDEX, POLICY_JSTEP_ANY_KEY };
@@ -164,6 +165,27 @@ struct policy_git_cond {
 	size_t nrefs;               /* 0: any ref */
 	unsigned ops;               /* ops: kinds a command may be (0: any) */
 	unsigned deny;              /* deny: kinds a command may not be */
+};
+
+/*
+ * mcp: of a rule (cond_mcp.c).  A tool entry is a name glob (strict name
+ * bytes and '*': matched against tools/call and prompts/get params.name) or,
+ * when it holds ':', a resource URI (matched against resources/read
+ * params.uri: exactly, or as a prefix when it ends in '*').
+ */
+#define POLICY_MCP_TOOLS_MAX 1024          /* entries of one mcp.tool list */
+struct policy_mcp_tool {
+	char *src;                  /* as written */
+	int uri;                    /* 1: a resource URI pattern */
+	size_t prefix_len;          /* uri: bytes compared; a trailing '*' is not among them */
+	int prefix;                 /* uri: ends in '*' */
+	struct policy_glob glob;    /* name: "/" + the glob */
+};
+struct policy_mcp_cond {
+	char **methods;             /* NULL/0: any method */
+	size_t nmethods;
+	struct policy_mcp_tool *tools;
+	size_t ntools;              /* 0: any (or no) name */
 };
 
 /* What of the body a rule reads. */
@@ -206,6 +228,7 @@ struct policy_rule {
 	struct policy_limit *limit;
 	struct policy_budget *budget;
 	struct policy_cond *sum;    /* budget.sum as a place (t unused) */
+	struct policy_mcp_cond *mcp; /* mcp: (method, tool; arguments are conds of POLICY_PLACE_MCP_ARGS) */
 	unsigned hold_ms;
 	unsigned line, col;         /* of the rule item */
 	char *where;                /* "hosts.<key>.rules[n]" for messages */
@@ -229,6 +252,8 @@ struct policy_host {
 	int allow_plaintext;        /* secrets may be injected into plain HTTP (issue 3) */
 	enum policy_path_params path_params; /* path_params: (keep) */
 	int get_bodies;             /* get_bodies: allow (1); refuse (0, the default) */
+	char *mcp_endpoint;         /* mcp.endpoint: a normalised path; NULL: no mcp: entry */
+	int mcp_error_code;         /* mcp.error_code: -32000..-32019 (-32001) */
 	struct policy_rule *rules;
 	size_t nrules;
 	unsigned line, col;         /* of the key, for duplicate reports */
@@ -338,6 +363,16 @@ int policy_host_pattern(const char *s, size_t len, char canon[HOST_BUF + 2], con
 
 /* config.c: the non-policy keys of the top-level map, by name. */
 int policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config *cfg);
+/* config_state.c: state: (<state>) and the older state_dir (<state_dir>), either NULL when absent; both naming the
+ * directory is an error.  Defaults set by policy_state_defaults (the gateway id is the host name), freed by
+ * policy_state_free. */
+int policy_state_parse(struct policy_ld *l, yaml_node_t *state, yaml_node_t *state_dir, struct policy_config *cfg);
+void policy_state_defaults(struct policy_config *cfg);
+void policy_state_free(struct policy_config *cfg);
+/* <what> ("state.dir") at <n>: an absolute directory path without control characters, into cfg->state_dir. */
+int policy_state_dir_parse(struct policy_ld *l, yaml_node_t *n, const char *what, struct policy_config *cfg);
+/* 0 when <s>/<len> is a gateway id (1..64 of A-Z a-z 0-9 . _ -), else -1. */
+int policy_gateway_id_ok(const char *s, size_t len);
 void policy_config_defaults(struct policy_config *cfg);
 
 /* rules.c: hosts: and default: into <p>. */
@@ -362,8 +397,9 @@ void policy_rule_dispose(struct policy_rule *r);
 int policy_regex_match(const struct policy *p, const pcre2_code *re, const char *s, size_t len);
 
 /* cond.c: the condition keys of a rule body (query, headers, json, form, graphql, git, max_body, limit,
- * budget, timeout); <v> holds their nodes in that order, NULL when absent. */
-#define POLICY_COND_KEYS 10
+ * budget, timeout, mcp); <v> holds their nodes in that order, NULL when absent. */
+#define POLICY_COND_KEYS 11
+#define POLICY_COND_K_MCP 10  /* index of "mcp" in policy_cond_keys */
 extern const char *const policy_cond_keys[POLICY_COND_KEYS];
 int policy_cond_parse(struct policy_ld *l, yaml_node_t **v, const char *where, struct policy_rule *r);
 /* A limit: map into <lim> (key set by the caller). */
@@ -378,6 +414,24 @@ int policy_dec_amount(const struct policy_dec *d, int64_t *out);
 /* Compiles a JSON path as policy_json_path_ok accepts it: 0 or -1. */
 int policy_jpath_compile(const char *src, size_t len, struct policy_jpath *out);
 void policy_jpath_dispose(struct policy_jpath *jp);
+
+/* cond_mcp.c: the mcp: keys of a rule (method, tool) into r->mcp; *<args> gets the arguments: node (or NULL),
+ * which the caller reads as conditions of POLICY_PLACE_MCP_ARGS. */
+int policy_mcp_cond_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_rule *r,
+                          yaml_node_t **args);
+void policy_mcp_cond_dispose(struct policy_mcp_cond *m);
+/* 1 if the tool entry <t> matches <name>/<n> of a message of method <call> (POLICY_MCP_M_*, policy/mcp.h). */
+int policy_mcp_tool_match(const struct policy_mcp_tool *t, int call, const char *name, size_t n);
+/* 1 if <r>'s method list admits POST (or lists none). */
+int policy_rule_posts(const struct policy_rule *r);
+/* 1 if <s>/<n> holds no C0 control byte and no DEL (UTF-8 above 0x7f is fine): mcp.c. */
+int policy_mcp_printable(const char *s, size_t n);
+/* 1 if <method>/<n> is one of <m>'s methods (or <m> lists none). */
+int policy_mcp_method_in(const struct policy_mcp_cond *m, const char *method, size_t n);
+/* A host's mcp: map (endpoint, error_code) into <h>. */
+int policy_mcp_host_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_host *h);
+/* A rule that reads MCP messages must be on a host with an mcp: endpoint, on a path that can be it. */
+int policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const struct policy_rule *r);
 
 /* lint.c: shadowed rules, overlapping wildcards, secrets bound to hosts without (allow) entries. */
 void policy_lint(struct policy_ld *l, yaml_node_t *secrets, struct policy *p);

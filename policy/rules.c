@@ -13,12 +13,13 @@
 #define PORTS_MAX 1024 /* entries in one ports: list */
 
 static const char *const host_keys[] = {"verdict", "ports", "allow_private", "encoded_slashes", "rules",
-                                        "allow_plaintext", "mode", "path_params", "get_bodies"};
+                                        "allow_plaintext", "mode", "path_params", "get_bodies", "mcp"};
+#define NHOST_KEYS 10
 static const char *const item_keys[] = {"allow", "deny", "hold", "id", "mode"};
 /* method, path, id, mode, then policy_cond_keys in its order */
 #define NBODY (4 + POLICY_COND_KEYS)
 static const char *const body_keys[NBODY] = {"method", "path", "id", "mode", "query", "headers", "json", "form",
-                                             "graphql", "git", "max_body", "limit", "budget", "timeout"};
+                                             "graphql", "git", "max_body", "limit", "budget", "timeout", "mcp"};
 
 static int
 scalar_is(const yaml_node_t *n, const char *lit)
@@ -207,7 +208,7 @@ parse_rule(struct policy_ld *l, yaml_node_t *item, const char *hwhere, const str
 	snprintf(rwhere, sizeof(rwhere), "%s.%s", where, kinds[k]);
 	ret = policy_ld_fields(l, body, rwhere,
 	                       "a map with method, path, id, mode, query, headers, json, form, graphql, git, max_body, "
-	                       "limit, budget, timeout",
+	                       "limit, budget, timeout, mcp",
 	                       body_keys, NBODY, v, NULL);
 	if (ret != 0)
 		return ret;
@@ -241,6 +242,8 @@ parse_rule(struct policy_ld *l, yaml_node_t *item, const char *hwhere, const str
 		snprintf(r->id, n, "%s/rules/%zu", h->key, idx);
 	}
 	if ((ret = policy_cond_parse(l, v + 4, rwhere, r)) != 0)
+		return ret;
+	if ((ret = policy_mcp_rule_check(l, h, r)) != 0)
 		return ret;
 	if (r->limit != NULL && r->limit->key == NULL)
 		r->limit->key = counter_key(r->id);
@@ -323,7 +326,7 @@ static int
 parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_host *h)
 {
 	char where[POLICY_WHERE_MAX], esc[200];
-	yaml_node_t *v[9];
+	yaml_node_t *v[NHOST_KEYS];
 	yaml_node_item_t *it;
 	size_t i;
 	int ret;
@@ -341,7 +344,7 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 		return ret;
 	snprintf(where, sizeof(where), "hosts.%s",
 	         policy_ld_esc(esc, sizeof(esc), k->data.scalar.value, k->data.scalar.length));
-	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, 9, v, NULL);
+	ret = policy_ld_fields(l, val, where, "a map of host settings", host_keys, NHOST_KEYS, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[6] != NULL && (ret = parse_mode(l, v[6], where, &h->mode)) != 0)
@@ -398,6 +401,8 @@ parse_host(struct policy_ld *l, yaml_node_t *k, yaml_node_t *val, struct policy_
 		else
 			return policy_ld_error(l, v[8], "expected refuse or allow for %s.get_bodies", where);
 	}
+	if (v[9] != NULL && (ret = policy_mcp_host_parse(l, v[9], where, h)) != 0)
+		return ret;
 	if (v[4] == NULL)
 		return 0;
 	if (v[4]->type != YAML_SEQUENCE_NODE)

@@ -247,7 +247,7 @@ netns_spawn(const struct netns_sandbox *sb, const struct netns_exec *x, pid_t *p
 		if (hw != -1 && dup2(hw, FD_WORKSPACE) == -1)
 			child_fail(FD_STATUS + 1, 5);
 		close_range(FD_WORKSPACE + 1, ~0U, 0);
-		execve(NETNS_BWRAP, (char *const *)a.v, x->envp);
+		execve(NETNS_BWRAP, SLUICE_DECONST(char *const *, a.v), x->envp);
 		child_fail(FD_STATUS + 1, 6);
 	}
 	close(ep[1]);

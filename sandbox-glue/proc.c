@@ -229,7 +229,7 @@ proc_run(const char *const paths[], size_t npaths, const char *const args[], int
 			for (fd = 3; fd < 1024; fd++)
 				close(fd);
 		}
-		execve(path, (char *const *)argv, envp);
+		execve(path, SLUICE_DECONST(char *const *, argv), envp);
 		_exit(127);
 	}
 	while (waitpid(pid, &status, 0) == -1) {

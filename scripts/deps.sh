@@ -13,10 +13,12 @@ want+=(bubblewrap)       # sluice run's netns backend (the sandboxed process), s
 want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs in the integration suite
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
+want+=(libhiredis-dev)   # proxy/store: shared counters in Redis (0.14.1: hiredis with its libevent adapter)
 if [ "${1:-build}" = test ]; then
   # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
-  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-grpcio nghttp2-client wrk util-linux)
+  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
+  want+=(redis-server)            # tests/unit/proxy/test_store, bench/store_bench: a Redis of their own on a unix socket
   want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
   want+=(dpkg-dev debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb,
@@ -27,12 +29,32 @@ if [ "${1:-build}" = test ]; then
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+# test: the MCP test clients and servers (issue 23) from tests/mcp/package-lock.json, with npm ci --ignore-scripts
+# (no install scripts run), into build/node (SLUICE_NODE_DIR) unless it already holds that lock's install.
+node_deps() {
+  [ "${1:-build}" = test ] || return 0
+  local root dest
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  dest=${SLUICE_NODE_DIR:-$root/build/node}
+  if [ -d "$dest/node_modules" ] && cmp -s "$root/tests/mcp/package-lock.json" "$dest/package-lock.json"; then
+    return 0
+  fi
+  mkdir -p "$dest"
+  cp "$root/tests/mcp/package.json" "$root/tests/mcp/package-lock.json" "$dest/"
+  if ! (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); then
+    echo "deps.sh: npm ci in $dest failed (is the npm registry reachable?)" >&2
+    return 1
+  fi
+}
 need=()
 for p in "${want[@]}"; do
   # "install ok installed" only: a removed package whose config files remain does not count
   installed "$p" || need+=("$p")
 done
-[ ${#need[@]} -eq 0 ] && exit 0
+if [ ${#need[@]} -eq 0 ]; then
+  node_deps "${1:-build}"
+  exit $?
+fi
 echo "installing: ${need[*]}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -46,3 +68,4 @@ if [ ${#left[@]} -gt 0 ]; then
   echo "deps.sh: could not install: ${left[*]} (apt-get exit $rc; is Debian's package archive reachable?)" >&2
   exit 1
 fi
+node_deps "${1:-build}"

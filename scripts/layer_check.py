@@ -41,7 +41,7 @@ LAYERS = [
     ["proxy/codec"],
     ["proxy/core", "proxy/sbxreg", "proxy/audit"],
     ["proxy/metrics"],
-    ["proxy/net", "proxy/dns"],
+    ["proxy/net", "proxy/dns", "proxy/store"],
     ["proxy/h2"],
     ["proxy/cred", "proxy/judge"],
     ["proxy/session"],

@@ -72,7 +72,8 @@ cred_value_drop(struct cred_value *v)
 void
 cred_entry_rejected(const struct cred_entry *ce)
 {
-	struct cred_entry *e = (struct cred_entry *)ce;
+	/* stale is the one field a holder of the const handle sets: an atomic, read by the main thread's refresh */
+	struct cred_entry *e = SLUICE_DECONST(struct cred_entry *, ce);
 
 	/* only a program can mint a new value; env: and file: would give the same one */
 	if (strncmp(e->source, "exec:", 5) == 0)
@@ -330,9 +331,8 @@ cred_placeholder(const struct cred_entry *e)
 }
 
 struct cred_value *
-cred_value_take(struct cred_store *st, const struct cred_entry *ce, char *why, size_t cap)
+cred_value_take(struct cred_store *st, const struct cred_entry *e, char *why, size_t cap)
 {
-	struct cred_entry *e = (struct cred_entry *)ce;
 	struct cred_value *v;
 
 	pthread_mutex_lock(&st->mu);
@@ -346,9 +346,8 @@ cred_value_take(struct cred_store *st, const struct cred_entry *ce, char *why, s
 }
 
 struct cred_value *
-cred_prev_value_take(struct cred_store *st, const struct cred_entry *ce)
+cred_prev_value_take(struct cred_store *st, const struct cred_entry *e)
 {
-	struct cred_entry *e = (struct cred_entry *)ce;
 	struct cred_value *v;
 
 	pthread_mutex_lock(&st->mu);

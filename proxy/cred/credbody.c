@@ -252,13 +252,13 @@ fold_dup(const json_t *j)
 
 	if (n < 2)
 		return 0;
-	json_object_keylen_foreach((json_t *)j, key, klen, v)
+	json_object_keylen_foreach(SLUICE_DECONST(json_t *, j), key, klen, v)
 		bytes += 3 * klen;
 	f = try_malloc(n * sizeof(*f) + bytes + 1);
 	if (f == NULL)
 		return -1;
 	buf = (char *)(f + n);
-	json_object_keylen_foreach((json_t *)j, key, klen, v) {
+	json_object_keylen_foreach(SLUICE_DECONST(json_t *, j), key, klen, v) {
 		f[i].s = buf;
 		f[i].len = sluice_fold_key(key, klen, buf);
 		buf += f[i++].len;
@@ -291,7 +291,7 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 		return cred_found(w->c, w->s, w->e, place);
 	case JSON_OBJECT:
 		before = w->seen;
-		json_object_foreach((json_t *)j, key, v) {
+		json_object_foreach(SLUICE_DECONST(json_t *, j), key, v) {
 			len = plen_path;
 			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0 || hidden(key, strlen(key), w->ph, w->plen)) {
 				w->seen += n;
@@ -309,7 +309,7 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 			                   "an object around it has keys that differ only by case (an upstream may read either)");
 		return 0;
 	case JSON_ARRAY:
-		json_array_foreach((json_t *)j, i, v) {
+		json_array_foreach(j, i, v) {
 			len = plen_path;
 			if (len > 0 && policy_json_path_index(w->path, sizeof(w->path), &len, i) != 0)
 				len = 0;
@@ -382,7 +382,7 @@ same_json(const struct req *r, const json_t *a, const json_t *b)
 	case JSON_OBJECT:
 		if (json_object_size(a) != json_object_size(b))
 			return 0;
-		json_object_foreach((json_t *)a, key, v) {
+		json_object_foreach(SLUICE_DECONST(json_t *, a), key, v) {
 			const json_t *w = json_object_get(b, key);
 			if (w == NULL || !same_json(r, v, w))
 				return 0;
@@ -391,12 +391,12 @@ same_json(const struct req *r, const json_t *a, const json_t *b)
 	case JSON_ARRAY:
 		if (json_array_size(a) != json_array_size(b))
 			return 0;
-		json_array_foreach((json_t *)a, i, v)
+		json_array_foreach(a, i, v)
 			if (!same_json(r, v, json_array_get(b, i)))
 				return 0;
 		return 1;
 	default:
-		return json_equal((json_t *)a, (json_t *)b);
+		return json_equal(a, b);
 	}
 }
 

@@ -26,6 +26,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
+#include "policy/judge.h"
 #include "proxy/judge/limits.h"
 #include "proxy/session/session.h"
 #include "proxy/h2/h2.h"
@@ -70,14 +71,22 @@ sem_waiting(const struct conn *c)
 	return c->req != NULL && c->req->sem != NULL && c->req->sem->phase == SEM_P_WAIT;
 }
 
-/* ---- the request as the policy judges it ---- */
+/* ---- the request as the judge (policy/judge.h) reads it ---- */
 
 static void
-request_of(const struct conn *c, const struct policy_header *hdr, size_t n, struct policy_request *q)
+facts_of(const struct conn *c, const struct policy_header *hdr, size_t n, uint64_t total, struct judge_conn *cf,
+         struct judge_req *q)
 {
 	const struct req *r = c->req;
-	size_t i, ct;
 
+	memset(cf, 0, sizeof(*cf));
+	cf->sandbox = c->sandbox;
+	cf->host = c->host;
+	cf->port = c->port;
+	cf->mode = c->mode == CONN_MODE_TRANSPARENT ? JUDGE_CONN_TRANSPARENT : JUDGE_CONN_EXPLICIT;
+	cf->tls = c->tls;
+	cf->judged = 1;  /* conn.c or request_host(), with policy_judge_conn */
+	cf->entry = c->entry;
 	memset(q, 0, sizeof(*q));
 	q->method = r->method;
 	q->method_len = r->method_len;
@@ -90,20 +99,8 @@ request_of(const struct conn *c, const struct policy_header *hdr, size_t n, stru
 	q->headers = hdr;
 	q->nheaders = n;
 	q->has_body = r->body != H1_BODY_NONE;
-	/*
-	 * Content-Type given only when there is exactly one: with two, no one
-	 * can say which the upstream reads, and the policy, finding them among
-	 * the headers itself, judges the body as of no known type
-	 */
-	for (i = 0, ct = 0; i < n; i++)
-		if (sluice_iov_ieq(hdr[i].name, hdr[i].name_len, "content-type") && ct++ == 0) {
-			q->content_type = hdr[i].value;
-			q->content_type_len = hdr[i].value_len;
-		}
-	if (ct > 1) {
-		q->content_type = NULL;
-		q->content_type_len = 0;
-	}
+	q->body_len_known = r->body == H1_BODY_LENGTH;
+	q->body_total = total;
 }
 
 /* Copies the head's fields for a decision made once the body is held (the parsed head is gone by then). */
@@ -181,17 +178,35 @@ unavailable(struct conn *c, const char *error, const char *rule, const char *rea
 	http_answer(c, 503, error, rule, reason, 1);
 }
 
+/* Answers a refusal of the judge (its rule, reason and status: 400, 403, 413). */
+static void
+refuse(struct conn *c, const struct judge_outcome *o)
+{
+	struct req *r = c->req;
+	const char *reason = o->reason != NULL ? o->reason : "denied";
+
+	if (reason == o->_reason) {  /* <o> is the caller's: the answer's record reads the reason later */
+		snprintf(r->rule_buf, sizeof(r->rule_buf), "%s", reason);
+		reason = r->rule_buf;
+	}
+	if (o->status == 413) {
+		r->client_keep_alive = 0;
+		http_answer(c, 413, "request too large", o->rule, reason, 1);
+		return;
+	}
+	if (r->body_done)
+		r->body = H1_BODY_NONE;  /* read whole: the connection can stay */
+	http_answer(c, o->status, o->status == 400 ? "bad request" : "denied by policy", o->rule, reason, 1);
+}
+
+/* A body found larger than <bound> while it streams in (chunked): 413. */
 static void
 too_large(struct conn *c, size_t bound, int hold)
 {
-	struct req *r = c->req;
+	struct judge_outcome o;
 
-	snprintf(r->rule_buf, sizeof(r->rule_buf),
-	         hold ? "a request held for approval is held whole: its body is larger than %zu bytes"
-	              : "the request body is larger than the max_body of the rules that read it (%zu bytes)",
-	         bound);
-	r->client_keep_alive = 0;
-	http_answer(c, 413, "request too large", "max_body", r->rule_buf, 1);
+	policy_judge_too_large(&o, bound, hold);
+	refuse(c, &o);
 }
 
 /* Counts the held body's growth against the gateway's and the HTTP/2 connection's bounds: 0, or -1 (503). */
@@ -226,11 +241,11 @@ account(struct conn *c)
 
 /* ---- holds: parked until an operator decides ---- */
 
-/* The body a hold binds, at most: the rules' max_body when they read it, else PROXY_HOLD_BODY_MAX. */
+/* The body a hold binds, at most (the judge's hold_body_max). */
 static size_t
 hold_cap(const struct sem_req *s)
 {
-	return s->need > PROXY_HOLD_BODY_MAX ? s->need : PROXY_HOLD_BODY_MAX;
+	return s->hold_max;
 }
 
 /* Parks the request (its body, if any, whole in r->hold): 1 parked, -1 answered. */
@@ -357,46 +372,44 @@ sem_timeout(struct conn *c)
 /* ---- applying a decision: the one place ---- */
 
 /*
- * Applies decision <d>.  <whole>: the body is held whole (or there is none),
- * so a hold can be parked now.  0: allowed, go on; 1: a hold, parked or to be
- * parked once its body is whole; -1: answered.
+ * Applies the judge's outcome <o>.  <whole>: the body is held whole (or there
+ * is none), so a hold can be parked now.  0: allowed, go on; 1: a hold,
+ * parked or to be parked once its body is whole; -1: answered.
  */
 static int
-apply(struct conn *c, const struct policy_decision *d, int whole)
+apply(struct conn *c, const struct judge_outcome *o, int whole)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
+	const struct policy_decision *d = &o->dec;
 	const struct policy_outcome *a = &d->act;
 
-	if (s == NULL && (d->mode == POLICY_MODE_REPORT || d->reported || a->limit != NULL || a->budget != NULL ||
-	                  a->verdict == POLICY_REQ_HOLD))
-		s = sem_req_of(r);
-	if (s != NULL) {
-		s->report_mode = d->mode == POLICY_MODE_REPORT;
-		s->reported = d->reported != 0;
-		s->report = d->report;
-		s->rule = a->rule;
-		s->limit = a->limit;
-		s->budget = a->budget;
-		s->amount = a->amount;
+	if (o->decided) {
+		if (s == NULL && (d->mode == POLICY_MODE_REPORT || d->reported || a->limit != NULL || a->budget != NULL ||
+		                  a->verdict == POLICY_REQ_HOLD))
+			s = sem_req_of(r);
+		if (s != NULL) {
+			s->report_mode = o->report_mode != 0;
+			s->reported = d->reported != 0;
+			s->report = d->report;
+			s->rule = a->rule;
+			s->limit = o->limit;
+			s->budget = o->budget;
+			s->amount = o->amount;
+		}
+		r->rule = a->rule;
+		r->reason = a->reason;
 	}
-	r->rule = a->rule;
-	r->reason = a->reason;
-	if (a->verdict == POLICY_REQ_ALLOW)
+	if (o->verdict == JUDGE_ALLOW)
 		return 0;
-	if (a->verdict != POLICY_REQ_HOLD) {
-		if (r->body_done)
-			r->body = H1_BODY_NONE;  /* read whole: the connection can stay */
-		http_answer(c, 403, "denied by policy", a->rule, a->reason != NULL ? a->reason : "denied", 1);
+	if (o->verdict != JUDGE_HOLD) {
+		refuse(c, o);
 		return -1;
 	}
-	/* a hold: the request waits for an operator, with the whole body the approval binds */
+	/* a hold: the request waits for an operator, with the whole body the approval binds (at most hold_max) */
+	s->hold_max = o->hold_body_max;
 	if (whole)
 		return park(c, d);
-	if (r->body == H1_BODY_LENGTH && r->body_left + (r->hold != NULL ? evbuffer_get_length(r->hold) : 0) > hold_cap(s)) {
-		too_large(c, hold_cap(s), 1);
-		return -1;
-	}
 	if ((s->dec = decision_copy(d)) == NULL) {
 		unavailable(c, "approval unavailable", a->rule, "out of memory");
 		return -1;
@@ -410,11 +423,11 @@ sem_head(struct conn *c, const struct h1_message *m)
 {
 	struct req *r = c->req;
 	struct policy_header hdr[H1_MAX_HEADERS];
-	struct policy_request q;
-	struct policy_decision d;
+	struct judge_conn cf;
+	struct judge_req q;
+	struct judge_outcome o;
 	struct sem_req *s;
-	unsigned flags = 0;
-	size_t need, i, n = m->nheaders < H1_MAX_HEADERS ? m->nheaders : H1_MAX_HEADERS;
+	size_t i, n = m->nheaders < H1_MAX_HEADERS ? m->nheaders : H1_MAX_HEADERS;
 
 	for (i = 0; i < n; i++) {
 		hdr[i].name = m->headers[i].name;
@@ -422,32 +435,21 @@ sem_head(struct conn *c, const struct h1_message *m)
 		hdr[i].value = m->headers[i].value;
 		hdr[i].value_len = m->headers[i].value_len;
 	}
-	request_of(c, hdr, n, &q);
-	/* no body: nothing to hold, and a rule that reads one reads an empty one (below) */
-	need = r->body != H1_BODY_NONE ? policy_body_need(c->pol, c->entry, &q, &flags) : 0;
-	if (need > 0) {
-		/* a git push may be any size: only its command section is held */
-		if (r->body == H1_BODY_LENGTH && r->body_left > need && !(flags & POLICY_NEED_GIT_SECTION)) {
-			too_large(c, need, 0);
-			return -1;
-		}
+	facts_of(c, hdr, n, r->body_left, &cf, &q);
+	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
+	if (o.verdict == JUDGE_NEED_BODY) {  /* held (sem_hold_pump), then judged again with it (decide) */
 		s = sem_req_of(r);
 		if (headers_keep(s, hdr, n) != 0) {
 			unavailable(c, "internal error", "max_body", "cannot hold the request head");
 			return -1;
 		}
-		s->need = need;
-		s->flags = flags;
+		s->need = o.need;
+		s->flags = o.need_flags;
 		s->phase = SEM_P_BODY;
 		return 0;
 	}
-	if (r->body == H1_BODY_NONE) {  /* rules that read the body read an empty one */
-		q.body = "";
-		q.body_complete = 1;
-	}
-	policy_decide(c->pol, c->entry, &q, &d);
 	/* a hold is parked once the head's work is done (sem_park_start) or its body is held */
-	return apply(c, &d, 0) < 0 ? -1 : 0;
+	return apply(c, &o, 0) < 0 ? -1 : 0;
 }
 
 /* The git push's command section is decided on and allowed: it goes up, and the pack streams after it. */
@@ -481,36 +483,44 @@ git_stream(struct conn *c)
 	relay_dial(c);
 }
 
-/* The body (or the git section, <blen> bytes of it) is held: decide with it and act. */
-static void
-decide(struct conn *c, size_t blen, int complete)
+/* The body (or the start of it, with the git section) is held: judged with it and acted on; 1: more is needed. */
+static int
+decide(struct conn *c)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
-	struct policy_request q;
-	struct policy_decision d;
+	struct judge_conn cf;
+	struct judge_req q;
+	struct judge_outcome o;
+	size_t len = evbuffer_get_length(r->hold);
 	int rc;
 
-	request_of(c, s->hdr, s->nhdr, &q);
-	q.body = blen > 0 ? (const char *)evbuffer_pullup(r->hold, (ev_ssize_t)blen) : "";
-	q.body_len = blen;
-	q.body_complete = complete;
-	policy_decide(c->pol, c->entry, &q, &d);
-	if (s->flags & POLICY_NEED_GIT_SECTION)
-		refuse_proto_keep_section(c, q.body, blen);  /* names the refs if it is refused later (a limit) */
+	facts_of(c, s->hdr, s->nhdr, r->body_total, &cf, &q);
+	q.body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
+	q.body_len = len;
+	q.body_complete = r->body_done;
+	q.need_known = 1;
+	q.need = s->need;
+	q.need_flags = s->flags;
+	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
+	if (o.verdict == JUDGE_NEED_BODY)
+		return 1;
+	if (o.git_section > 0)
+		refuse_proto_keep_section(c, q.body, (size_t)o.git_section);  /* names the refs if refused later (a limit) */
 	headers_drop(s);
 	s->phase = SEM_P_NONE;
-	rc = apply(c, &d, r->body_done);
+	rc = apply(c, &o, r->body_done);
 	if (rc > 0 && s->phase == SEM_P_HOLDBODY) {
 		sem_hold_pump(c);  /* a hold decided on a git section: the rest of its body, some of it read already */
-		return;
+		return 0;
 	}
 	if (rc != 0)
-		return;  /* answered or parked */
+		return 0;  /* answered or parked */
 	if (r->body_done)
 		cred_hold_done(c);  /* secrets searched and injected, sent with a Content-Length */
 	else
 		git_stream(c);
+	return 0;
 }
 
 void
@@ -551,25 +561,15 @@ sem_hold_pump(struct conn *c)
 		if (account(c) != 0)
 			return;
 	}
-	if (git && (sec == -1 || (sec == -2 && r->body_done))) {
-		if (r->body_done)
-			r->body = H1_BODY_NONE;
-		http_answer(c, 403, "denied by policy", "git", "malformed git pkt-line", 1);
+	if (s->phase == SEM_P_BODY) {
+		/* the judge reads the held body: the git section's framing, the bound, the rules */
+		if ((r->body_done || len > cap || (git && sec != -2)) && decide(c) == 0)
+			return;
+	} else if (len > cap) {
+		too_large(c, cap, 1);
 		return;
-	}
-	if (git && sec > 0) {
-		decide(c, (size_t)sec, r->body_done && (size_t)sec == len);
-		return;
-	}
-	if (len > cap) {
-		too_large(c, cap, s->phase == SEM_P_HOLDBODY);
-		return;
-	}
-	if (r->body_done) {
-		if (s->phase == SEM_P_BODY)
-			decide(c, len, 1);
-		else
-			(void)park(c, s->dec);
+	} else if (r->body_done) {
+		(void)park(c, s->dec);
 		return;
 	}
 	cred_hold_wait(c, progress);

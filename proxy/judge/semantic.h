@@ -1,17 +1,19 @@
 /*
- * proxy/judge/semantic.h - semantic rules in the request path (issue 6): the one
- * place that builds a struct policy_request from a request, holds the body
- * a rule must read, applies the decision (deny, allow with its limits, hold
- * for an operator, report mode) and adds its members to the audit record.
+ * proxy/judge/semantic.h - semantic rules in the request path (issue 6): the
+ * request path's side of the one judge (policy/judge.h, which `sluice policy
+ * test|explain` call too): the one place that gives the judge a request's
+ * facts, holds the body the judge asks for, applies its outcome (deny,
+ * allow with its limits, hold for an operator, report mode) and adds its
+ * members to the audit record.
  * Every path runs it: plain and TLS, transparent and explicit, and HTTP/2
  * streams (their virtual connections run http.c like any connection).
  *
  * The order for one request:
- *   sem_head()        at the head: what a rule needs of the body
- *                     (policy_body_need); none: decided now
+ *   sem_head()        at the head: policy_judge decides, or asks for the
+ *                     body (JUDGE_NEED_BODY)
  *   CONN_S_HOLD       the body is held (sem_hold_pump), up to the rules'
  *                     max_body (413 beyond), or only the git command
- *                     section; then decided with it
+ *                     section; then judged again with it
  *   hold verdict      the whole body held, parked (approvals.h) until an
  *                     operator decides or it times out
  *   sem_admit()       (relay_dial) the limits of an allowed request: each
@@ -22,8 +24,8 @@
  *
  * Bounds (proxy/session/session.h): a held body is at most the max_body of the rules that
  * read it (policy: at most 16 MiB); a hold whose rule reads no body holds at
- * most PROXY_HOLD_BODY_MAX; the held bodies of one HTTP/2 connection's streams
- * at most PROXY_H2_HELD_MAX, and of the whole gateway at most PROXY_HELD_MAX
+ * most JUDGE_HOLD_BODY_MAX (policy/judge.h); the held bodies of one HTTP/2
+ * connection's streams at most PROXY_H2_HELD_MAX, and of the whole gateway at most PROXY_HELD_MAX
  * (a request that would pass either is answered 503).
  */
 #ifndef SLUICE_PROXY_SEMANTIC_H

@@ -22,6 +22,7 @@ struct sem_req {
 	enum sem_phase phase;
 	size_t need;                     /* SEM_P_BODY: bytes the rules read (their largest max_body) */
 	unsigned flags;                  /* POLICY_NEED_GIT_SECTION: only the command section is read */
+	size_t hold_max;                 /* a hold verdict: the body it binds, at most (the judge's hold_body_max) */
 	size_t acct;                     /* held bytes counted in the gateway's (and the h2 connection's) total */
 	size_t *conn_acct;               /* the HTTP/2 connection's total, NULL on a connection of its own */
 	void *hblock;                    /* SEM_P_BODY: the head's fields, copied for the decision with the body */

@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 #include "common/json.h"
 #include "common/sluice.h"
+#include "policy/judge.h"
 #include "proxy/judge/limits.h"
 #include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
@@ -25,31 +26,6 @@ wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static const char *
-period_name(uint32_t s)
-{
-	return s == 1 ? "second" : s == 60 ? "minute" : s == 3600 ? "hour" : s == 86400 ? "day" : "period";
-}
-
-/* An amount in millionths as a decimal: "12.5", "200". */
-static const char *
-amount_fmt(int64_t v, char *buf, size_t cap)
-{
-	int64_t whole = v / POLICY_AMOUNT_SCALE, frac = v % POLICY_AMOUNT_SCALE;
-	int n;
-
-	if (frac < 0)
-		frac = -frac;
-	if (frac == 0) {
-		snprintf(buf, cap, "%lld", (long long)whole);
-		return buf;
-	}
-	n = snprintf(buf, cap, "%s%lld.%06lld", v < 0 && whole == 0 ? "-" : "", (long long)whole, (long long)frac);
-	while (n > 0 && (size_t)n < cap && buf[n - 1] == '0')
-		buf[--n] = '\0';
-	return buf;
 }
 
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
@@ -128,7 +104,7 @@ take_rate(struct conn *c, const struct policy_limit *lim, const char *rule, cons
 	if (rc == 0)
 		return 0;
 	snprintf(what, sizeof(what), "rate limit %s (%u/%s, %s) is exhausted", lim->key, (unsigned)lim->count,
-	         period_name(lim->period_s), lim->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox");
+	         policy_period_name(lim->period_s), lim->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox");
 	return refuse_limit(c, rule, lim->key, "rate", retry, now, what);
 }
 
@@ -173,14 +149,14 @@ sem_admit(struct conn *c)
 			return limits_failed(c, s->rule, rc);
 		if (rc > 0) {
 			snprintf(what, sizeof(what), "budget %s (%s per %s, %s) would be exceeded by this request's %s",
-			         s->budget->key, amount_fmt(s->budget->max, m, sizeof(m)),
-			         period_name(s->budget->period_s),
+			         s->budget->key, policy_amount_fmt(s->budget->max, m, sizeof(m)),
+			         policy_period_name(s->budget->period_s),
 			         s->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox",
-			         amount_fmt(s->amount, a, sizeof(a)));
+			         policy_amount_fmt(s->amount, a, sizeof(a)));
 			return refuse_limit(c, s->rule, s->budget->key, "budget", retry, now, what);
 		}
 		s->budget_taken = 1;
-		amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
+		policy_amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
 	}
 	return 0;
 }

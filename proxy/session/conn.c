@@ -19,6 +19,7 @@
 #include "common/sluice.h"
 #include "proxy/metrics.h"
 #include "ca/ca.h"
+#include "policy/judge.h"
 #include "proxy/codec/tls_hello.h"
 #include "proxy/session/session.h"
 #include "proxy/h2/h2.h"
@@ -426,32 +427,38 @@ passthrough_ready(struct upstream *up, const char *err, int status, void *arg)
 	conn_pump(c);
 }
 
-/* Applies the connection verdict for c->host:c->port. */
+/* Applies the connection verdict (policy/judge.h) for c->host:c->port: a CONNECT tunnel or a TLS ClientHello. */
 static void
 judge(struct conn *c)
 {
-	struct policy_conn_decision d;
+	struct judge_conn cf = {c->sandbox, c->host, c->port, JUDGE_CONN_EXPLICIT, 1, 0, NULL};
+	struct judge_outcome d;
 	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	ssize_t n;
 
-	policy_decide_conn(c->pol, c->host, c->port, &d);
-	c->entry = d.host;
+	if (c->mode == CONN_MODE_TRANSPARENT)
+		cf.mode = JUDGE_CONN_TRANSPARENT;
+	policy_judge_conn(c->pol, &cf, &d);
+	c->entry = d.entry;
 	c->judged = 1;
 	switch (d.verdict) {
-	case POLICY_DENY:
-		conn_refuse(c, c->mode == CONN_MODE_EXPLICIT ? 403 : 0, "denied by policy", d.rule, d.reason);
+	case JUDGE_DENY:
+	case JUDGE_HOLD:       /* never a connection's verdict: refused */
+	case JUDGE_NEED_BODY:
+		conn_refuse(c, c->mode == CONN_MODE_EXPLICIT ? 403 : 0, "denied by policy", d.rule,
+		            d.reason != NULL ? d.reason : "denied");
 		return;
-	case POLICY_PASSTHROUGH:
+	case JUDGE_PASSTHROUGH:
 		conn_set_state(c, CONN_S_DIAL);
 		conn_arm_timer(c, c->w->gw->cfg->limits.upstream_connect_ms + 1000);
 		char tenant[UPSTREAM_TENANT_MAX];
 
-		c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, 0, policy_host_allow_private(d.host),
+		c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, 0, policy_host_allow_private(d.entry),
 		                      0, passthrough_ready, c);
 		if (c->up->state == UP_S_FAILED)
 			passthrough_ready(c->up, c->up->errbuf, 502, c);
 		return;
-	case POLICY_INTERCEPT:
+	case JUDGE_ALLOW:
 		if (c->mode == CONN_MODE_EXPLICIT) {
 			n = send(c->fd, established, sizeof(established) - 1, MSG_NOSIGNAL);
 			if (n != (ssize_t)sizeof(established) - 1) {

@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "policy/judge.h"
 #include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
 #include "proxy/dns/dns.h"
@@ -507,16 +508,18 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		}
 	}
 	if (!c->judged || strcmp(host, c->host) != 0 || port != c->port) {
-		struct policy_conn_decision d;
+		struct judge_conn cf = {c->sandbox, NULL, port, JUDGE_CONN_EXPLICIT, 0, 0, NULL};
+		struct judge_outcome o;
 
 		conn_set_host(c, host);
 		c->port = port;
-		policy_decide_conn(c->pol, c->host, c->port, &d);
-		c->entry = d.host;
+		cf.host = c->host;  /* plain HTTP: judged here, a refusal answered (a passthrough entry is read) */
+		policy_judge_conn(c->pol, &cf, &o);
+		c->entry = o.entry;
 		c->judged = 1;
-		if (d.verdict == POLICY_DENY) {
+		if (o.verdict == JUDGE_DENY) {
 			c->judged = 0;
-			http_answer(c, 403, "denied by policy", d.rule, d.reason, 1);
+			http_answer(c, 403, "denied by policy", o.rule, o.reason, 1);
 			return -1;
 		}
 	}
@@ -538,6 +541,7 @@ read_request(struct conn *c)
 	int status = 400, n, hold;
 	long nl;
 	const struct h1_header *te;
+	struct judge_outcome jo[1];
 
 	if (len == 0) {
 		if (c->client_eof)
@@ -614,13 +618,13 @@ read_request(struct conn *c)
 	if (q != NULL)
 		r->query = xstrndup(q, path_len - plen);
 	r->path = xmalloc(plen + 2);
-	/* normalised with the host's encoded_slashes and path_params, as `sluice policy test` does */
-	nl = policy_host_path(c->entry, path, plen, r->path, plen + 2, &err);
+	/* normalised with the host's encoded_slashes and path_params by the judge, as `sluice policy test` does */
+	nl = policy_judge_path(c->entry, path, plen, r->path, plen + 2, jo);
 	if (nl < 0) {
 		free(r->path);
 		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, 400, "bad request", "path", err, 1);
+		http_answer(c, jo->status, "bad request", jo->rule, jo->reason, 1);
 		return 1;
 	}
 	r->path_len = (size_t)nl;

@@ -54,7 +54,6 @@ struct h2stream;
 
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
 /* semantic rules (semantic.c): bodies held for a decision or an approval */
-#define PROXY_HOLD_BODY_MAX (1024 * 1024)  /* the body held for approval when the hold rule reads none (max_body's default) */
 #define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
 #define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
 #define PROXY_REFUSALS_AUDITED 256          /* refusals on one client connection recorded one by one; beyond: a count */

@@ -11,6 +11,8 @@
 #include "common/sluice.h"
 #include "audit/audit.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -14,6 +14,8 @@
 #include "common/sluice.h"
 #include "audit/audit.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define FUZZ_LINE_CAP 512
 
 static FILE *sink;

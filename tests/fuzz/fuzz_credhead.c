@@ -22,6 +22,8 @@
 #include "proxy/cred/credhead.h"
 #include "secrets/secrets.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define PH "sluice_ph_FuzzPlaceH0lder0123456789abcdefXY"
 #define VAL "V4L&ue=1 x/%+v4lueTAIL"
 

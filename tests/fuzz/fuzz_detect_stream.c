@@ -21,6 +21,8 @@
 #include "common/sluice.h"
 #include "secrets/detect.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define PH "sluice_ph_Ab3dEfGh1jKlMn0pQrStUvWxYz0123456789"
 #define TEXT_MAX 4096
 

@@ -16,6 +16,8 @@
 
 #include "sandbox-glue/firecracker.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define BYTEWISE_MAX 1024
 #define OUT_CAP 64
 

@@ -12,6 +12,8 @@
 
 #include "proxy/codec/h1_parse.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 struct outcome {
 	int ok;            /* 1 done, 0 needs more, -1 error */
 	uint8_t *body;

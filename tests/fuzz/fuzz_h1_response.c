@@ -10,6 +10,8 @@
 
 #include "proxy/codec/h1_parse.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define BYTEWISE_MAX 512
 
 static struct h1_message msg, msg2;

@@ -23,6 +23,8 @@
 
 #include "proxy/codec/h2conv.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define FUZZ_MAX_NV 64
 #define RAW_BASE 0x30
 

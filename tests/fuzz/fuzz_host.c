@@ -12,6 +12,8 @@
 #include "common/host.h"
 #include "common/netaddr.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const keys[] = {"rule:a", "rule:a b", "*", "rule:\xff"};
+	static char *const keys[] = {"rule:a", "rule:a b", "*", "rule:\xff"};
 	struct policy_limit lim;
 	struct policy_budget b;
 	struct limits *l, *l2;
@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	/* arithmetic on whatever the file held */
 	for (i = 0; i + 4 <= size && i < 64; i += 4) {
-		const char *key = keys[data[i] & 3];
+		char *key = keys[data[i] & 3];
 		uint32_t count = (uint32_t)data[i + 1] * 16777619u + 1;
 		uint32_t periods[] = {1, 60, 3600, 86400};
 

@@ -12,6 +12,8 @@
 #include "common/sluice.h"
 #include "sandbox-glue/nft.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define RENDER_LINES 35 /* lines of every rendered script */
 
 static size_t

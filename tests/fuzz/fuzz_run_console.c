@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include "sandbox-glue/run_int.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
+
 static size_t outn;
 
 static void

@@ -24,6 +24,8 @@
 #include "common/sluice.h"
 #include "secrets/scrub.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define NEEDLES_MAX 8
 #define TAG_HIGH 700   /* a tag past the old limit of 32 */
 

@@ -11,6 +11,8 @@
 
 #include "proxy/codec/tls_hello.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define PREFIX_CHECK_MAX 4096
 
 static struct tls_hello h, h2;

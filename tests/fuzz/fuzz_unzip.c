@@ -18,6 +18,8 @@
 
 #include "secrets/scrub.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define OUT_MAX (64u << 20)  /* stop a run here: it is a bomb, and that is fine */
 
 /* Decodes <in>/<n> in pieces of <piece> (0: all); returns 1, 0 (incomplete), -1, or 2 (bounded out). */

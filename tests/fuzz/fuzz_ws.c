@@ -23,6 +23,8 @@
 #include "proxy/codec/ws.h"
 #include "secrets/scrub.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define PH "PLACEH0"
 #define PH2 "tok_XY"
 #define VAL "s3cr3t!"

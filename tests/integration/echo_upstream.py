@@ -171,8 +171,9 @@ class Conn(BufConn):
                 self.c.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                 time.sleep(0.02)
             self.c.sendall(b"0\r\n\r\n")
-        else:
-            self.c.sendall((hdrs + "Content-Length: %d\r\n\r\n" % len(out)).encode("latin-1") + out)
+        else:  # a HEAD's answer has no body (its Content-Length says what a GET would get)
+            self.c.sendall((hdrs + "Content-Length: %d\r\n\r\n" % len(out)).encode("latin-1") +
+                           (out if method != "HEAD" else b""))
         return hl.get("connection", "").lower() != "close"
 
 

@@ -16,6 +16,8 @@
 #include "common/sluice.h"
 #include "audit/audit.h"
 
+int test_records_run(void);
+
 static void
 test_time(void **state)
 {

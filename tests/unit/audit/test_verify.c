@@ -16,6 +16,8 @@
 #include <openssl/sha.h>
 #include "audit/audit.h"
 
+int test_verify_run(void);
+
 #define NMAX 16
 #define LMAX 1024
 #pragma GCC diagnostic ignored "-Wformat-truncation"  /* the test lines are far shorter */

@@ -13,6 +13,8 @@
 
 #include "common/fold.h"
 
+int test_fold_run(void);
+
 static int
 eq(const char *a, const char *b)
 {

@@ -67,14 +67,14 @@ base_rec(void)
 }
 
 static struct audit *
-open_log(const char *path)
+open_log(char *path)
 {
 	struct policy_config cfg;
 	const char *err = NULL;
 	struct audit *a;
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.audit_file = (char *)path;
+	cfg.audit_file = path;
 	cfg.audit_fsync_ms = 1000;
 	cfg.audit_checkpoint_ms = 0;
 	cfg.audit_queue = 1024;

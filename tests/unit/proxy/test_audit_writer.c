@@ -63,13 +63,13 @@ clean(void)
 }
 
 static struct policy_config
-cfg_for(const char *key, unsigned ckpt_ms)
+cfg_for(char *key, unsigned ckpt_ms)
 {
 	struct policy_config c;
 
 	memset(&c, 0, sizeof(c));
 	c.audit_file = logp;
-	c.audit_key_file = (char *)key;
+	c.audit_key_file = key;
 	c.audit_fsync_ms = 1000;
 	c.audit_checkpoint_ms = ckpt_ms;
 	c.audit_checkpoint_file = ckpt_ms ? ckp : NULL;
@@ -78,7 +78,7 @@ cfg_for(const char *key, unsigned ckpt_ms)
 }
 
 static struct audit *
-start(const char *key, unsigned ckpt_ms)
+start(char *key, unsigned ckpt_ms)
 {
 	struct policy_config c = cfg_for(key, ckpt_ms);
 	const char *err = NULL;

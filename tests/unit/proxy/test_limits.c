@@ -30,7 +30,7 @@
 #define DAY (24 * HOUR)
 
 static struct policy_limit
-rate(const char *key, uint32_t count, uint32_t period_s, enum policy_scope scope)
+rate(char *key, uint32_t count, uint32_t period_s, enum policy_scope scope)
 {
 	struct policy_limit l = {key, count, period_s, scope};
 
@@ -38,7 +38,7 @@ rate(const char *key, uint32_t count, uint32_t period_s, enum policy_scope scope
 }
 
 static struct policy_budget
-budget(const char *key, int64_t max, uint32_t period_s, enum policy_scope scope)
+budget(char *key, int64_t max, uint32_t period_s, enum policy_scope scope)
 {
 	struct policy_budget b = {key, "form:amount", max, period_s, scope};
 
@@ -261,7 +261,7 @@ test_state_text(void **state)
 static void
 test_state_odd_keys(void **state)
 {
-	static const char *const keys[] = {"rule:a b", "rule:line\nbreak", "rule:100%", "rule:*", "rule:\xff\x01\x7f",
+	static char *const keys[] = {"rule:a b", "rule:line\nbreak", "rule:100%", "rule:*", "rule:\xff\x01\x7f",
 	                                   "rule:end 0", "*", "rule:%41"};
 	struct limits *l = mem(), *l2;
 	char *buf = malloc(65536), *buf2 = malloc(65536), err[256], big[LIMITS_KEY_MAX + 2];

@@ -1,0 +1,41 @@
+/*
+ * proxy/store/store_config.c - a store's options from the loaded state:
+ * section (policy.h's struct policy_state_redis), the password read from
+ * its source as secrets are.
+ */
+#include <string.h>
+
+#include "proxy/store/store.h"
+#include "secrets/secrets.h"
+
+int
+store_opts_from_config(const struct policy_config *cfg, struct store_opts *o, struct secret_buf **pw,
+                       const char **err)
+{
+	const struct policy_state_redis *r = &cfg->redis;
+	struct secret_source src;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	*pw = NULL;
+	if (r->url == NULL) {
+		*err = "state.redis.url is not set";
+		return SLUICE_EINVAL;
+	}
+	o->host = r->host;
+	o->port = r->port;
+	o->unix_path = r->unix_path;
+	o->db = r->db;
+	o->timeout_ms = r->timeout_ms;
+	o->key_prefix = r->key_prefix;
+	if (r->password == NULL)
+		return 0;
+	if ((ret = secret_source_parse(r->password, &src, err)) != 0)
+		return ret;
+	ret = secret_fetch(&src, 0, pw, err);
+	secret_source_dispose(&src);
+	if (ret != 0)
+		return ret;
+	o->password = *pw;
+	return 0;
+}

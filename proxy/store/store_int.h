@@ -1,0 +1,69 @@
+/*
+ * proxy/store/store_int.h - inside the store: its scripts and the readers
+ * of Redis's replies.  The readers are pure functions over a redisReply
+ * tree (hiredis's own RESP parser builds it), so that the unit test and
+ * tests/fuzz/fuzz_store_reply.c can feed them every reply type.
+ *
+ * Every reader checks every field it reads: the type of the reply and of
+ * each element, the number of elements, the range of each integer.  Any
+ * other shape (garbage, an unexpected type, nil, an array of the wrong
+ * length or types, integers out of range) is STORE_EREPLY: the operation
+ * fails closed.  NULL is accepted as a reply and read as STORE_EDOWN (the
+ * connection went away).
+ */
+#ifndef SLUICE_PROXY_STORE_INT_H
+#define SLUICE_PROXY_STORE_INT_H
+
+#include <hiredis/hiredis.h>
+#include "proxy/store/store.h"
+
+enum store_script {
+	STORE_SCRIPT_RATE = 0,      /* KEYS[1] the counter; ARGV count, period_s -> {allowed, retry_ms} */
+	STORE_SCRIPT_TAKE = 1,      /* KEYS[1] the budget's base; ARGV amount, max, period_s, grace_s -> {allowed, ms, window} */
+	STORE_SCRIPT_REFUND = 2,    /* KEYS[1] the budget's base; ARGV amount, window -> {existed} */
+	STORE_NSCRIPT = 3,
+};
+
+#define STORE_SHA_LEN 40            /* hex digits of a script's SHA1 (SCRIPT LOAD's answer) */
+#define STORE_RETRY_MAX_MS (UINT64_C(400) * 86400 * 1000)  /* a retry_after a reply may give: 400 days */
+
+/* The Lua text of <sc> (static). */
+const char *store_script_text(enum store_script sc);
+
+/*
+ * Reads the reply to EVALSHA of <sc> into *<out>: STORE_ALLOWED or
+ * STORE_REFUSED with its fields.  Returns out->outcome: also STORE_ENOSCRIPT
+ * for an error reply starting "NOSCRIPT", STORE_EREPLY for any other error
+ * or shape, STORE_EDOWN for NULL.  <period_s> bounds the budget's answers
+ * (ms left <= period, window a multiple of it).
+ */
+enum store_outcome store_reply_script(enum store_script sc, uint32_t period_s, const redisReply *r,
+                                      struct store_result *out);
+
+/* A status reply "OK" (AUTH, SELECT): 0, else STORE_EREPLY (or STORE_EDOWN for NULL). */
+int store_reply_ok(const redisReply *r);
+
+/* SCRIPT LOAD's answer: a bulk string of STORE_SHA_LEN lower-case hex digits copied to <sha> (NUL-terminated).
+ * 0, else STORE_EREPLY (or STORE_EDOWN). */
+int store_reply_sha(const redisReply *r, char sha[STORE_SHA_LEN + 1]);
+
+enum store_evict {
+	STORE_EVICT_NO = 0,        /* maxmemory-policy is noeviction */
+	STORE_EVICT_YES = 1,       /* any other policy: keys may be dropped */
+	STORE_EVICT_UNKNOWN = 2,   /* the reply did not say (CONFIG refused: ask INFO) */
+};
+
+/*
+ * `CONFIG GET maxmemory-policy`'s answer: an array of exactly two bulk
+ * strings, "maxmemory-policy" and the value.  Copies the value (escaped for
+ * a log line) into <val> (<cap>).  An error reply or any other shape is
+ * STORE_EVICT_UNKNOWN.
+ */
+enum store_evict store_reply_config_evict(const redisReply *r, char *val, size_t cap);
+/* `INFO memory`'s answer: a bulk string with a line "maxmemory_policy:<value>"; as above. */
+enum store_evict store_reply_info_evict(const redisReply *r, char *val, size_t cap);
+
+/* The escaping of store_key for one name into <out> (<cap>): its length, or -1 when it does not fit. */
+long store_key_escape(char *out, size_t cap, const char *s, size_t len);
+
+#endif

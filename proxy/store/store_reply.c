@@ -1,0 +1,238 @@
+/*
+ * proxy/store/store_reply.c - the store's Lua scripts and the readers of
+ * Redis's replies (store_int.h): pure functions over hiredis's redisReply.
+ */
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/store/store_int.h"
+
+/*
+ * GCRA in microseconds of Redis's TIME.  T = ceil(period / count) and the
+ * tolerance is count * T, so from an empty counter exactly count takes pass
+ * at once and then one per T: never more than count per period.  The TAT is
+ * written with %.0f (Lua 5.1's tostring keeps only 14 digits) and expires
+ * when the bucket would be full again.  A value that is not a number (a
+ * Redis written by someone else) is a script error: the take fails closed.
+ */
+static const char rate_lua[] =
+	"if redis.replicate_commands then redis.replicate_commands() end\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local n = tonumber(ARGV[1])\n"
+	"local tt = math.ceil(tonumber(ARGV[2]) * 1000000 / n)\n"
+	"local v = redis.call('GET', KEYS[1])\n"
+	"local tat = now\n"
+	"if v then tat = tonumber(v) if tat == nil then return redis.error_reply('ERR sluice: counter is not a number') end end\n"
+	"if tat < now then tat = now end\n"
+	"local nt = tat + tt\n"
+	"if nt - now > n * tt then return {0, math.ceil((nt - now - n * tt) / 1000)} end\n"
+	"redis.call('SET', KEYS[1], string.format('%.0f', nt), 'PX', math.ceil((nt - now) / 1000))\n"
+	"return {1, 0}\n";
+
+/*
+ * A fixed window of Redis's TIME: the key is KEYS[1] .. ':' .. start.  The
+ * sum is compared before INCRBY (both exact below 2^53, see store.h), and
+ * INCRBY gets the amount as the caller's decimal text.
+ */
+static const char take_lua[] =
+	"if redis.replicate_commands then redis.replicate_commands() end\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1])\n"
+	"local per = tonumber(ARGV[3])\n"
+	"local w = now - (now % per)\n"
+	"local k = KEYS[1] .. ':' .. string.format('%.0f', w)\n"
+	"local left = (w + per - now) * 1000 - math.floor(tonumber(t[2]) / 1000)\n"
+	"local v = redis.call('GET', k)\n"
+	"local c = 0\n"
+	"if v then c = tonumber(v) if c == nil then return redis.error_reply('ERR sluice: counter is not a number') end end\n"
+	"if c + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return {0, left, w} end\n"
+	"redis.call('INCRBY', k, ARGV[1])\n"
+	"redis.call('EXPIREAT', k, w + per + tonumber(ARGV[4]))\n"
+	"return {1, left, w}\n";
+
+/* DECRBY of a window that still exists, floored at 0 by adding back (INCRBY keeps the expiry). */
+static const char refund_lua[] =
+	"local k = KEYS[1] .. ':' .. ARGV[2]\n"
+	"if redis.call('EXISTS', k) == 0 then return {0} end\n"
+	"local n = redis.call('DECRBY', k, ARGV[1])\n"
+	"if n < 0 then redis.call('INCRBY', k, -n) end\n"
+	"return {1}\n";
+
+const char *
+store_script_text(enum store_script sc)
+{
+	switch (sc) {
+	case STORE_SCRIPT_RATE:
+		return rate_lua;
+	case STORE_SCRIPT_TAKE:
+		return take_lua;
+	case STORE_SCRIPT_REFUND:
+		return refund_lua;
+	default:
+		return "";
+	}
+}
+
+const char *
+store_outcome_str(enum store_outcome o)
+{
+	switch (o) {
+	case STORE_ALLOWED:
+		return "allowed";
+	case STORE_REFUSED:
+		return "refused";
+	case STORE_ETIMEOUT:
+		return "the store did not answer in time";
+	case STORE_EDOWN:
+		return "the store cannot be reached";
+	case STORE_EREPLY:
+		return "the store answered with an error or an unexpected reply";
+	case STORE_EUNSAFE:
+		return "the store may evict keys (maxmemory-policy is not noeviction)";
+	case STORE_EINVAL:
+		return "the counter cannot be kept in the store (key or amount out of bounds)";
+	case STORE_EBUSY:
+		return "too many operations waiting for the store";
+	case STORE_ESHUTDOWN:
+		return "the store was shut down";
+	case STORE_ENOSCRIPT:
+		return "the store lost its scripts";
+	}
+	return "unknown store outcome";
+}
+
+/* Element <i> of the array <r> as an integer in <lo>..<hi>: 0 and *<v>, or -1. */
+static int
+elem_int(const redisReply *r, size_t i, long long lo, long long hi, long long *v)
+{
+	const redisReply *e;
+
+	if (i >= r->elements || r->element == NULL || (e = r->element[i]) == NULL || e->type != REDIS_REPLY_INTEGER ||
+	    e->integer < lo || e->integer > hi)
+		return -1;
+	*v = e->integer;
+	return 0;
+}
+
+static int
+is_error_prefix(const redisReply *r, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return r->type == REDIS_REPLY_ERROR && r->str != NULL && r->len >= n && memcmp(r->str, lit, n) == 0;
+}
+
+enum store_outcome
+store_reply_script(enum store_script sc, uint32_t period_s, const redisReply *r, struct store_result *out)
+{
+	static const size_t want[STORE_NSCRIPT] = {2, 3, 1};
+	long long a, b, w;
+
+	memset(out, 0, sizeof(*out));
+	out->outcome = STORE_EREPLY;
+	if (r == NULL)
+		return out->outcome = STORE_EDOWN;
+	if (is_error_prefix(r, "NOSCRIPT"))
+		return out->outcome = STORE_ENOSCRIPT;
+	if ((unsigned)sc >= STORE_NSCRIPT || r->type != REDIS_REPLY_ARRAY || r->elements != want[sc])
+		return out->outcome;
+	if (elem_int(r, 0, 0, 1, &a) != 0)
+		return out->outcome;
+	switch (sc) {
+	case STORE_SCRIPT_RATE:
+		if (elem_int(r, 1, 0, (long long)STORE_RETRY_MAX_MS, &b) != 0 || (a == 1 && b != 0))
+			return out->outcome;
+		out->retry_after_ms = (uint64_t)b;
+		break;
+	case STORE_SCRIPT_TAKE:
+		if (period_s == 0 || elem_int(r, 1, 0, (long long)period_s * 1000, &b) != 0 ||
+		    elem_int(r, 2, 0, INT64_MAX, &w) != 0 || w % period_s != 0)
+			return out->outcome;
+		out->retry_after_ms = (uint64_t)b;
+		out->window_s = (uint64_t)w;
+		break;
+	case STORE_SCRIPT_REFUND:
+		a = 1;  /* refunded, or nothing left to refund: either way done */
+		break;
+	default:
+		return out->outcome;
+	}
+	return out->outcome = a == 1 ? STORE_ALLOWED : STORE_REFUSED;
+}
+
+int
+store_reply_ok(const redisReply *r)
+{
+	if (r == NULL)
+		return STORE_EDOWN;
+	if (r->type == REDIS_REPLY_STATUS && r->str != NULL && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+		return 0;
+	return STORE_EREPLY;
+}
+
+int
+store_reply_sha(const redisReply *r, char sha[STORE_SHA_LEN + 1])
+{
+	size_t i;
+
+	if (r == NULL)
+		return STORE_EDOWN;
+	if (r->type != REDIS_REPLY_STRING || r->str == NULL || r->len != STORE_SHA_LEN)
+		return STORE_EREPLY;
+	for (i = 0; i < STORE_SHA_LEN; i++)
+		if (!((r->str[i] >= '0' && r->str[i] <= '9') || (r->str[i] >= 'a' && r->str[i] <= 'f')))
+			return STORE_EREPLY;
+	memcpy(sha, r->str, STORE_SHA_LEN);
+	sha[STORE_SHA_LEN] = '\0';
+	return 0;
+}
+
+static enum store_evict
+evict_of(const char *v, size_t len, char *val, size_t cap)
+{
+	log_escape(val, cap, v, len);
+	return len == 10 && memcmp(v, "noeviction", 10) == 0 ? STORE_EVICT_NO : STORE_EVICT_YES;
+}
+
+enum store_evict
+store_reply_config_evict(const redisReply *r, char *val, size_t cap)
+{
+	const redisReply *k, *v;
+
+	if (cap > 0)
+		val[0] = '\0';
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element == NULL)
+		return STORE_EVICT_UNKNOWN;
+	k = r->element[0];
+	v = r->element[1];
+	if (k == NULL || v == NULL || k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+	    k->str == NULL || v->str == NULL || k->len != 16 || memcmp(k->str, "maxmemory-policy", 16) != 0)
+		return STORE_EVICT_UNKNOWN;
+	return evict_of(v->str, v->len, val, cap);
+}
+
+enum store_evict
+store_reply_info_evict(const redisReply *r, char *val, size_t cap)
+{
+	static const char field[] = "maxmemory_policy:";
+	const size_t flen = sizeof(field) - 1;
+	size_t i = 0;
+
+	if (cap > 0)
+		val[0] = '\0';
+	if (r == NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) || r->str == NULL)
+		return STORE_EVICT_UNKNOWN;
+	/* line by line: the field only counts at the start of a line */
+	while (i < r->len) {
+		const char *line = r->str + i, *nl = memchr(line, '\n', r->len - i);
+		size_t n = nl != NULL ? (size_t)(nl - line) : r->len - i;
+
+		i += n + 1;
+		if (n > 0 && line[n - 1] == '\r')
+			n--;
+		if (n >= flen && memcmp(line, field, flen) == 0)
+			return evict_of(line + flen, n - flen, val, cap);
+	}
+	return STORE_EVICT_UNKNOWN;
+}

@@ -1,0 +1,88 @@
+/*
+ * tests/fuzz/fuzz_store_reply.c - the readers of Redis's replies
+ * (proxy/store/store_reply.c) over reply trees that hiredis's own RESP
+ * reader (redisReaderCreate/redisReaderFeed) builds from the input: every
+ * reply type, nesting, nil, wrong lengths and types.  The first byte picks
+ * the budget period the take's reader is bounded by; the rest is fed to the
+ * reader in two pieces (split by the second byte), so replies are also cut
+ * across feeds.  Each reply, and each element of an array, goes through
+ * every reader, whose answers are checked against the contract.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/store/store_int.h"
+
+static void
+check(const redisReply *r, uint32_t period)
+{
+	struct store_result res;
+	char val[64], sha[STORE_SHA_LEN + 1];
+	int sc;
+
+	for (sc = 0; sc <= STORE_NSCRIPT; sc++) {
+		enum store_outcome o = store_reply_script((enum store_script)sc, period, r, &res);
+
+		if (o != res.outcome)
+			abort();
+		if (o == STORE_ALLOWED || o == STORE_REFUSED) {
+			if (r == NULL || r->type != REDIS_REPLY_ARRAY || sc == STORE_NSCRIPT)
+				abort();
+			if (sc == STORE_SCRIPT_TAKE && (res.window_s % period != 0 || res.retry_after_ms > (uint64_t)period * 1000))
+				abort();
+			if (res.retry_after_ms > STORE_RETRY_MAX_MS)
+				abort();
+		} else if (o != STORE_EREPLY && o != STORE_ENOSCRIPT && o != STORE_EDOWN) {
+			abort();
+		}
+	}
+	if (store_reply_ok(r) == 0 && (r->type != REDIS_REPLY_STATUS || r->len != 2))
+		abort();
+	if (store_reply_sha(r, sha) == 0 && strlen(sha) != STORE_SHA_LEN)
+		abort();
+	if (store_reply_config_evict(r, val, sizeof(val)) > STORE_EVICT_UNKNOWN || strlen(val) >= sizeof(val))
+		abort();
+	if (store_reply_info_evict(r, val, sizeof(val)) > STORE_EVICT_UNKNOWN || strlen(val) >= sizeof(val))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint32_t periods[] = {1, 60, 3600, 86400};
+	redisReader *rd;
+	uint32_t period;
+	size_t split;
+	void *rep;
+	int n = 0;
+
+	if (size < 2)
+		return 0;
+	period = periods[data[0] & 3];
+	split = data[1] % (size - 1);
+	data += 2;
+	size -= 2;
+	if ((rd = redisReaderCreate()) == NULL)
+		return 0;
+	check(NULL, period);
+	if (redisReaderFeed(rd, (const char *)data, split) != REDIS_OK ||
+	    redisReaderFeed(rd, (const char *)data + split, size - split) != REDIS_OK)
+		goto out;
+	while (n++ < 64 && redisReaderGetReply(rd, &rep) == REDIS_OK && rep != NULL) {
+		const redisReply *r = rep;
+		size_t i;
+
+		check(r, period);
+		if (r->type == REDIS_REPLY_ARRAY)
+			for (i = 0; i < r->elements && i < 8; i++)
+				check(r->element[i], period);
+		freeReplyObject(rep);
+	}
+out:
+	redisReaderFree(rd);
+	return 0;
+}

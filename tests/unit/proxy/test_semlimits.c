@@ -1,0 +1,310 @@
+/*
+ * test_semlimits.c - the limits of an allowed request (proxy/judge/semlimits.c,
+ * sem_admit) without a gateway: the policy decides (policy_decide) a request
+ * built here, the real counters (limits.c, in memory) count, and a fake
+ * session records the answers (cio_out is a test buffer; http_answer*
+ * record).  Covered: the order (each secret's limit, then the rule's, then
+ * its budget) and that a refused request takes nothing from the limits after
+ * the one that refused it; a request admitted twice (resent on a stale pooled
+ * upstream) counted once; the 429's Retry-After and JSON body naming the limit
+ * and its kind; a budget refunded; fail closed (503) with no counters and with
+ * counters that cannot be saved.  The values here are fake.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <event2/buffer.h>
+#include "common/sluice.h"
+#include "policy/policy.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
+#include "proxy/judge/limits.h"
+#include "proxy/judge/semantic.h"
+#include "proxy/judge/semantic_int.h"
+#include "tests/unit/proxy/sessfake.h"
+
+static const char yaml[] =
+	"ca: /nonexistent/ca\n"
+	"default: deny\n"
+	"hosts:\n"
+	"  api.example.test:\n"
+	"    rules:\n"
+	"      - id: list\n"
+	"        allow: { method: GET, path: /list, limit: { rate: 2/minute } }\n"
+	"      - id: pay\n"
+	"        allow:\n"
+	"          method: POST\n"
+	"          path: /pay\n"
+	"          budget: { sum: \"form:amount\", max: 10, per: day, scope: global }\n"
+	"      - id: free\n"
+	"        allow: { method: GET, path: /free }\n"
+	"secrets:\n"
+	"  tok:\n"
+	"    source: env:UNIT_TOK\n"
+	"    hosts: [api.example.test]\n"
+	"    inject: [header:Authorization]\n"
+	"    limit: { rate: 1/hour, per: global }\n"
+	"sandboxes:\n"
+	"  agent-1:\n"
+	"    addresses: [10.200.1.2/32]\n";
+
+/* ---- the fake session: answers are recorded ---- */
+
+static struct evbuffer *client_out;   /* what cio_out() gives: the bytes toward the client */
+
+int
+http_answer_keep(const struct conn *c, int status)
+{
+	(void)c, (void)status;
+	return 1;
+}
+
+void
+http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep)
+{
+	(void)keep;
+	http_answer(c, status, "(written by the caller)", rule, reason, audit);
+}
+
+struct evbuffer *
+cio_out(struct conn *c)
+{
+	(void)c;
+	return client_out;
+}
+
+int
+refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
+{
+	(void)c, (void)status, (void)error, (void)rule, (void)reason, (void)audit;
+	return 0;   /* not git, not gRPC: the JSON answer */
+}
+
+/* semantic.c's: r->sem made on first use */
+struct sem_req *
+sem_req_of(struct req *r)
+{
+	if (r->sem == NULL)
+		r->sem = xcalloc(1, sizeof(*r->sem));
+	return r->sem;
+}
+
+/* ---- fixture ---- */
+
+struct fx {
+	struct policy_config *cfg;
+	struct policy *pol;
+	struct gateway gw;
+	struct worker w;
+	struct conn c;
+	struct req r;
+	struct policy_decision dec;
+	char host[64];
+};
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char err[512];
+
+	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0)
+		return -1;
+	f->gw.limits = limits_open(NULL, err, sizeof(err));
+	if (f->gw.limits == NULL)
+		return -1;
+	f->w.gw = &f->gw;
+	client_out = evbuffer_new();
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->gw.limits != NULL)
+		limits_close(f->gw.limits);
+	free(f->r.sem);
+	policy_unref(f->pol);
+	policy_config_free(f->cfg);
+	evbuffer_free(client_out);
+	free(f);
+	return 0;
+}
+
+/*
+ * A new request <method> <path> (form body <body> or NULL) of sandbox agent-1, decided by the policy as the
+ * session does; <uses_tok>: it injects secret tok.  Returns the conn; its req's sem carries the outcome.
+ */
+static struct conn *
+request(struct fx *f, const char *method, const char *path, const char *body, int uses_tok)
+{
+	struct policy_conn_decision cd;
+	struct policy_request q;
+	struct sem_req *s;
+	size_t i;
+
+	free(f->r.sem);
+	memset(&f->c, 0, sizeof(f->c));
+	memset(&f->r, 0, sizeof(f->r));
+	fake_answer_reset();
+	evbuffer_drain(client_out, evbuffer_get_length(client_out));
+	f->c.w = &f->w;
+	f->c.pol = f->pol;
+	f->c.tls = 1;
+	snprintf(f->host, sizeof(f->host), "api.example.test");
+	f->c.host = f->host;
+	f->c.sandbox = policy_sandbox_get(f->pol, 0)->name;
+	f->c.req = &f->r;
+	policy_decide_conn(f->pol, f->host, 443, &cd);
+	assert_int_equal(cd.verdict, POLICY_INTERCEPT);
+	f->c.entry = cd.host;
+	memset(&q, 0, sizeof(q));
+	q.method = method;
+	q.method_len = strlen(method);
+	q.path = path;
+	q.path_len = strlen(path);
+	if (body != NULL) {
+		q.content_type = "application/x-www-form-urlencoded";
+		q.content_type_len = strlen(q.content_type);
+		q.body = body;
+		q.body_len = strlen(body);
+		q.body_complete = 1;
+		q.has_body = 1;
+	}
+	policy_decide(f->pol, cd.host, &q, &f->dec);
+	assert_int_equal(f->dec.act.verdict, POLICY_REQ_ALLOW);
+	s = sem_req_of(&f->r);
+	s->rule = f->dec.act.rule;
+	s->limit = f->dec.act.limit;
+	s->budget = f->dec.act.budget;
+	s->amount = f->dec.act.amount;
+	if (uses_tok) {
+		for (i = 0; i < policy_secret_count(f->pol) && strcmp(policy_secret_get(f->pol, i)->name, "tok") != 0; i++)
+			;
+		assert_true(i < policy_secret_count(f->pol));
+		f->r.uses[0].s = policy_secret_get(f->pol, i);
+		f->r.nuses = 1;
+	}
+	return &f->c;
+}
+
+static int
+client_has(const char *s)
+{
+	return evbuffer_search(client_out, s, strlen(s), NULL).pos != -1;
+}
+
+/* ---- the order: secrets' limits, the rule's, the budget; a refusal takes nothing after it ---- */
+
+static void
+test_order(void **state)
+{
+	struct fx *f = *state;
+
+	/* 1: tok's limit (1/hour) and the rule's (2/minute) each give one token */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), 0);
+	assert_int_equal(fake_ans.n, 0);
+	/* 2: tok's limit refuses first; the rule's is not touched */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), -1);
+	assert_int_equal(fake_ans.status, 429);
+	assert_string_equal(fake_ans.rule, "secret:tok");
+	assert_string_equal(f->r.sem->limit_key, "secret:tok");
+	assert_string_equal(f->r.sem->limit_kind, "rate");
+	assert_true(client_has("HTTP/1.1 429 Too Many Requests\r\n"));
+	assert_true(client_has("\r\nRetry-After: "));
+	assert_true(client_has("\"limit\":\"secret:tok\""));
+	assert_true(client_has("\"kind\":\"rate\""));
+	/* 3: without the secret, the rule still has its second token (the refusal above took none) */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);
+	/* 4: now the rule's limit refuses, naming the rule's counter */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(fake_ans.status, 429);
+	assert_string_equal(fake_ans.rule, "list");
+	assert_string_equal(f->r.sem->limit_key, "rule:list");
+	assert_non_null(strstr(fake_ans.reason, "rate limit rule:list (2/minute, per sandbox) is exhausted"));
+}
+
+/* a request admitted again (resent after a stale pooled upstream) is counted once */
+static void
+test_admit_once(void **state)
+{
+	struct fx *f = *state;
+	struct conn *c = request(f, "GET", "/list", NULL, 0);
+
+	assert_int_equal(sem_admit(c), 0);
+	assert_int_equal(sem_admit(c), 0);
+	assert_int_equal(sem_admit(c), 0);
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);   /* the second of 2/minute */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+}
+
+static void
+test_budget(void **state)
+{
+	struct fx *f = *state;
+	struct conn *c;
+
+	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=6", 0)), 0);
+	assert_int_equal(f->r.sem->budget_taken, 1);
+	assert_string_equal(f->r.sem->amount_text, "6");
+	/* 6 + 6 > 10 */
+	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=6", 0)), -1);
+	assert_int_equal(fake_ans.status, 429);
+	assert_string_equal(f->r.sem->limit_kind, "budget");
+	assert_string_equal(f->r.sem->limit_key, "rule:pay");
+	assert_non_null(strstr(fake_ans.reason, "would be exceeded by this request's 6"));
+	assert_true(client_has("\"kind\":\"budget\""));
+	assert_int_equal(f->r.sem->budget_taken, 0);
+	/* 3.5 still fits (9.5); a request that never went upstream gives its amount back (6 again) */
+	c = request(f, "POST", "/pay", "amount=3.5", 0);
+	assert_int_equal(sem_admit(c), 0);
+	assert_string_equal(f->r.sem->amount_text, "3.5");
+	sem_budget_refund(c);
+	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=4", 0)), 0);
+	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=0.5", 0)), -1);   /* 6 + 4 = 10: full */
+}
+
+/* fail closed: no counters, or counters that cannot be saved, refuse a limited request (503) */
+static void
+test_fail_closed(void **state)
+{
+	struct fx *f = *state;
+	struct limits *l = f->gw.limits;
+
+	f->gw.limits = NULL;
+	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 0)), 0);   /* nothing to count: not touched */
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(fake_ans.status, 503);
+	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 1)), -1);   /* the secret's limit */
+	assert_int_equal(fake_ans.status, 503);
+	f->gw.limits = l;
+	limits_set_unsaveable(l, 1);
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(fake_ans.status, 503);
+	assert_string_equal(fake_ans.error, "limits unavailable");
+	assert_non_null(strstr(fake_ans.reason, "cannot be saved"));
+	assert_int_equal(f->r.client_keep_alive, 0);
+	limits_set_unsaveable(l, 0);
+	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fail_closed, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
