@@ -14,7 +14,7 @@ HERE=$(dirname "$(readlink -f "$0")")
 EX=$(readlink -f "$HERE/../../examples")
 DIFF=$HERE/judge_diff.py
 SEED=${SLUICE_IT_SEED:-18} GEN_N=${SLUICE_IT_GEN_N:-140}
-EXHOSTS="api.github.com github.com api.openai.com api.anthropic.com slack.com api.stripe.com"
+EXHOSTS="api.github.com github.com api.openai.com api.anthropic.com slack.com api.stripe.com api.githubcopilot.com"
 PKI_EXTRA_SAN=$(for h in $EXHOSTS; do printf 'DNS:%s,' "$h"; done | sed 's/,$//')
 pki_init
 spawn "$T/echo.log" "$PY" "$HERE/echo_upstream.py" --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" \
