@@ -26,6 +26,7 @@
 
 struct conn;
 struct req;
+struct refusal;   /* proxy/session/refusal.h: what a refused check returns (the session answers it) */
 struct worker;
 struct h1_message;
 struct cred_store;
@@ -81,10 +82,10 @@ struct cred_use {
  * searches r->up_head as built (every place, in every decoded view:
  * credhead.c), takes the values of placeholders written in bound places
  * (r->uses), rewrites r->up_head with each value only inside its place, and
- * answers 403 or 503 (returning -1) for a placeholder anywhere else.
+ * refuses (403 or 503 in <rf>, returning -1) a placeholder anywhere else.
  * cred_release() drops the values and wipes the head.
  */
-int cred_check_head(struct conn *c);
+int cred_check_head(struct conn *c, struct refusal *rf);
 /*
  * credresp.c: <head> is the response head as built for the client: scrubbed
  * into <cout>; when the response has a body, sets up its decoder and
@@ -158,14 +159,19 @@ int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
 /*
  * One placeholder of <s> found at <place> ("header:x", "basic", "query:p",
  * "path", "json:$.a[0]", "form:f", "body", ...): allowed (its value taken into
- * r->uses) or refused.  0, or -1 when answered (403, or 503 when the value is
+ * r->uses) or refused.  0, or -1 refused (<rf>: 403, or 503 when the value is
  * unavailable).
  */
-int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place);
-/* Refuses the request as an exfiltration attempt of <s> at <place>, because <why>: 403, audited; returns -1. */
-int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why);
+int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place,
+               struct refusal *rf);
+/*
+ * The request is an exfiltration attempt of <s> at <place>, because <why>: r->event is set (its record is
+ * written when the refusal is answered) and <rf> says 403; returns -1.
+ */
+int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why,
+                struct refusal *rf);
 /* <s>'s placeholder was found at <place> only in a decoded view (or cut up): refused as cred_refuse; returns -1. */
-int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place);
+int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place, struct refusal *rf);
 
 /*
  * credbody.c: request bodies held whole and searched before dialling; JSON
@@ -181,18 +187,22 @@ int cred_hold_begin(struct conn *c, const struct h1_message *m);
 /*
  * A request body with a Content-Encoding (other than identity) toward a host
  * a secret is bound to cannot be searched for placeholders: 415, audited.
- * 0, or -1 when answered.
+ * 0, or -1 refused (<rf>).
  */
-int cred_body_coding_check(struct conn *c, const struct h1_message *m);
+int cred_body_coding_check(struct conn *c, const struct h1_message *m, struct refusal *rf);
 /* The trailers of a held or searched body (r->req_trailers): 1 and *<secret> when a placeholder is in them, 0, -1. */
 int cred_trailers_search(struct conn *c, size_t *secret);
 void cred_hold_start(struct conn *c);
-void cred_hold_pump(struct conn *c);
-/* The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse. */
-void cred_hold_done(struct conn *c);
+/* CONN_S_HOLD: reads the body; once whole (or too large to hold) dials.  0, or -1 refused (<rf>). */
+int cred_hold_pump(struct conn *c, struct refusal *rf);
+/*
+ * The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse:
+ * 0, or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but for r->event and rule_buf).
+ */
+int cred_hold_done(struct conn *c, struct refusal *rf);
 void cred_hold_free(struct req *r);
-/* A held body is not whole yet: 400 if the client closed, else wait for more (the body timer rearmed on <progress>). */
-void cred_hold_wait(struct conn *c, int progress);
+/* A held body is not whole yet: -1 (400 in <rf>) if the client closed, else 0: wait (the timer rearmed on <progress>). */
+int cred_hold_wait(struct conn *c, int progress, struct refusal *rf);
 void cred_release(struct req *r);
 
 /*
@@ -208,11 +218,11 @@ void cred_release(struct req *r);
  *   closes; audited ("revocation").  Once per connection.
  * revoke_request_start(): a new request on <c> (after req_new): 421 and
  *   close when <c> was revoked; adopts the worker's newer policy (identity,
- *   host verdict: 403 when now denied).  0 go on, -1 answered.
+ *   host verdict: 403 when now denied).  0 go on, -1 refused (<rf>).
  * revoke_stale(): why <c>'s facts are no longer current (any thread's view:
  *   the gateway's generation, the registration), NULL when they are.
  * revoke_send_check(): the injected request of <c> is about to leave: 0, or
- *   -1 when it was refused instead (503, audited) because revoke_stale().
+ *   -1 refused instead (503 in <rf>) because revoke_stale().
  * revoke_audit(): the "revocation" record: <action> done to <c>, <why>.
  * conn_tenant(): the tenant <c>'s upstream connections belong to, into <buf>
  *   (UPSTREAM_TENANT_MAX bytes): its sandbox registration id, else its
@@ -221,9 +231,9 @@ void cred_release(struct req *r);
 int revoke_policies_differ(const struct policy *a, const struct policy *b);
 void revoke_sweep(struct worker *w);
 void revoke_conn(struct conn *c, const char *why);
-int revoke_request_start(struct conn *c);
+int revoke_request_start(struct conn *c, struct refusal *rf);
 const char *revoke_stale(const struct conn *c);
-int revoke_send_check(struct conn *c);
+int revoke_send_check(struct conn *c, struct refusal *rf);
 void revoke_audit(struct conn *c, const char *action, const char *why);
 const char *conn_tenant(const struct conn *c, char *buf);
 

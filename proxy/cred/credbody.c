@@ -36,6 +36,7 @@
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
 #include "proxy/session/session.h"
+#include "proxy/session/refusal.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
 #include "secrets/detect.h"
@@ -149,7 +150,7 @@ cred_hold_begin(struct conn *c, const struct h1_message *m)
 static int placeholders_in(struct conn *c, const char *body, size_t len, unsigned char *found);
 
 int
-cred_body_coding_check(struct conn *c, const struct h1_message *m)
+cred_body_coding_check(struct conn *c, const struct h1_message *m, struct refusal *rf)
 {
 	size_t i, k, n;
 	const char *v;
@@ -171,11 +172,9 @@ cred_body_coding_check(struct conn *c, const struct h1_message *m)
 				break;
 		if (k == policy_secret_count(c->pol))
 			return 0;
-		http_answer(c, 415, "unsupported media type", "secrets",
-		            "a request body with a Content-Encoding cannot be searched for placeholders: a host a secret "
-		            "is bound to takes request bodies uncompressed",
-		            1);
-		return -1;
+		return refusal_set(rf, 415, REFUSAL_MEDIA_TYPE, "secrets",
+		                   "a request body with a Content-Encoding cannot be searched for placeholders: a host a "
+		                   "secret is bound to takes request bodies uncompressed");
 	}
 	return 0;
 }
@@ -217,6 +216,7 @@ struct walk {
 	const char *ph;
 	size_t plen;
 	size_t seen;         /* occurrences in decoded strings */
+	struct refusal *rf;  /* filled by the refusal that stops the walk (the caller answers it) */
 	char path[JSON_PLACE_MAX];
 };
 
@@ -270,7 +270,7 @@ fold_dup(const json_t *j)
 	return dup;
 }
 
-/* Finds the placeholder in every string and key under <j>: 0, or -1 when refused (answered). */
+/* Finds the placeholder in every string and key under <j>: 0, or -1 when refused (w->rf filled). */
 static int
 walk_json(struct walk *w, const json_t *j, size_t plen_path)
 {
@@ -284,18 +284,18 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 		n = count(json_string_value(j), json_string_length(j), w->ph, w->plen);
 		snprintf(place, sizeof(place), "json:%s", plen_path > 0 ? w->path : "(path too long)");
 		if (hidden(json_string_value(j), json_string_length(j), w->ph, w->plen))
-			return cred_refuse_encoded(w->c, w->s, place);
+			return cred_refuse_encoded(w->c, w->s, place, w->rf);
 		if (n == 0)
 			return 0;
 		w->seen += n;
-		return cred_found(w->c, w->s, w->e, place);
+		return cred_found(w->c, w->s, w->e, place, w->rf);
 	case JSON_OBJECT:
 		before = w->seen;
 		json_object_foreach(SLUICE_DECONST(json_t *, j), key, v) {
 			len = plen_path;
 			if ((n = count(key, strlen(key), w->ph, w->plen)) > 0 || hidden(key, strlen(key), w->ph, w->plen)) {
 				w->seen += n;
-				return cred_refuse_encoded(w->c, w->s, "json key");
+				return cred_refuse_encoded(w->c, w->s, "json key", w->rf);
 			}
 			if (len > 0 && policy_json_path_key(w->path, sizeof(w->path), &len, key, strlen(key)) != 0)
 				len = 0;
@@ -306,7 +306,8 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 		}
 		if (w->seen > before && fold_dup(j) != 0)
 			return cred_refuse(w->c, w->s, plen_path > 0 ? w->path : "the JSON body",
-			                   "an object around it has keys that differ only by case (an upstream may read either)");
+			                   "an object around it has keys that differ only by case (an upstream may read either)",
+			                   w->rf);
 		return 0;
 	case JSON_ARRAY:
 		json_array_foreach(j, i, v) {
@@ -518,17 +519,17 @@ walk_form(struct walk *w, const char *body, size_t len, char *scratch, int *bad)
 		}
 		if ((k = count(scratch, (size_t)dn, w->ph, w->plen)) > 0 || hidden(scratch, (size_t)dn, w->ph, w->plen)) {
 			w->seen += k;
-			return cred_refuse_encoded(w->c, w->s, "form key");
+			return cred_refuse_encoded(w->c, w->s, "form key", w->rf);
 		}
 		k = count(scratch + dn, (size_t)dv, w->ph, w->plen);
 		snprintf(place, sizeof(place), "form:%.*s", (int)(dn < POLICY_INJECT_ARG_MAX + 1 ? dn : 0), scratch);
 		if (dn > POLICY_INJECT_ARG_MAX || memchr(scratch, '\0', (size_t)dn) != NULL)
 			snprintf(place, sizeof(place), "form:(unnamed)");
 		if (hidden(scratch + dn, (size_t)dv, w->ph, w->plen))
-			return cred_refuse_encoded(w->c, w->s, place);
+			return cred_refuse_encoded(w->c, w->s, place, w->rf);
 		if (k > 0) {
 			w->seen += k;
-			if (cred_found(w->c, w->s, w->e, place) != 0)
+			if (cred_found(w->c, w->s, w->e, place, w->rf) != 0)
 				return -1;
 		}
 	}
@@ -591,10 +592,10 @@ placeholders_in(struct conn *c, const char *body, size_t len, unsigned char *fou
 /*
  * The whole body is held: find its placeholders, take the values of those in
  * bound places (cred_found), and build the body to send into <out>.  0, or -1
- * when the request was refused (answered).
+ * when the request is refused (<rf> filled; nothing answered, c->req intact).
  */
 static int
-inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
+inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out, struct refusal *rf)
 {
 	struct req *r = c->req;
 	enum cred_body_type type = r->body_type;
@@ -609,16 +610,13 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 	if (type == CRED_BODY_FORM && r->body_injectable &&
 	    policy_form_overrides_method(r->method, r->method_len, body, len)) {
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "a _method form field names another method than the request's");
-		http_answer(c, 403, "denied by policy", "request", r->rule_buf, 1);
-		return -1;
+		return refusal_set(rf, 403, REFUSAL_DENIED, "request", r->rule_buf);
 	}
 	found = xcalloc(policy_secret_count(c->pol) + 1, 1);
 	if ((ret = placeholders_in(c, body, len, found)) <= 0) {
 		free(found);
-		if (ret < 0) {
-			http_answer(c, 500, "internal error", "secrets", "cannot search the request body for placeholders", 1);
-			return -1;
-		}
+		if (ret < 0)
+			return refusal_set(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot search the request body for placeholders");
 		evbuffer_add(out, body, len);
 		return 0;
 	}
@@ -630,6 +628,7 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 		scratch = xmalloc(len + 1);
 	memset(&w, 0, sizeof(w));
 	w.c = c;
+	w.rf = rf;
 	for (i = 0; i < policy_secret_count(c->pol) && ret == 0; i++) {
 		w.s = policy_secret_get(c->pol, i);
 		w.e = cred_entry_of(c->w->gw->creds, w.s);
@@ -649,17 +648,17 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 		}
 		/* every placeholder must be one found in a field, written as it is; in any other body, any form refuses */
 		if (ret == 0 && type == CRED_BODY_OTHER)
-			ret = cred_refuse_encoded(c, w.s, "body");
+			ret = cred_refuse_encoded(c, w.s, "body", rf);
 		else if (ret == 0 && w.seen == 0)  /* found in the body, in no field: in a form no field decodes to */
-			ret = cred_refuse_encoded(c, w.s, "body");
+			ret = cred_refuse_encoded(c, w.s, "body", rf);
 		else if (ret == 0 && raw != w.seen)
-			ret = cred_found(c, w.s, w.e, "body");
+			ret = cred_found(c, w.s, w.e, "body", rf);
 	}
 	if (ret == 0 && r->nuses > before) {
 		if (type == CRED_BODY_JSON && inject_json(r, doc, body, len, out) != 0) {
 			evbuffer_drain(out, evbuffer_get_length(out));
 			ret = cred_refuse(c, r->uses[before].s, "body",
-			                  "the placeholder could not be injected exactly (write it unescaped in a JSON string)");
+			                  "the placeholder could not be injected exactly (write it unescaped in a JSON string)", rf);
 		} else if (type == CRED_BODY_FORM) {
 			inject_form(r, body, len, scratch, out);
 		}
@@ -676,10 +675,10 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out)
 /*
  * A body held for a semantic rule beyond what secrets may be injected into:
  * searched whole, and any placeholder in it refused, as the streaming search
- * would.  0, or -1 when refused (answered).
+ * would.  0, or -1 when refused (<rf> filled).
  */
 static int
-search_only(struct conn *c, const char *body, size_t len)
+search_only(struct conn *c, const char *body, size_t len, struct refusal *rf)
 {
 	const struct policy_secret *s;
 	const struct cred_entry *e;
@@ -696,14 +695,14 @@ search_only(struct conn *c, const char *body, size_t len)
 		free(found);
 		snprintf(why, sizeof(why), "a body too large to hold (over %zu bytes) is never injected into%s",
 		         c->req->hold_max, n < 0 ? " (and it could not be searched)" : "");
-		return cred_refuse(c, s, "body", why);
+		return cred_refuse(c, s, "body", why, rf);
 	}
 	free(found);
 	return 0;
 }
 
-void
-cred_hold_done(struct conn *c)
+int
+cred_hold_done(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct evbuffer *out;
@@ -721,22 +720,20 @@ cred_hold_done(struct conn *c)
 		r->bytes_up = len;
 		evbuffer_free(r->hold);
 		r->hold = NULL;
-		relay_dial(c);
-		return;
+		return relay_dial(c, rf);
 	}
 	/* trailers are never sent (nor injected into): a placeholder in them refuses the request */
 	if ((tr = cred_trailers_search(c, &ti)) != 0) {
 		if (tr < 0)
-			http_answer(c, 500, "internal error", "secrets", "cannot search the request trailers", 1);
-		else
-			cred_refuse(c, policy_secret_get(c->pol, ti), "trailers", "request trailers are never injected into");
-		return;
+			return refusal_set(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot search the request trailers");
+		return cred_refuse(c, policy_secret_get(c->pol, ti), "trailers", "request trailers are never injected into",
+		                   rf);
 	}
 	out = evbuffer_new();
 	body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
-	if (len > r->hold_max ? search_only(c, body, len) != 0 : inject_body(c, body, len, out) != 0) {
+	if (len > r->hold_max ? search_only(c, body, len, rf) != 0 : inject_body(c, body, len, out, rf) != 0) {
 		wipe_free(out);
-		return;
+		return -1;
 	}
 	if (len > r->hold_max)
 		evbuffer_add(out, body, len);  /* searched: nothing to inject */
@@ -747,12 +744,12 @@ cred_hold_done(struct conn *c)
 	r->bytes_up = len;
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	relay_dial(c);
+	return relay_dial(c, rf);
 }
 
 /* Too large to hold: the head goes with the client's framing and the body streams through the search. */
-static void
-hold_overflow(struct conn *c)
+static int
+hold_overflow(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 
@@ -760,19 +757,16 @@ hold_overflow(struct conn *c)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
 		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
-	if (cred_scan_begin(c) != 0) {
-		r->client_keep_alive = 0;
-		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
-		return;
-	}
+	if (cred_scan_begin(c) != 0)
+		return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
 	evbuffer_add_buffer(r->scan_in, r->hold);
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	relay_dial(c);
+	return relay_dial(c, rf);
 }
 
-void
-cred_hold_pump(struct conn *c)
+int
+cred_hold_pump(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct evbuffer *cin = cio_in(c);
@@ -781,37 +775,28 @@ cred_hold_pump(struct conn *c)
 
 	while (!r->body_done && evbuffer_get_length(r->hold) <= r->hold_max) {
 		p = relay_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0) {
-			r->client_keep_alive = 0;
-			http_answer(c, 400, "bad request", "http", err ? err : "malformed chunked request body", 1);
-			return;
-		}
+		if (p < 0)
+			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
 		if (p == 0)
 			break;
 		progress = 1;
 	}
-	if (r->body_done) {
-		cred_hold_done(c);
-		return;
-	}
-	if (evbuffer_get_length(r->hold) > r->hold_max) {
-		hold_overflow(c);
-		return;
-	}
-	cred_hold_wait(c, progress);
+	if (r->body_done)
+		return cred_hold_done(c, rf);
+	if (evbuffer_get_length(r->hold) > r->hold_max)
+		return hold_overflow(c, rf);
+	return cred_hold_wait(c, progress, rf);
 }
 
-void
-cred_hold_wait(struct conn *c, int progress)
+int
+cred_hold_wait(struct conn *c, int progress, struct refusal *rf)
 {
-	if (c->client_eof && evbuffer_get_length(cio_in(c)) == 0) {
-		c->req->client_keep_alive = 0;
-		http_answer(c, 400, "bad request", "http", "client closed inside the request body", 1);
-		return;
-	}
+	if (c->client_eof && evbuffer_get_length(cio_in(c)) == 0)
+		return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", "client closed inside the request body");
 	if (progress)
 		conn_arm_timer(c, http_limits(c)->body_ms);
 	cio_read(c, 1);
+	return 0;
 }
 
 void

@@ -17,6 +17,7 @@
 #include "proxy/cred/credhead.h"
 #include "proxy/session/session.h"
 #include "proxy/core/context.h"
+#include "proxy/session/refusal.h"
 #include "secrets/scrub.h"
 
 #define BASIC_MAX CREDHEAD_BASIC_MAX   /* the longest Basic credential decoded and searched */
@@ -58,7 +59,7 @@ place_bound(const struct policy_secret *s, const char *place, char *use, size_t 
 }
 
 int
-cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why)
+cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why, struct refusal *rf)
 {
 	struct req *r = c->req;
 	char peer[CONN_ADDR_STR];
@@ -69,8 +70,7 @@ cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, co
 	r->event = "exfiltration_attempt";
 	r->event_secret = s->name;
 	snprintf(r->event_place, sizeof(r->event_place), "%s", place);
-	http_answer(c, 403, "exfiltration attempt", "secrets", r->rule_buf, 1);
-	return -1;
+	return refusal_set(rf, 403, REFUSAL_EXFILTRATION, "secrets", r->rule_buf);
 }
 
 /*
@@ -128,31 +128,31 @@ admit(struct conn *c, const struct policy_secret *s, const struct cred_entry *e,
 }
 
 static int
-answer_unavailable(struct conn *c, const struct policy_secret *s, const char *why)
+refuse_unavailable(struct conn *c, const struct policy_secret *s, const char *why, struct refusal *rf)
 {
 	struct req *r = c->req;
 
 	snprintf(r->rule_buf, sizeof(r->rule_buf), "secret '%s' is unavailable: %s", s->name, why);
-	http_answer(c, 503, "secret unavailable", "secrets", r->rule_buf, 1);
-	return -1;
+	return refusal_set(rf, 503, REFUSAL_SECRET_UNAVAILABLE, "secrets", r->rule_buf);
 }
 
 int
-cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place)
+cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place,
+           struct refusal *rf)
 {
 	const char *why = NULL;
 	char buf[200];
 	int ret = admit(c, s, e, place, &why, buf, sizeof(buf));
 
 	if (ret == -1)
-		return cred_refuse(c, s, place, why);
+		return cred_refuse(c, s, place, why, rf);
 	if (ret == -2)
-		return answer_unavailable(c, s, buf);
+		return refuse_unavailable(c, s, buf, rf);
 	return 0;
 }
 
 int
-cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place)
+cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place, struct refusal *rf)
 {
 	char use[sizeof(c->req->uses[0].place)];
 	const char *why = why_not(c, s, place, use, sizeof(use));
@@ -160,7 +160,8 @@ cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *p
 	return cred_refuse(c, s, place,
 	                   why != NULL ? why
 	                               : "the placeholder is encoded here (percent, base64 or escapes) or cut in pieces: "
-	                                 "only a placeholder written as it is is injected");
+	                                 "only a placeholder written as it is is injected",
+	                   rf);
 }
 
 /* ---- the head that leaves (credhead.c does the search; this is the binding) ---- */
@@ -212,7 +213,7 @@ judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int
 }
 
 int
-cred_check_head(struct conn *c)
+cred_check_head(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	const struct policy *p = c->pol;
@@ -265,13 +266,13 @@ cred_check_head(struct conn *c)
 		evbuffer_free(out);
 	}
 	if (ret == -1 && j.refused != NULL && j.unavailable)
-		answer_unavailable(c, j.refused, j.buf);
+		refuse_unavailable(c, j.refused, j.buf, rf);
 	else if (ret == -1 && j.refused != NULL)
-		cred_refuse(c, j.refused, j.place, j.why);
+		cred_refuse(c, j.refused, j.place, j.why, rf);
 	else if (ret == SLUICE_EINVAL && j.refused == NULL && m > 0)
-		cred_refuse(c, j.s[0], "head", "placeholders overlap, or the head does not split into places");
+		cred_refuse(c, j.s[0], "head", "placeholders overlap, or the head does not split into places", rf);
 	else if (ret != 0)
-		http_answer(c, 500, "internal error", "secrets", "cannot search the request head for placeholders", 1);
+		refusal_set(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot search the request head for placeholders");
 	free(ph);
 	free(phlen);
 	free(j.s);

@@ -21,6 +21,7 @@
 #include "common/sluice.h"
 #include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
+#include "proxy/session/conn_ops.h"
 #include "secrets/scrub.h"
 
 #define SCRUB_STEP 16384               /* bytes taken from the decoded queue per round */
@@ -243,13 +244,13 @@ end_body(struct conn *c, struct evbuffer *cout)
 		if (n > 0 && scrub_buffer(r->scrub, evbuffer_pullup(t, -1), n, cout, &r->scrub_hits) != 0)
 			ret = -1;
 		evbuffer_add(cout, "\r\n", 2);
-	} else if (c->h2_stream && n > 0) {
+	} else if (n > 0 && conn_ops(c)->stream) {  /* HTTP/1.0 (unchunked): no framing carries them */
 		if ((s = evbuffer_new()) == NULL)
 			fatalx("out of memory");
 		if (scrub_buffer(r->scrub, evbuffer_pullup(t, -1), n, s, &r->scrub_hits) != 0)
 			ret = -1;
 		else
-			h2srv_trailers(c, s);
+			(void)conn_ops(c)->trailers(c, s);
 		evbuffer_free(s);
 	}
 	if (n > 0)

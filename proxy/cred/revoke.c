@@ -38,6 +38,8 @@
 #include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
+#include "proxy/session/conn_ops.h"
+#include "proxy/session/refusal.h"
 
 static int
 str_eq(const char *a, const char *b)
@@ -185,7 +187,7 @@ revoke_conn(struct conn *c, const char *why)
 	case CONN_S_H2:
 		c->revoked = why;
 		revoke_audit(c, "goaway", why);
-		h2srv_revoke(c, why);
+		conn_ops(c)->revoke(c, why);
 		return;
 	case CONN_S_TUNNEL:
 		if (c->req == NULL || c->req->nuses == 0)
@@ -260,9 +262,9 @@ identify(const struct conn *c, const struct policy *np)
 	return NULL;
 }
 
-/* Moves <c> to its worker's policy: who it is and what its host's verdict is.  0, or -1 when answered. */
+/* Moves <c> to its worker's policy: who it is and what its host's verdict is.  0, or -1 refused (<rf>). */
 static int
-adopt(struct conn *c)
+adopt(struct conn *c, struct refusal *rf)
 {
 	struct worker *w = c->w;
 	struct policy_conn_decision d;
@@ -277,38 +279,30 @@ adopt(struct conn *c)
 		return 0;  /* plain HTTP not yet judged: request_host() judges it */
 	policy_decide_conn(c->pol, c->host, c->port, &d);
 	c->entry = d.host;
-	if (d.verdict == POLICY_DENY) {
-		c->req->client_keep_alive = 0;
-		http_answer(c, 403, "denied by policy", d.rule, d.reason, 1);
-		return -1;
-	}
-	if (d.verdict == POLICY_PASSTHROUGH && c->tls) {
-		c->req->client_keep_alive = 0;
-		http_answer(c, 421, "misdirected request", "revocation",
-		            "the host is passthrough under the new policy: reconnect", 1);
-		return -1;
-	}
+	if (d.verdict == POLICY_DENY)
+		return refusal_close(rf, 403, REFUSAL_DENIED, d.rule, d.reason);
+	if (d.verdict == POLICY_PASSTHROUGH && c->tls)
+		return refusal_close(rf, 421, REFUSAL_MISDIRECTED, "revocation",
+		                     "the host is passthrough under the new policy: reconnect");
 	return 0;
 }
 
 int
-revoke_request_start(struct conn *c)
+revoke_request_start(struct conn *c, struct refusal *rf)
 {
 	if (c->revoked == NULL && sbx_gone(c))
 		c->revoked = why_sbx;  /* removed, and the sweep has not run yet */
 	if (c->revoked != NULL) {
 		revoke_audit(c, "request_refused", c->revoked);
-		c->req->client_keep_alive = 0;
-		http_answer(c, 421, "misdirected request", "revocation", c->revoked, 1);
-		return -1;
+		return refusal_close(rf, 421, REFUSAL_MISDIRECTED, "revocation", c->revoked);
 	}
 	if (c->pol_gen != c->w->pol_gen)
-		return adopt(c);
+		return adopt(c, rf);
 	return 0;
 }
 
 int
-revoke_send_check(struct conn *c)
+revoke_send_check(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	const char *why;
@@ -318,11 +312,5 @@ revoke_send_check(struct conn *c)
 	if (c->revoked == NULL)
 		c->revoked = why;
 	revoke_audit(c, "request_refused", why);
-	r->client_keep_alive = 0;
-	if (c->up != NULL) {
-		upstream_free(c->up);
-		c->up = NULL;
-	}
-	http_answer(c, 503, "secret revoked", "revocation", why, 1);
-	return -1;
+	return refusal_close(rf, 503, REFUSAL_SECRET_REVOKED, "revocation", why);  /* c->up: freed by the answer */
 }

@@ -86,4 +86,54 @@ void h2srv_refusal_submit(struct h2stream *st);
 /* The response head is complete in the stream's <out>: submit it as HEADERS.  0, or -1 (reset). */
 int h2srv_head_submit(struct h2stream *st);
 
+/*
+ * The HTTP/2 client side's operations, which proxy/h2/h2ops.c offers the
+ * session as conn_ops_h2_conn and conn_ops_h2_vc (proxy/session/conn_ops.h).
+ */
+/*
+ * h2srv.c: HTTP/2 toward the client.  h2srv_start() takes over a TLS
+ * connection whose ALPN is h2 (state CONN_S_H2); h2srv_pump() is its pump;
+ * h2srv_free() ends every stream (conn_close); h2srv_stream_closed() tells a
+ * stream its virtual connection is going (an answer complete in CLOSING ends
+ * the stream, anything else resets it).
+ */
+int h2srv_start(struct conn *c);
+void h2srv_pump(struct conn *c);
+void h2srv_free(struct conn *c);
+void h2srv_stream_closed(struct conn *vc);
+/*
+ * The response relayed on stream connection <vc> ended with trailer fields:
+ * <lines> holds them raw ("Name: value CRLF"..., already scrubbed), and is
+ * drained.  They go out as a trailing HEADERS frame after the last DATA.
+ */
+void h2srv_trailers(struct conn *vc, struct evbuffer *lines);
+/*
+ * The response relayed on stream connection <vc> failed after its head went
+ * out: its stream is reset (INTERNAL_ERROR) instead of ended, so the client
+ * sees the truncation.  The connection still closes as usual.
+ */
+void h2srv_stream_abort(struct conn *vc);
+/* Stream connection <vc>'s HTTP/2 connection's count of held body bytes (PROXY_H2_HELD_MAX), NULL for others. */
+size_t *h2srv_held(struct conn *vc);
+/* The client connection a stream's virtual connection <vc> belongs to (NULL once the stream is gone). */
+struct conn *h2srv_parent(struct conn *vc);
+/* 1 when one of the HTTP/2 connection <c>'s streams waits for an operator's approval (it is not idle). */
+int h2srv_waiting(struct conn *c);
+/* An HTTP/2 client connection <c> on which the client opened a stream (sent a request): 1, else 0. */
+int h2srv_had_streams(const struct conn *c);
+/*
+ * An upstream answered 101 to the WebSocket upgrade of stream connection
+ * <vc> (an RFC 8441 extended CONNECT): 0 when its Sec-WebSocket-Accept
+ * matches the key generated for the stream, else -1 (not a WebSocket
+ * stream, or a wrong or missing accept: refuse the upgrade).
+ */
+int h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m);
+/*
+ * h2srv.c: HTTP/2 connection <c> was revoked (<why>): GOAWAY (its open
+ * streams finish, no new stream starts), its streams are marked revoked,
+ * and a WebSocket stream that carries an injected value is reset; the
+ * connection closes when its last stream ends.
+ */
+void h2srv_revoke(struct conn *c, const char *why);
+
 #endif

@@ -32,6 +32,8 @@
 #include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
+#include "proxy/session/refusal.h"
+#include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 
@@ -169,49 +171,45 @@ decision_copy(const struct policy_decision *d)
 	return n;
 }
 
-/* ---- answers ---- */
+/* ---- refusals (returned: the session answers them) ---- */
 
-static void
-unavailable(struct conn *c, const char *error, const char *rule, const char *reason)
+static int
+unavailable(struct refusal *rf, enum refusal_err err, const char *rule, const char *reason)
 {
-	c->req->client_keep_alive = 0;
-	http_answer(c, 503, error, rule, reason, 1);
+	return refusal_close(rf, 503, err, rule, reason);
 }
 
-/* Answers a refusal of the judge (its rule, reason and status: 400, 403, 413). */
-static void
-refuse(struct conn *c, const struct judge_outcome *o)
+/* Fills <rf> from a refusal of the judge <o> (its rule, reason and status: 400, 403, 413); returns -1. */
+static int
+refuse(struct conn *c, const struct judge_outcome *o, struct refusal *rf)
 {
 	struct req *r = c->req;
 	const char *reason = o->reason != NULL ? o->reason : "denied";
 
-	if (reason == o->_reason) {  /* <o> is the caller's: the answer's record reads the reason later */
+	if (reason == o->_reason) {  /* <o> is the caller's frame: the refusal is answered after it returns */
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "%s", reason);
 		reason = r->rule_buf;
 	}
-	if (o->status == 413) {
-		r->client_keep_alive = 0;
-		http_answer(c, 413, "request too large", o->rule, reason, 1);
-		return;
-	}
+	if (o->status == 413)
+		return refusal_close(rf, 413, REFUSAL_TOO_LARGE, o->rule, reason);
 	if (r->body_done)
 		r->body = H1_BODY_NONE;  /* read whole: the connection can stay */
-	http_answer(c, o->status, o->status == 400 ? "bad request" : "denied by policy", o->rule, reason, 1);
+	return refusal_set(rf, o->status, o->status == 400 ? REFUSAL_BAD_REQUEST : REFUSAL_DENIED, o->rule, reason);
 }
 
-/* A body found larger than <bound> while it streams in (chunked): 413. */
-static void
-too_large(struct conn *c, size_t bound, int hold)
+/* A body found larger than <bound> while it streams in (chunked): 413 into <rf>; returns -1. */
+static int
+too_large(struct conn *c, size_t bound, int hold, struct refusal *rf)
 {
 	struct judge_outcome o;
 
 	policy_judge_too_large(&o, bound, hold);
-	refuse(c, &o);
+	return refuse(c, &o, rf);
 }
 
 /* Counts the held body's growth against the gateway's and the HTTP/2 connection's bounds: 0, or -1 (503). */
 static int
-account(struct conn *c)
+account(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -221,21 +219,19 @@ account(struct conn *c)
 	if (len <= s->acct)
 		return 0;
 	add = len - s->acct;
-	if (s->conn_acct == NULL && c->h2_stream)
-		s->conn_acct = h2srv_held(c);
+	if (s->conn_acct == NULL)
+		s->conn_acct = conn_ops(c)->held(c);
 	s->acct = len;
 	if (s->conn_acct != NULL)
 		*s->conn_acct += add;
-	if (atomic_fetch_add(&gw->held, add) + add > PROXY_HELD_MAX) {
-		unavailable(c, "gateway busy", "max_body",
-		            "request bodies held for policy rules are at the gateway's bound (PROXY_HELD_MAX, 512 MiB)");
-		return -1;
-	}
-	if (s->conn_acct != NULL && *s->conn_acct > PROXY_H2_HELD_MAX) {
-		unavailable(c, "gateway busy", "max_body",
-		            "request bodies held on this HTTP/2 connection are at its bound (PROXY_H2_HELD_MAX, 32 MiB)");
-		return -1;
-	}
+	if (atomic_fetch_add(&gw->held, add) + add > PROXY_HELD_MAX)
+		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
+		                   "request bodies held for policy rules are at the gateway's bound "
+		                   "(PROXY_HELD_MAX, 512 MiB)");
+	if (s->conn_acct != NULL && *s->conn_acct > PROXY_H2_HELD_MAX)
+		return unavailable(rf, REFUSAL_GATEWAY_BUSY, "max_body",
+		                   "request bodies held on this HTTP/2 connection are at its bound "
+		                   "(PROXY_H2_HELD_MAX, 32 MiB)");
 	return 0;
 }
 
@@ -248,9 +244,9 @@ hold_cap(const struct sem_req *s)
 	return s->hold_max;
 }
 
-/* Parks the request (its body, if any, whole in r->hold): 1 parked, -1 answered. */
+/* Parks the request (its body, if any, whole in r->hold): 1 parked, -1 refused (<rf>). */
 static int
-park(struct conn *c, const struct policy_decision *d)
+park(struct conn *c, const struct policy_decision *d, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = sem_req_of(r);
@@ -265,8 +261,7 @@ park(struct conn *c, const struct policy_decision *d)
 	memset(&info, 0, sizeof(info));
 	if (EVP_Digest(len > 0 ? evbuffer_pullup(r->hold, -1) : (const unsigned char *)"", len, info.body_sha256, NULL,
 	               EVP_sha256(), NULL) != 1) {
-		unavailable(c, "approval unavailable", d->act.rule, "cannot hash the request body");
-		return -1;
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, d->act.rule, "cannot hash the request body");
 	}
 	/* the operator sees the query too: it is part of what is approved (the audit keeps it only with log_query) */
 	q = r->query;
@@ -287,11 +282,10 @@ park(struct conn *c, const struct policy_decision *d)
 	free(path);
 	if (rc != 0) {
 		s->hold_id[0] = '\0';
-		unavailable(c, "approval unavailable", d->act.rule,
-		            rc == SLUICE_ETOOBIG  ? "too many requests are waiting for approval"
-		            : rc == SLUICE_ECLOSED ? "the gateway is stopping: no new holds"
-		                                   : "the request cannot be held for approval");
-		return -1;
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, d->act.rule,
+		                   rc == SLUICE_ETOOBIG  ? "too many requests are waiting for approval"
+		                   : rc == SLUICE_ECLOSED ? "the gateway is stopping: no new holds"
+		                                          : "the request cannot be held for approval");
 	}
 	s->parked = 1;
 	s->phase = SEM_P_WAIT;
@@ -313,6 +307,8 @@ approval_done(void *arg, int decision, const char *by)
 	struct conn *c = arg;
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
+	struct refusal rf;
+	int rc;
 
 	s->parked = 0;
 	s->phase = SEM_P_NONE;
@@ -322,37 +318,38 @@ approval_done(void *arg, int decision, const char *by)
 	switch (decision) {
 	case 1:
 		/* exactly the request that was approved: the body held, whose hash the operator saw */
-		if (r->hold != NULL)
-			cred_hold_done(c);
-		else
-			relay_dial(c);
+		rc = r->hold != NULL ? cred_hold_done(c, &rf) : relay_dial(c, &rf);
 		break;
 	case 0:
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "rejected by %s", s->hold_by);
-		http_answer(c, 403, "denied by policy", s->rule, r->rule_buf, 1);
+		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, r->rule_buf);
 		break;
 	case -1:
-		http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
+		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 		break;
 	default:
-		unavailable(c, "gateway stopping", s->rule, "the gateway is stopping: the held request was not sent");
+		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule,
+		                 "the gateway is stopping: the held request was not sent");
 		break;
 	}
+	/* an event's outermost frame: nothing below holds c->req (refusal.h) */
+	if (rc != 0)
+		http_refuse(c, &rf);
 	if (c->state != CONN_S_DEAD)
 		conn_pump(c);
 }
 
-void
-sem_park_start(struct conn *c)
+int
+sem_park_start(struct conn *c, struct refusal *rf)
 {
 	struct sem_req *s = c->req->sem;
 
 	conn_set_state(c, CONN_S_HOLD);
-	(void)park(c, s->dec);
+	return park(c, s->dec, rf) < 0 ? -1 : 0;
 }
 
 int
-sem_timeout(struct conn *c)
+sem_timeout(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -365,7 +362,7 @@ sem_timeout(struct conn *c)
 	s->phase = SEM_P_NONE;
 	s->hold_outcome = "timeout";
 	snprintf(s->hold_by, sizeof(s->hold_by), "timeout");
-	http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
+	refusal_set(rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 	return 1;
 }
 
@@ -374,10 +371,10 @@ sem_timeout(struct conn *c)
 /*
  * Applies the judge's outcome <o>.  <whole>: the body is held whole (or there
  * is none), so a hold can be parked now.  0: allowed, go on; 1: a hold,
- * parked or to be parked once its body is whole; -1: answered.
+ * parked or to be parked once its body is whole; -1: refused (<rf>).
  */
 static int
-apply(struct conn *c, const struct judge_outcome *o, int whole)
+apply(struct conn *c, const struct judge_outcome *o, int whole, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -402,24 +399,20 @@ apply(struct conn *c, const struct judge_outcome *o, int whole)
 	}
 	if (o->verdict == JUDGE_ALLOW)
 		return 0;
-	if (o->verdict != JUDGE_HOLD) {
-		refuse(c, o);
-		return -1;
-	}
+	if (o->verdict != JUDGE_HOLD)
+		return refuse(c, o, rf);
 	/* a hold: the request waits for an operator, with the whole body the approval binds (at most hold_max) */
 	s->hold_max = o->hold_body_max;
 	if (whole)
-		return park(c, d);
-	if ((s->dec = decision_copy(d)) == NULL) {
-		unavailable(c, "approval unavailable", a->rule, "out of memory");
-		return -1;
-	}
+		return park(c, d, rf);
+	if ((s->dec = decision_copy(d)) == NULL)
+		return unavailable(rf, REFUSAL_APPROVAL_UNAVAILABLE, a->rule, "out of memory");
 	s->phase = r->body == H1_BODY_NONE ? SEM_P_PARK : SEM_P_HOLDBODY;
 	return 1;
 }
 
 int
-sem_head(struct conn *c, const struct h1_message *m)
+sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct policy_header hdr[H1_MAX_HEADERS];
@@ -439,22 +432,20 @@ sem_head(struct conn *c, const struct h1_message *m)
 	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
 	if (o.verdict == JUDGE_NEED_BODY) {  /* held (sem_hold_pump), then judged again with it (decide) */
 		s = sem_req_of(r);
-		if (headers_keep(s, hdr, n) != 0) {
-			unavailable(c, "internal error", "max_body", "cannot hold the request head");
-			return -1;
-		}
+		if (headers_keep(s, hdr, n) != 0)
+			return unavailable(rf, REFUSAL_INTERNAL, "max_body", "cannot hold the request head");
 		s->need = o.need;
 		s->flags = o.need_flags;
 		s->phase = SEM_P_BODY;
 		return 0;
 	}
 	/* a hold is parked once the head's work is done (sem_park_start) or its body is held */
-	return apply(c, &o, 0) < 0 ? -1 : 0;
+	return apply(c, &o, 0, rf) < 0 ? -1 : 0;
 }
 
 /* The git push's command section is decided on and allowed: it goes up, and the pack streams after it. */
-static void
-git_stream(struct conn *c)
+static int
+git_stream(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	size_t len = evbuffer_get_length(r->hold);
@@ -465,11 +456,8 @@ git_stream(struct conn *c)
 		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
 	if (policy_secret_count(c->pol) > 0) {
 		/* the whole body goes through the placeholder search, the held part first */
-		if (cred_scan_begin(c) != 0) {
-			r->client_keep_alive = 0;
-			http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
-			return;
-		}
+		if (cred_scan_begin(c) != 0)
+			return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
 		evbuffer_add_buffer(r->scan_in, r->hold);
 	} else {
 		if (r->body == H1_BODY_CHUNKED && len > 0)
@@ -480,12 +468,16 @@ git_stream(struct conn *c)
 	}
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	relay_dial(c);
+	return relay_dial(c, rf);
 }
 
-/* The body (or the start of it, with the git section) is held: judged with it and acted on; 1: more is needed. */
+/*
+ * The body (or the start of it, with the git section) is held: judged with it
+ * and acted on.  1: more is needed; 0: done (allowed and sent on, or parked);
+ * -1: refused (<rf>).
+ */
 static int
-decide(struct conn *c)
+decide(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -509,22 +501,18 @@ decide(struct conn *c)
 		refuse_proto_keep_section(c, q.body, (size_t)o.git_section);  /* names the refs if refused later (a limit) */
 	headers_drop(s);
 	s->phase = SEM_P_NONE;
-	rc = apply(c, &o, r->body_done);
-	if (rc > 0 && s->phase == SEM_P_HOLDBODY) {
-		sem_hold_pump(c);  /* a hold decided on a git section: the rest of its body, some of it read already */
-		return 0;
-	}
+	rc = apply(c, &o, r->body_done, rf);
+	if (rc > 0 && s->phase == SEM_P_HOLDBODY)
+		return sem_hold_pump(c, rf);  /* a hold decided on a git section: the rest of its body, some read already */
 	if (rc != 0)
-		return 0;  /* answered or parked */
+		return rc < 0 ? -1 : 0;  /* refused or parked */
 	if (r->body_done)
-		cred_hold_done(c);  /* secrets searched and injected, sent with a Content-Length */
-	else
-		git_stream(c);
-	return 0;
+		return cred_hold_done(c, rf);  /* secrets searched and injected, sent with a Content-Length */
+	return git_stream(c, rf);
 }
 
-void
-sem_hold_pump(struct conn *c)
+int
+sem_hold_pump(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -532,13 +520,13 @@ sem_hold_pump(struct conn *c)
 	const char *err = NULL;
 	size_t len, cap;
 	long sec = -2;
-	int p, progress = 0, git;
+	int p, rc, progress = 0, git;
 
 	if (s->phase == SEM_P_WAIT) {
 		/* the client going away cancels the hold (sem_req_free); what it sends meanwhile waits in its input */
 		if (c->client_eof)
 			conn_close(c);
-		return;
+		return 0;
 	}
 	git = s->phase == SEM_P_BODY && (s->flags & POLICY_NEED_GIT_SECTION);
 	cap = s->phase == SEM_P_BODY ? s->need : hold_cap(s);
@@ -550,29 +538,27 @@ sem_hold_pump(struct conn *c)
 		if (r->body_done || len > cap)
 			break;
 		p = relay_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0) {
-			r->client_keep_alive = 0;
-			http_answer(c, 400, "bad request", "http", err ? err : "malformed chunked request body", 1);
-			return;
-		}
+		if (p < 0)
+			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
 		if (p == 0)
 			break;
 		progress = 1;
-		if (account(c) != 0)
-			return;
+		if (account(c, rf) != 0)
+			return -1;
 	}
 	if (s->phase == SEM_P_BODY) {
 		/* the judge reads the held body: the git section's framing, the bound, the rules */
-		if ((r->body_done || len > cap || (git && sec != -2)) && decide(c) == 0)
-			return;
+		if (r->body_done || len > cap || (git && sec != -2)) {
+			rc = decide(c, rf);
+			if (rc <= 0)
+				return rc;
+		}
 	} else if (len > cap) {
-		too_large(c, cap, 1);
-		return;
+		return too_large(c, cap, 1, rf);
 	} else if (r->body_done) {
-		(void)park(c, s->dec);
-		return;
+		return park(c, s->dec, rf) < 0 ? -1 : 0;
 	}
-	cred_hold_wait(c, progress);
+	return cred_hold_wait(c, progress, rf);
 }
 
 void

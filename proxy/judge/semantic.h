@@ -35,33 +35,39 @@ struct conn;
 struct req;
 struct h1_message;
 struct audit_rec;
+struct refusal;
+
+/*
+ * Refusals (proxy/session/refusal.h): a function here that refuses fills
+ * <rf> and returns -1; it answers nothing and frees nothing of the request.
+ */
 
 /*
  * The request head <m> is parsed and its path normalised (c->req): judges
  * what can be judged without the body.  0: go on (allowed, or the body is
- * to be held first: sem_holds_body); -1: answered (403, 413, 503).
+ * to be held first: sem_holds_body); -1: refused (403, 413, 503: <rf>).
  */
-int sem_head(struct conn *c, const struct h1_message *m);
+int sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf);
 /* 1 when the request's body is to be held for a semantic decision or an approval (after sem_head). */
 int sem_holds_body(const struct conn *c);
 /* 1 when a hold verdict waits to be parked with no body to hold (after sem_head): call sem_park_start. */
 int sem_park_pending(const struct conn *c);
-/* Parks a held request that has no body (CONN_S_HOLD). */
-void sem_park_start(struct conn *c);
+/* Parks a held request that has no body (CONN_S_HOLD): 0, or -1 refused (503: <rf>). */
+int sem_park_start(struct conn *c, struct refusal *rf);
 /* 1 while the request is in the semantic part of CONN_S_HOLD (sem_hold_pump pumps it). */
 int sem_pumps(const struct conn *c);
-/* CONN_S_HOLD: reads the body into r->hold, decides, parks or goes on. */
-void sem_hold_pump(struct conn *c);
-/* CONN_S_HOLD timed out: 1 when it was a wait for an operator (answered 403), else 0. */
-int sem_timeout(struct conn *c);
+/* CONN_S_HOLD: reads the body into r->hold, decides, parks or goes on (relay_dial): 0, or -1 refused (<rf>). */
+int sem_hold_pump(struct conn *c, struct refusal *rf);
+/* CONN_S_HOLD timed out: 1 when it was a wait for an operator (a 403 in <rf> to answer), else 0. */
+int sem_timeout(struct conn *c, struct refusal *rf);
 /* 1 while the request waits for an operator's decision. */
 int sem_waiting(const struct conn *c);
 /*
  * relay_dial, before the request's record: takes the limits of the allowed
  * request (each secret it uses, then the rule's rate limit, then its
- * budget), once.  0: go on; -1: answered (429 with Retry-After, 503).
+ * budget), once.  0: go on; -1: refused (429 with Retry-After, 503: <rf>).
  */
-int sem_admit(struct conn *c);
+int sem_admit(struct conn *c, struct refusal *rf);
 /* The request's first byte went upstream: its budget is spent (no refund from now on). */
 void sem_sent(struct req *r);
 /* The request ends (http_req_reset): cancels a pending hold, refunds a budget not spent, frees. */

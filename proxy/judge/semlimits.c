@@ -15,6 +15,7 @@
 #include "policy/judge.h"
 #include "proxy/judge/limits.h"
 #include "proxy/session/session.h"
+#include "proxy/session/refusal.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 #include "proxy/core/context.h"
@@ -31,17 +32,12 @@ wall_ms(void)
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
 static int
 refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind, unsigned retry, uint64_t now,
-             const char *what)
+             const char *what, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = sem_req_of(r);
-	struct evbuffer *out = cio_out(c);
-	char body[2048];
-	struct jbuf jb;
 	time_t t = (time_t)(now / 1000u) + (time_t)retry;
 	struct tm tm;
-	long n;
-	int keep = http_answer_keep(c, 429);
 
 	if (retry == 0)
 		retry = 1;
@@ -51,48 +47,26 @@ refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind
 	if (gmtime_r(&t, &tm) == NULL || strftime(s->reset, sizeof(s->reset), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(s->reset, sizeof(s->reset), "?");
 	snprintf(r->rule_buf, sizeof(r->rule_buf), "%s: resets in %u s (%s)", what, retry, s->reset);
-	if (refuse_proto_answer(c, 429, "rate limited", rule, r->rule_buf, 1))
-		return -1;  /* git, gRPC: in the client's protocol, the retry time in the reason */
-	jb_init(&jb, body, sizeof(body));
-	jb_str(&jb, "error", "rate limited");
-	if (c->host[0] != '\0')
-		jb_str(&jb, "host", c->host);
-	jb_str(&jb, "rule", rule);
-	jb_str(&jb, "reason", r->rule_buf);
-	jb_str(&jb, "limit", key);
-	jb_str(&jb, "kind", kind);
-	jb_int(&jb, "retry_after", retry);
-	jb_str(&jb, "reset", s->reset);
-	n = jb_finish(&jb, 1);
-	if (n < 0) {
-		memcpy(body, "{\"error\":\"rate limited\"}\n", 26);
-		n = 25;
-	}
-	evbuffer_add_printf(out,
-	                    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
-	                    "Retry-After: %u\r\nCache-Control: no-store\r\n%s\r\n",
-	                    n, retry, keep ? "" : "Connection: close\r\n");
-	evbuffer_add(out, body, (size_t)n);
-	http_answer_end(c, 429, rule, r->rule_buf, 1, keep);
+	/* git, gRPC: answered in the client's protocol, the retry time in the reason; else JSON with Retry-After */
+	refusal_set(rf, 429, REFUSAL_RATE_LIMITED, rule, r->rule_buf);
+	rf->limit = (struct refusal_limit){.key = key, .kind = kind, .retry_after = retry, .reset = s->reset};
 	return -1;
 }
 
 /* A limit that cannot be counted (limits.h: too many counters, state not saveable): 503, fail closed. */
 static int
-limits_failed(struct conn *c, const char *rule, int rc)
+limits_failed(const char *rule, int rc, struct refusal *rf)
 {
-	c->req->client_keep_alive = 0;
-	http_answer(c, 503, "limits unavailable", rule,
-	            rc == SLUICE_ETOOBIG ? "too many rate limit and budget counters: refused (fail closed)"
-	                                 : "the counters of limits and budgets cannot be saved (state_dir): refused "
-	                                   "(fail closed)",
-	            1);
-	return -1;
+	return refusal_close(rf, 503, REFUSAL_LIMITS_UNAVAILABLE, rule,
+	                     rc == SLUICE_ETOOBIG ? "too many rate limit and budget counters: refused (fail closed)"
+	                                          : "the counters of limits and budgets cannot be saved (state_dir): "
+	                                            "refused (fail closed)");
 }
 
-/* One token of rate limit <lim> for the request (<rule> names it in a refusal): 0, or -1 answered (429, 503). */
+/* One token of rate limit <lim> for the request (<rule> names it in a refusal): 0, or -1 refused (429, 503). */
 static int
-take_rate(struct conn *c, const struct policy_limit *lim, const char *rule, const char *sbx, uint64_t now)
+take_rate(struct conn *c, const struct policy_limit *lim, const char *rule, const char *sbx, uint64_t now,
+          struct refusal *rf)
 {
 	struct limits *l = c->w->gw->limits;
 	char what[400];
@@ -100,16 +74,16 @@ take_rate(struct conn *c, const struct policy_limit *lim, const char *rule, cons
 	int rc = l != NULL ? limits_rate_take(l, lim, sbx, now, &retry) : SLUICE_EIO;
 
 	if (rc < 0)
-		return limits_failed(c, rule, rc);
+		return limits_failed(rule, rc, rf);
 	if (rc == 0)
 		return 0;
 	snprintf(what, sizeof(what), "rate limit %s (%u/%s, %s) is exhausted", lim->key, (unsigned)lim->count,
 	         policy_period_name(lim->period_s), lim->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox");
-	return refuse_limit(c, rule, lim->key, "rate", retry, now, what);
+	return refuse_limit(c, rule, lim->key, "rate", retry, now, what, rf);
 }
 
 int
-sem_admit(struct conn *c)
+sem_admit(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
@@ -134,26 +108,26 @@ sem_admit(struct conn *c)
 			continue;
 		if (now == 0)
 			now = wall_ms();
-		if (take_rate(c, lim, lim->key, sbx, now) != 0)
+		if (take_rate(c, lim, lim->key, sbx, now, rf) != 0)
 			return -1;
 	}
 	s = sem_req_of(r);
 	s->admitted = 1;
 	if (now == 0)
 		now = wall_ms();
-	if (s->limit != NULL && take_rate(c, s->limit, s->rule, sbx, now) != 0)
+	if (s->limit != NULL && take_rate(c, s->limit, s->rule, sbx, now, rf) != 0)
 		return -1;
 	if (s->budget != NULL) {
 		rc = l != NULL ? limits_budget_take(l, s->budget, sbx, s->amount, now, &retry) : SLUICE_EIO;
 		if (rc < 0)
-			return limits_failed(c, s->rule, rc);
+			return limits_failed(s->rule, rc, rf);
 		if (rc > 0) {
 			snprintf(what, sizeof(what), "budget %s (%s per %s, %s) would be exceeded by this request's %s",
 			         s->budget->key, policy_amount_fmt(s->budget->max, m, sizeof(m)),
 			         policy_period_name(s->budget->period_s),
 			         s->budget->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox",
 			         policy_amount_fmt(s->amount, a, sizeof(a)));
-			return refuse_limit(c, s->rule, s->budget->key, "budget", retry, now, what);
+			return refuse_limit(c, s->rule, s->budget->key, "budget", retry, now, what, rf);
 		}
 		s->budget_taken = 1;
 		policy_amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));

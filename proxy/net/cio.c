@@ -47,7 +47,7 @@ read_high(const struct conn *c)
 static void
 kick(struct conn *c)
 {
-	if (c->io_kicked || !c->io_on || c->state == CONN_S_DEAD || c->h2_stream)
+	if (c->io_kicked || !c->io_on || c->state == CONN_S_DEAD || c->ev == NULL)  /* no event: a virtual connection */
 		return;
 	c->io_kicked = 1;
 	event_active(c->ev, CIO_KICK, 0);

@@ -26,6 +26,7 @@
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
+#include "proxy/session/conn_ops.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
 #ifndef SO_ORIGINAL_DST
@@ -120,7 +121,7 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (c->ev != NULL)
 		event_free(c->ev);
-	if (!c->h2_stream)
+	if (!conn_ops(c)->stream)
 		sbxreg_release(c->sbx);
 	conn_set_host(c, "");
 	free(c->sni);
@@ -149,8 +150,8 @@ audit_no_request(struct conn *c)
 		.upstream_tls = -1,
 	};
 
-	if (!c->tls || c->h2_stream || c->nreq != 0 || (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_H2) ||
-	    (c->h2_conn && h2srv_had_streams(c)))
+	if (!c->tls || conn_ops(c)->stream || c->nreq != 0 || (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_H2) ||
+	    conn_ops(c)->had_requests(c))
 		return;
 	r.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
 	r.client = conn_peer_str(c, peer);
@@ -172,11 +173,9 @@ conn_close(struct conn *c)
 	if (c->state == CONN_S_DEAD)
 		return;
 	audit_no_request(c);  /* reads the state: before DEAD */
-	if (c->h2_stream)
-		h2srv_stream_closed(c);  /* reads the state: before DEAD */
+	conn_ops(c)->closing(c);  /* a stream's: reads the state, before DEAD */
 	conn_set_state(c, CONN_S_DEAD);
-	if (c->h2_conn)
-		h2srv_free(c);
+	conn_ops(c)->release(c);
 	http_req_reset(c);
 	if (c->up != NULL) {
 		upstream_free(c->up);  /* mid-request: not reusable */
@@ -191,7 +190,7 @@ conn_close(struct conn *c)
 	c->fd = -1;
 	if (c->counted)
 		gateway_client_put(w->gw, &c->peer.sa);
-	if (!c->h2_stream) {  /* a stream's connection is not in the worker's list */
+	if (!conn_ops(c)->stream) {  /* a stream's connection is not in the worker's list */
 		LIST_REMOVE(c, link);
 		w->nconns--;
 		atomic_fetch_sub(&w->gw->nconns, 1);
@@ -281,10 +280,10 @@ conn_pump(struct conn *c)
 		tunnel_pump(c);
 		return;
 	case CONN_S_H2:
-		h2srv_pump(c);
+		conn_ops(c)->pump(c);
 		return;
 	case CONN_S_CLOSING:
-		if (c->h2_stream) {  /* the stream ends once its answer is handed over */
+		if (conn_ops(c)->stream) {  /* the stream ends once its answer is handed over */
 			if (cio_out_len(c) == 0)
 				conn_close(c);
 			return;
@@ -391,7 +390,7 @@ conn_start_requests(struct conn *c)
 	if (c->ssl != NULL)
 		SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
 	if (alen == 2 && memcmp(alpn, "h2", 2) == 0) {
-		if (h2srv_start(c) != 0)
+		if (conn_ops_h2_conn.start(c) != 0)
 			conn_close(c);
 		return;
 	}

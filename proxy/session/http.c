@@ -19,6 +19,8 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
+#include "proxy/session/conn_ops.h"
+#include "proxy/session/refusal.h"
 
 #define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
 
@@ -114,7 +116,8 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 		.nsecrets = r->nuses,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
-		.http_version = c->h2_stream ? "2" : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
+		.http_version = conn_ops(c)->http_version != NULL ? conn_ops(c)->http_version
+		                : r->minor_version < 0 ? NULL : r->minor_version == 0 ? "1.0" : "1.1",
 		.verdict = verdict,
 		.rule = r->rule,
 		.reason = r->reason,
@@ -214,7 +217,7 @@ http_audit_decide(struct conn *c)
 int
 http_refusal_admit(struct conn *c)
 {
-	struct conn *p = c->h2_stream ? h2srv_parent(c) : c;
+	struct conn *p = conn_ops(c)->parent(c);
 
 	if (p == NULL)
 		return 1;
@@ -231,7 +234,7 @@ http_refusals_flush(struct conn *c)
 {
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], why[160];
 
-	if (c->h2_stream || c->nrefused_quiet == 0)
+	if (conn_ops(c)->stream || c->nrefused_quiet == 0)
 		return;
 	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
 	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
@@ -328,19 +331,8 @@ http_answer_keep(const struct conn *c, int status)
 	       status != 414 && status < 500;
 }
 
-void
-http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
-{
-	int keep;
-
-	if (refuse_proto_answer(c, status, error, rule, reason, audit))
-		return;  /* a git or gRPC request: answered (or being drained first) in its own protocol */
-	keep = http_answer_keep(c, status);
-	respond_json(cio_out(c), status, error, c->host, rule, reason, !keep);
-	http_answer_end(c, status, rule, reason, audit, keep);
-}
-
-void
+/* Ends the refused request: records <status>, <rule>, <reason>, audits when <audit>, frees c->req, moves on. */
+static void
 http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep)
 {
 	struct req *r = c->req;
@@ -356,6 +348,55 @@ http_answer_end(struct conn *c, int status, const char *rule, const char *reason
 		c->up = NULL;
 	}
 	http_next_request(c, keep);
+}
+
+void
+http_refuse(struct conn *c, const struct refusal *rf)
+{
+	struct refusal end;
+	int keep;
+
+	if (rf->close)
+		c->req->client_keep_alive = 0;
+	switch (refuse_proto_answer(c, rf, &end)) {
+	case REFUSE_PROTO_DRAINING:
+		return;  /* a refused git push: its body is read first (refuse_proto_pump), then the request ends */
+	case REFUSE_PROTO_ANSWERED:
+		http_answer_end(c, end.status, end.rule, end.reason, !end.quiet, !end.close);
+		return;
+	default:
+		break;
+	}
+	keep = http_answer_keep(c, rf->status);
+	respond_refusal(cio_out(c), rf, c->host, !keep);
+	http_answer_end(c, rf->status, rf->rule, rf->reason, !rf->quiet, keep);
+}
+
+/* Refuses the current request with a JSON answer (the refusals http.c decides itself). */
+static void
+http_answer(struct conn *c, int status, enum refusal_err err, const char *rule, const char *reason)
+{
+	struct refusal rf;
+
+	refusal_set(&rf, status, err, rule, reason);
+	http_refuse(c, &rf);
+}
+
+/* The request in flight failed after its head went out: flush what was relayed, then close (a stream: reset). */
+void
+http_truncate(struct conn *c, const char *why)
+{
+	struct req *r = c->req;
+
+	conn_ops(c)->abort(c);
+	r->reason = why;
+	r->client_keep_alive = 0;
+	http_audit_request(c, "allow");
+	if (c->up != NULL) {
+		upstream_free(c->up);
+		c->up = NULL;
+	}
+	http_next_request(c, 0);
 }
 
 int
@@ -441,42 +482,42 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		*path = m->target;
 		*path_len = m->target_len;
 		if (c->mode == CONN_MODE_EXPLICIT && !c->tls) {
-			http_answer(c, 400, "bad request", "http", "a proxy request needs an absolute-form target or CONNECT", 1);
+			http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "a proxy request needs an absolute-form target or CONNECT");
 			return -1;
 		}
 	} else if (absolute_form(m->target, m->target_len, &https, &auth, &auth_len, &rest, &rest_len) == 0) {
 		if (https != c->tls) {
-			http_answer(c, 400, "bad request", "http",
-			       c->tls ? "http:// target inside a TLS connection" : "https:// targets need CONNECT", 1);
+			http_answer(c, 400, REFUSAL_BAD_REQUEST, "http",
+			       c->tls ? "http:// target inside a TLS connection" : "https:// targets need CONNECT");
 			return -1;
 		}
 		if (host_split_authority(auth, auth_len, dflt, ahost, &aport, &err) < 0) {
-			http_answer(c, 400, "bad request", "http", err, 1);
+			http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", err);
 			return -1;
 		}
 		has_abs = 1;
 		*path = rest_len > 0 ? rest : "/";
 		*path_len = rest_len > 0 ? rest_len : 1;
 		if ((*path)[0] == '?') {  /* "http://h?q": the path is "/" */
-			http_answer(c, 400, "bad request", "http", "absolute-form target without a path", 1);
+			http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "absolute-form target without a path");
 			return -1;
 		}
 	} else {
-		http_answer(c, 400, "bad request", "http", "request target is not origin-form or absolute-form", 1);
+		http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "request target is not origin-form or absolute-form");
 		return -1;
 	}
 	c->req->proto = (unsigned char)refuse_proto_of(c, m, *path, *path_len);
 	if (m->host != NULL) {
 		if (host_split_authority(m->host->value, m->host->value_len, dflt, host, &port, &err) < 0) {
-			http_answer(c, 400, "bad request", "http", "malformed Host header", 1);
+			http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "malformed Host header");
 			return -1;
 		}
 	} else if (!has_abs && (c->tls == 0 || m->minor_version == 1)) {
-		http_answer(c, 400, "bad request", "http", "missing Host header", 1);
+		http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "missing Host header");
 		return -1;
 	}
 	if (has_abs && m->host != NULL && (strcmp(ahost, host) != 0 || aport != port)) {
-		http_answer(c, 421, "misdirected request", "host", "Host header differs from the request target", 1);
+		http_answer(c, 421, REFUSAL_MISDIRECTED, "host", "Host header differs from the request target");
 		return -1;
 	}
 	if (!has_abs && m->host == NULL) {  /* HTTP/1.0 inside TLS: the judged host */
@@ -489,10 +530,9 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	if (c->tls || (c->mode == CONN_MODE_TRANSPARENT && c->judged)) {
 		/* inside TLS the judged host is the SNI or CONNECT authority; the request must name it */
 		if (strcmp(host, c->host) != 0 || (c->tls && port != c->port && (has_abs || port != (unsigned)dflt))) {
-			http_answer(c, 421, "misdirected request", "host",
+			http_answer(c, 421, REFUSAL_MISDIRECTED, "host",
 			       c->mode == CONN_MODE_EXPLICIT ? "Host differs from the CONNECT authority"
-			                                     : "Host differs from the TLS server name (SNI)",
-			       1);
+			                                     : "Host differs from the TLS server name (SNI)");
 			return -1;
 		}
 		return 0;
@@ -503,7 +543,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 
 		port = c->port;  /* plain HTTP redirected: the port the sandbox dialled */
 		if (gwdns_check(c->w->gw->synth, dest, host, sizeof(host), 1, &why) != 0) {
-			http_answer(c, 421, "misdirected request", "listen.dns", why, 1);
+			http_answer(c, 421, REFUSAL_MISDIRECTED, "listen.dns", why);
 			return -1;
 		}
 	}
@@ -519,7 +559,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 		c->judged = 1;
 		if (o.verdict == JUDGE_DENY) {
 			c->judged = 0;
-			http_answer(c, 403, "denied by policy", o.rule, o.reason, 1);
+			http_answer(c, 403, REFUSAL_DENIED, o.rule, o.reason);
 			return -1;
 		}
 	}
@@ -541,6 +581,7 @@ read_request(struct conn *c)
 	int status = 400, n, hold;
 	long nl;
 	const struct h1_header *te;
+	struct refusal rf;
 	struct judge_outcome jo[1];
 
 	if (len == 0) {
@@ -569,18 +610,18 @@ read_request(struct conn *c)
 	r = req_new(c);
 	if (n < 0) {
 		r->client_keep_alive = 0;
-		http_answer(c, status, "bad request", http_refusal_rule(status, err), err ? err : "malformed request", 1);
+		http_answer(c, status, REFUSAL_BAD_REQUEST, http_refusal_rule(status, err), err ? err : "malformed request");
 		return 1;
 	}
 	if (m->method_len >= sizeof(r->method)) {
-		http_answer(c, 400, "bad request", "http", "method too long", 1);
+		http_answer(c, 400, REFUSAL_BAD_REQUEST, "http", "method too long");
 		return 1;
 	}
 	memcpy(r->method, m->method, m->method_len);
 	r->method_len = m->method_len;
-	r->minor_version = c->h2_stream ? 0 : m->minor_version;  /* a stream: one answer, ended by END_STREAM */
+	r->minor_version = conn_ops(c)->stream ? 0 : m->minor_version;  /* a stream: one answer, ended by END_STREAM */
 	r->is_head = m->method_len == 4 && memcmp(m->method, "HEAD", 4) == 0;
-	r->client_keep_alive = m->keep_alive && !c->h2_stream;
+	r->client_keep_alive = m->keep_alive && !conn_ops(c)->stream;
 	r->websocket = m->upgrade_websocket;
 	r->body = m->framing;
 	r->body_left = m->content_length;
@@ -589,7 +630,8 @@ read_request(struct conn *c)
 	h1_chunked_init(&r->body_chunk, PROXY_TRAILER_MAX);
 	/* <m> points into <in>: the head is drained only after its last use below */
 	/* judged under the newest policy, or refused when the connection's facts were revoked (revoke.c) */
-	if (revoke_request_start(c) != 0) {
+	if (revoke_request_start(c, &rf) != 0) {
+		http_refuse(c, &rf);
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
@@ -600,13 +642,12 @@ read_request(struct conn *c)
 			 * a proxy variable passed into a transparent sandbox: say so, also in the reason phrase,
 			 * which is all that clients print of a refused CONNECT (Python, Go: "Tunnel connection failed: 405 ...")
 			 */
-			r->client_keep_alive = 0;
-			respond_json_phrase(cio_out(c), 405, CONNECT_TRANSPARENT_PHRASE, "method not allowed", c->host, "http",
-			                    CONNECT_TRANSPARENT_REASON, 1);
-			http_answer_end(c, 405, "http", CONNECT_TRANSPARENT_REASON, 1, 0);
+			refusal_close(&rf, 405, REFUSAL_METHOD_NOT_ALLOWED, "http", CONNECT_TRANSPARENT_REASON);
+			rf.phrase = CONNECT_TRANSPARENT_PHRASE;
+			http_refuse(c, &rf);
 			return 1;
 		}
-		http_answer(c, 405, "method not allowed", "http", "CONNECT is only accepted as the first request", 1);
+		http_answer(c, 405, REFUSAL_METHOD_NOT_ALLOWED, "http", "CONNECT is only accepted as the first request");
 		return 1;
 	}
 	if (request_host(c, m, &path, &path_len) < 0) {
@@ -624,7 +665,7 @@ read_request(struct conn *c)
 		free(r->path);
 		r->path = xstrndup(path, plen);  /* the raw path (escaped by the audit writer), before the drain */
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, jo->status, "bad request", jo->rule, jo->reason, 1);
+		http_answer(c, jo->status, REFUSAL_BAD_REQUEST, jo->rule, jo->reason);
 		return 1;
 	}
 	r->path_len = (size_t)nl;
@@ -632,38 +673,40 @@ read_request(struct conn *c)
 		/* failing closed: a request that cannot be recorded is not served */
 		evbuffer_drain(in, (size_t)n);
 		r->client_keep_alive = 0;
-		http_answer(c, 503, "audit log unavailable", "audit",
-		            "the audit log cannot be written: new requests are refused until it can", 1);
+		http_answer(c, 503, REFUSAL_AUDIT_UNAVAILABLE, "audit",
+		            "the audit log cannot be written: new requests are refused until it can");
 		return 1;
 	}
 	/* semantic rules (semantic.c): decided now, or once the body a rule reads is held */
-	if (sem_head(c, m) != 0) {
+	if (sem_head(c, m, &rf) != 0) {
+		http_refuse(c, &rf);
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	if (c->mode == CONN_MODE_EXPLICIT && !c->tls && cred_client_auth(c, m) != 0) {
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, 407, "proxy authentication failed", "sandboxes",
-		            "Proxy-Authorization matches no sandbox's proxy_auth", 1);
+		http_answer(c, 407, REFUSAL_PROXY_AUTH, "sandboxes",
+		            "Proxy-Authorization matches no sandbox's proxy_auth");
 		return 1;
 	}
 	/* a host secrets are bound to: its response is scrubbed, whatever this request carries (credscrub.c) */
 	if (cred_host_scrub(c) != 0) {
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, 500, "internal error", "secrets", "cannot build the response scrubber", 1);
+		http_answer(c, 500, REFUSAL_INTERNAL, "secrets", "cannot build the response scrubber");
 		return 1;
 	}
 	/*
 	 * with secrets declared a body is held and searched whole before dialling, if it is small enough;
 	 * a body a semantic rule reads (or a hold binds) is held too, once, for both
 	 */
-	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m) != 0) {
+	if (policy_secret_count(c->pol) > 0 && cred_body_coding_check(c, m, &rf) != 0) {
+		http_refuse(c, &rf);
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
 	if ((hold = cred_hold_begin(c, m)) < 0) {
 		evbuffer_drain(in, (size_t)n);
-		http_answer(c, 500, "internal error", "secrets", "cannot hold the request body", 1);
+		http_answer(c, 500, REFUSAL_INTERNAL, "secrets", "cannot hold the request body");
 		return 1;
 	}
 	/* build the head we send upstream while the parsed views are valid */
@@ -716,7 +759,8 @@ read_request(struct conn *c)
 	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
 	 * values written only inside bound places, a placeholder anywhere else refused
 	 */
-	if (policy_secret_count(c->pol) > 0 && cred_check_head(c) != 0) {
+	if (policy_secret_count(c->pol) > 0 && cred_check_head(c, &rf) != 0) {
+		http_refuse(c, &rf);
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
@@ -726,14 +770,16 @@ read_request(struct conn *c)
 		return 1;
 	}
 	if (sem_park_pending(c)) {  /* a hold with no body: it waits for an operator now */
-		sem_park_start(c);
+		if (sem_park_start(c, &rf) != 0)
+			http_refuse(c, &rf);
 		return 1;
 	}
 	if (r->body != H1_BODY_NONE && policy_secret_count(c->pol) > 0 && cred_scan_begin(c) != 0) {
-		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);
+		http_answer(c, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
 		return 1;
 	}
-	relay_dial(c);
+	if (relay_dial(c, &rf) != 0)
+		http_refuse(c, &rf);
 	return 1;
 }
 
@@ -745,6 +791,8 @@ read_request(struct conn *c)
 void
 http_pump(struct conn *c)
 {
+	struct refusal rf;
+
 	for (;;) {
 		switch (c->state) {
 		case CONN_S_REQ_HEAD:
@@ -756,15 +804,14 @@ http_pump(struct conn *c)
 			return;
 		case CONN_S_HOLD:
 			if (refuse_proto_draining(c)) {
-				refuse_proto_pump(c);
+				if (refuse_proto_pump(c, &rf))
+					http_answer_end(c, rf.status, rf.rule, rf.reason, !rf.quiet, !rf.close);
 				if (c->state == CONN_S_HOLD)
 					return;
 				break;
 			}
-			if (sem_pumps(c))
-				sem_hold_pump(c);
-			else
-				cred_hold_pump(c);
+			if ((sem_pumps(c) ? sem_hold_pump(c, &rf) : cred_hold_pump(c, &rf)) != 0)
+				http_refuse(c, &rf);
 			/* a refused push is drained from here on (refuse_proto.c), with what is in its input already */
 			if (c->state == CONN_S_HOLD && !refuse_proto_draining(c))
 				return;
@@ -781,11 +828,13 @@ http_pump(struct conn *c)
 void
 http_timeout(struct conn *c)
 {
+	struct refusal rf;
+
 	switch (c->state) {
 	case CONN_S_REQ_HEAD:
 		if (c->head_started && cio_in_len(c) > 0) {
 			req_new(c)->client_keep_alive = 0;
-			http_answer(c, 408, "request timeout", "limits.request_head", "request head not received in time", 1);
+			http_answer(c, 408, REFUSAL_TIMEOUT, "limits.request_head", "request head not received in time");
 			return;
 		}
 		conn_close(c);  /* idle keep-alive connection */
@@ -795,15 +844,15 @@ http_timeout(struct conn *c)
 			audit_unpark(c);
 			c->req->audit_parked = 0;
 			c->req->client_keep_alive = 0;
-			http_answer(c, 503, "audit log unavailable", "audit",
-			            "the request's audit record was not written in time: not sent", 1);
+			http_answer(c, 503, REFUSAL_AUDIT_UNAVAILABLE, "audit",
+			            "the request's audit record was not written in time: not sent");
 			return;
 		}
 		if (c->up != NULL) {
 			upstream_free(c->up);
 			c->up = NULL;
 		}
-		http_answer(c, 504, "upstream failed", "limits.upstream_connect", "upstream connect timed out", 1);
+		http_answer(c, 504, REFUSAL_UPSTREAM_FAILED, "limits.upstream_connect", "upstream connect timed out");
 		return;
 	case CONN_S_RELAY:
 		if (relay_up_progress(c)) {
@@ -813,7 +862,7 @@ http_timeout(struct conn *c)
 		relay_abort(c, "no progress in time (limits.body)", 504);
 		return;
 	case CONN_S_H2:
-		if (h2srv_waiting(c)) {  /* a stream waits for an operator: the connection is not idle */
+		if (conn_ops(c)->waiting(c)) {  /* a stream waits for an operator: the connection is not idle */
 			conn_arm_timer(c, http_limits(c)->idle_ms);
 			return;
 		}
@@ -821,13 +870,16 @@ http_timeout(struct conn *c)
 		return;
 	case CONN_S_HOLD:
 		if (refuse_proto_draining(c)) {
-			refuse_proto_timeout(c);
+			refuse_proto_timeout(c, &rf);
+			http_answer_end(c, rf.status, rf.rule, rf.reason, !rf.quiet, !rf.close);
 			return;
 		}
-		if (sem_timeout(c))
+		if (sem_timeout(c, &rf)) {
+			http_refuse(c, &rf);
 			return;
+		}
 		c->req->client_keep_alive = 0;
-		http_answer(c, 408, "request timeout", "limits.body", "request body not received in time", 1);
+		http_answer(c, 408, REFUSAL_TIMEOUT, "limits.body", "request body not received in time");
 		return;
 	case CONN_S_TUNNEL:
 		conn_close(c);

@@ -32,6 +32,8 @@
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/session/session.h"
+#include "proxy/session/refusal.h"
+#include "proxy/session/conn_ops.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
 #define GIT_PKT_MAX 65520       /* git's LARGE_PACKET_MAX: side-band-64k */
@@ -109,7 +111,7 @@ refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *pa
 	    content_type_is(m, "application/x-git-receive-pack-request"))
 		return REFUSE_PROTO_GIT_RECEIVE;
 	/* gRPC is HTTP/2 only: "application/grpc", "application/grpc+proto", "application/grpc;..." */
-	if (c->h2_stream && (ct = h1_find_header(m, "content-type")) != NULL && ct->value_len >= 16 &&
+	if (conn_ops(c)->stream && (ct = h1_find_header(m, "content-type")) != NULL && ct->value_len >= 16 &&
 	    sluice_iov_ieq(ct->value, 16, "application/grpc") &&
 	    (ct->value_len == 16 || ct->value[16] == '+' || ct->value[16] == ';'))
 		return REFUSE_PROTO_GRPC;
@@ -232,7 +234,7 @@ grpc_answer(struct conn *c, int status, const char *text)
 		}
 	}
 	msg[o] = '\0';
-	/* trailers-only: a HEADERS frame that ends the stream (h2srv_head_submit: no body) */
+	/* trailers-only: a HEADERS frame that ends the stream (the h2 stream sends no body after it) */
 	evbuffer_add_printf(cio_out(c),
 	                    "HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\ngrpc-status: %d\r\n"
 	                    "grpc-message: %s\r\nContent-Length: 0\r\n\r\n",
@@ -263,9 +265,13 @@ refuse_proto_keep_section(struct conn *c, const char *buf, size_t len)
 	g->kept = 1;
 }
 
-/* The push's body is read (or its bound or timer is reached): the report, and the connection closes. */
+/*
+ * The push's body is read (or its bound or timer is reached): the report is
+ * written, and <end> says how the session ends the request (recorded and
+ * audited already; the connection closes).
+ */
 static void
-git_finish(struct conn *c)
+git_finish(struct conn *c, struct refusal *end)
 {
 	struct req *r = c->req;
 	struct refuse_git *g = r->refuse;
@@ -281,22 +287,24 @@ git_finish(struct conn *c)
 	answer_200(c, "application/x-git-receive-pack-result", body, 0);
 	evbuffer_free(body);
 	r->client_keep_alive = 0;
-	http_answer_end(c, g->status, g->rule, g->text, 0, 0);
+	refusal_close(end, g->status, REFUSAL_DENIED, g->rule, g->text);
+	end->quiet = 1;
 }
 
 int
-refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
+refuse_proto_answer(struct conn *c, const struct refusal *rf, struct refusal *end)
 {
 	struct req *r = c->req;
 	struct refuse_git *g;
 	char text[REFUSE_TEXT_MAX + 1];
-	int keep;
+	int keep, status = rf->status, audit = !rf->quiet;
+	const char *error = refusal_err_text(rf->err), *rule = rf->rule, *reason = rf->reason;
 
 	/* a 429's <reason> says when the limit resets: the retry time reaches the client in the text */
 	/* policy refusals and limits; gRPC also a body too large (RESOURCE_EXHAUSTED); the rest keep their JSON */
 	if (r == NULL || r->proto == REFUSE_PROTO_HTTP ||
 	    !(status == 403 || status == 429 || (status == 413 && r->proto == REFUSE_PROTO_GRPC)))
-		return 0;
+		return REFUSE_PROTO_JSON;
 	text_of(text, sizeof(text), error, rule, reason);
 	log_info("c%llu: %s refused in %s's protocol: %s", (unsigned long long)c->id, r->method,
 	         r->proto == REFUSE_PROTO_GRPC ? "gRPC" : "git", text);
@@ -330,8 +338,8 @@ refuse_proto_answer(struct conn *c, int status, const char *error, const char *r
 			http_audit_request(c, "deny");
 		if (r->body_done || r->body == H1_BODY_NONE ||
 		    (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_HOLD)) {
-			git_finish(c);
-			return 1;
+			git_finish(c, end);
+			return REFUSE_PROTO_ANSWERED;
 		}
 		/* read the pack the client is sending (and discard it), then report: see the top of the file */
 		g->draining = 1;
@@ -339,12 +347,13 @@ refuse_proto_answer(struct conn *c, int status, const char *error, const char *r
 			conn_set_state(c, CONN_S_HOLD);
 		cio_read(c, 1);
 		conn_arm_timer(c, http_limits(c)->body_ms);
-		return 1;
+		return REFUSE_PROTO_DRAINING;
 	default:
-		return 0;
+		return REFUSE_PROTO_JSON;
 	}
-	http_answer_end(c, status, rule, reason, audit, keep);
-	return 1;
+	*end = *rf;
+	end->close = !keep;
+	return REFUSE_PROTO_ANSWERED;
 }
 
 int
@@ -353,8 +362,8 @@ refuse_proto_draining(const struct conn *c)
 	return c->req != NULL && c->req->refuse != NULL && c->req->refuse->draining;
 }
 
-void
-refuse_proto_pump(struct conn *c)
+int
+refuse_proto_pump(struct conn *c, struct refusal *end)
 {
 	struct req *r = c->req;
 	struct refuse_git *g = r->refuse;
@@ -390,17 +399,18 @@ refuse_proto_pump(struct conn *c)
 		}
 	}
 	if (r->body_done || g->drained > REFUSE_GIT_DRAIN_MAX || c->client_eof || (err != NULL)) {
-		git_finish(c);
-		return;
+		git_finish(c, end);
+		return 1;
 	}
 	if (progress)
 		conn_arm_timer(c, http_limits(c)->body_ms);
+	return 0;
 }
 
 void
-refuse_proto_timeout(struct conn *c)
+refuse_proto_timeout(struct conn *c, struct refusal *end)
 {
-	git_finish(c);
+	git_finish(c, end);
 }
 
 void

@@ -12,6 +12,8 @@
 #include "common/sluice.h"
 #include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
+#include "proxy/session/refusal.h"
+#include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
@@ -52,20 +54,24 @@ http_upstream_event(struct conn *c, short what)
 }
 
 static void send_head(struct conn *c);
+static int dial_failed(struct conn *c, const char *err, int status, struct refusal *rf);
 
 /* The request's record is in the audit file: its head may go upstream now. */
 static void
 relay_resume(void *arg)
 {
 	struct conn *c = arg;
+	struct refusal rf;
 
 	if (c->req == NULL || !c->req->audit_parked)
 		return;
 	c->req->audit_parked = 0;
 	if (c->state != CONN_S_DIAL || c->up == NULL)
 		return;
-	if (revoke_send_check(c) != 0)  /* revoked while its record was written */
+	if (revoke_send_check(c, &rf) != 0) {  /* revoked while its record was written */
+		http_refuse(c, &rf);  /* an event's outermost frame (refusal.h) */
 		return;
+	}
 	send_head(c);
 	relay_pump(c);
 }
@@ -74,16 +80,16 @@ relay_resume(void *arg)
  * The upstream is ready.  The first byte of the request goes up only once
  * its audit record is in the file (docs/audit-schema.md): until then the
  * request waits here, parked, with the connection's other work going on.
- * 1 when the head went out, 0 when parked (relay_resume follows).
+ * 1 when the head went out, 0 when parked (relay_resume follows), -1 refused (<rf>).
  */
 static int
-start_relay(struct conn *c)
+start_relay(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 
 	/* injected values leave only under facts still current: revoked since it was judged, it is refused */
-	if (revoke_send_check(c) != 0)
-		return 0;
+	if (revoke_send_check(c, rf) != 0)
+		return -1;
 	relay_own_upstream(c);
 	c->up_eof = 0;
 	if (audit_park(c->w->gw->audit, r->audit_seq, relay_resume, c) == 0) {
@@ -122,8 +128,8 @@ relay_own_upstream(struct conn *c)
 	upstream_set_owner(c->up, up_readcb, up_writecb, up_eventcb, c);
 }
 
-void
-relay_dial(struct conn *c)
+int
+relay_dial(struct conn *c, struct refusal *rf)
 {
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
 	char tenant[UPSTREAM_TENANT_MAX];
@@ -145,15 +151,12 @@ relay_dial(struct conn *c)
 	}
 
 	/* allowed: the limits of its rule and secrets (429, or 503 when they cannot be counted) */
-	if (sem_admit(c) != 0)
-		return;
+	if (sem_admit(c, rf) != 0)
+		return -1;
 	/* decided and allowed: its record is queued now, and written before its first byte goes up */
-	if (!c->req->audit_decided && http_audit_decide(c) != 0) {
-		c->req->client_keep_alive = 0;
-		http_answer(c, 503, "audit log unavailable", "audit",
-		            "the audit log cannot take this request's record: not sent", 1);
-		return;
-	}
+	if (!c->req->audit_decided && http_audit_decide(c) != 0)
+		return refusal_close(rf, 503, REFUSAL_AUDIT_UNAVAILABLE, "audit",
+		                     "the audit log cannot take this request's record: not sent");
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
@@ -161,30 +164,42 @@ relay_dial(struct conn *c)
 	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
 	c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
-		if (start_relay(c))
+		int rc = start_relay(c, rf);
+
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
 			relay_pump(c);
 	} else if (c->up->state == UP_S_FAILED) {
-		dial_done(c->up, c->up->errbuf, 502, c);
+		return dial_failed(c, c->up->errbuf, 502, rf);
 	}
+	return 0;
+}
+
+/* The dial failed with <err>: the reason is copied (the answer frees the upstream), -1 with <rf>. */
+static int
+dial_failed(struct conn *c, const char *err, int status, struct refusal *rf)
+{
+	snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
+	c->req->refused = c->up->refused;
+	upstream_free(c->up);
+	c->up = NULL;
+	log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
+	return refusal_set(rf, status ? status : 502, REFUSAL_UPSTREAM_FAILED, "upstream", c->req->rule_buf);
 }
 
 static void
 dial_done(struct upstream *up, const char *err, int status, void *arg)
 {
 	struct conn *c = arg;
+	struct refusal rf;
+	int rc;
 
 	(void)up;
-	if (err != NULL) {
-		/* the reason is in the upstream, which http_answer() frees: copy it first */
-		snprintf(c->req->rule_buf, sizeof(c->req->rule_buf), "%s", err);
-		c->req->refused = c->up->refused;
-		upstream_free(c->up);
-		c->up = NULL;
-		log_info("c%llu: %s", (unsigned long long)c->id, c->req->rule_buf);
-		http_answer(c, status ? status : 502, "upstream failed", "upstream", c->req->rule_buf, 1);
-		return;
-	}
-	if (start_relay(c))
+	rc = err != NULL ? dial_failed(c, err, status, &rf) : start_relay(c, &rf);
+	if (rc < 0)
+		http_refuse(c, &rf);  /* an event's outermost frame (refusal.h) */
+	else if (rc > 0)
 		relay_pump(c);
 }
 
@@ -282,35 +297,39 @@ relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int r
 	                    err);
 }
 
-void
-relay_abort(struct conn *c, const char *why, int status)
+/*
+ * The relay's one exit for a failure one of its events sees: <rf> is answered
+ * (the session's http_refuse) while no response head went out to the client,
+ * else the exchange is cut (http_truncate, with <rf>'s reason).
+ */
+static void
+relay_fail(struct conn *c, const struct refusal *rf)
 {
 	struct req *r = c->req;
 
-	log_info("c%llu: %s", (unsigned long long)c->id, why);
+	log_info("c%llu: %s", (unsigned long long)c->id, rf->reason);
 	if (r->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
 		r->resp = RESP_S_HEAD;
 		r->status = 0;
 	}
 	if (r->resp == RESP_S_HEAD && r->status == 0) {
-		r->client_keep_alive = 0;
-		if (status < 500)
-			http_answer(c, status, "bad request", "http", why, 1);
-		else
-			http_answer(c, status, "upstream failed", "upstream", why, 1);
+		http_refuse(c, rf);
 		return;
 	}
 	/* the head is out: flush what was relayed, then close so the client sees the truncation (an h2 stream: reset) */
-	if (c->h2_stream)
-		h2srv_stream_abort(c);
-	r->reason = why;
-	r->client_keep_alive = 0;
-	http_audit_request(c, "allow");
-	if (c->up != NULL) {
-		upstream_free(c->up);
-		c->up = NULL;
-	}
-	http_next_request(c, 0);
+	http_truncate(c, rf->reason);
+}
+
+void
+relay_abort(struct conn *c, const char *why, int status)
+{
+	struct refusal rf;
+
+	if (status < 500)
+		refusal_close(&rf, status, REFUSAL_BAD_REQUEST, "http", why);
+	else
+		refusal_close(&rf, status, REFUSAL_UPSTREAM_FAILED, "upstream", why);
+	relay_fail(c, &rf);
 }
 
 /* The response head arrived: 1 when handled, 0 to wait. */
@@ -336,10 +355,13 @@ response_head(struct conn *c)
 		if (c->up_eof) {
 			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
 				/* a pooled connection the upstream had closed: dial afresh, once */
+				struct refusal rf;
+
 				r->head_copy_sent = 1;
 				upstream_free(c->up);
 				c->up = NULL;
-				relay_dial(c);
+				if (relay_dial(c, &rf) != 0)
+					http_refuse(c, &rf);
 				return 1;
 			}
 			relay_abort(c, "upstream closed before responding", 502);
@@ -369,7 +391,7 @@ response_head(struct conn *c)
 	}
 	if (m->status < 200) {
 		if (m->status == 101 && r->websocket) {
-			if (c->h2_stream && h2srv_ws_accept_check(c, m) != 0) {
+			if (conn_ops(c)->ws_accept_check(c, m) != 0) {
 				/* the key was ours (HTTP/2 has none): an upstream that did not answer it did not upgrade */
 				evbuffer_drain(uin, (size_t)n);
 				relay_abort(c, "upstream's Sec-WebSocket-Accept does not answer the key", 502);
@@ -377,7 +399,7 @@ response_head(struct conn *c)
 			}
 			/* from a host secrets are bound to, its answer's head is scrubbed like any other */
 			hout = r->hscrub != NULL ? evbuffer_new() : cout;
-			if (c->h2_stream) {
+			if (conn_ops(c)->ws_as_200) {
 				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
 				evbuffer_add(hout, "HTTP/1.1 200 OK\r\n", 17);
 				http_copy_headers(hout, m, "sec-websocket-accept", NULL);
@@ -414,7 +436,7 @@ response_head(struct conn *c)
 			relay_abort(c, "upstream switched protocols without an upgrade request", 502);
 			return 1;
 		}
-		if (r->minor_version == 1 || c->h2_stream) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
+		if (r->minor_version == 1 || conn_ops(c)->interim) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
 			/* a 103's Link fields, or any field of a 1xx, can echo a value too */
 			hout = r->hscrub != NULL ? evbuffer_new() : cout;
 			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
@@ -433,7 +455,7 @@ response_head(struct conn *c)
 		evbuffer_drain(uin, (size_t)n);
 		return 1;
 	}
-	if (r->websocket && c->h2_stream && m->status < 300) {
+	if (r->websocket && conn_ops(c)->ws_as_200 && m->status < 300) {
 		/* to an extended CONNECT a 2xx means "tunnel open": only a checked 101 may say that */
 		evbuffer_drain(uin, (size_t)n);
 		relay_abort(c, "upstream answered the WebSocket upgrade without switching protocols", 502);
@@ -559,8 +581,8 @@ resp_body_end(struct conn *c)
 		if (t != NULL)
 			evbuffer_add_buffer(cout, t);
 		evbuffer_add(cout, "\r\n", 2);
-	} else if (c->h2_stream && t != NULL && evbuffer_get_length(t) > 0) {
-		h2srv_trailers(c, t);
+	} else if (t != NULL && evbuffer_get_length(t) > 0) {
+		(void)conn_ops(c)->trailers(c, t);  /* an h2 stream: a trailing HEADERS frame; HTTP/1.0: dropped */
 	}
 	if (t != NULL)
 		evbuffer_drain(t, evbuffer_get_length(t));
@@ -597,14 +619,15 @@ relay_pump(struct conn *c)
 			r->scan_done = r->body_done;
 			p = cred_scan_pump(c, uout, r->body_done);
 			if (p != 0) {
-				r->client_keep_alive = 0;
-				if (p < 0) {
-					relay_abort(c, "cannot search the request body", 500);
-				} else if (r->resp == RESP_S_HEAD && r->status == 0) {
-					http_answer(c, 403, "exfiltration attempt", "secrets", r->rule_buf, 1);
-				} else {
-					relay_abort(c, r->rule_buf, 403);
-				}
+				struct refusal rf;
+
+				if (p < 0)
+					refusal_close(&rf, 500, REFUSAL_UPSTREAM_FAILED, "upstream",
+					              "cannot search the request body");
+				else
+					/* also while the response head is held to be scrubbed whole (it never went out) */
+					refusal_close(&rf, 403, REFUSAL_EXFILTRATION, "secrets", r->rule_buf);
+				relay_fail(c, &rf);
 				return;
 			}
 		}

@@ -1,8 +1,52 @@
 /* proxy/session/respond.c - answers the gateway writes itself: short JSON bodies that say why */
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <string.h>
 #include "common/json.h"
 #include "proxy/session/session.h"
+#include "proxy/session/refusal.h"
+
+const char *
+refusal_err_text(enum refusal_err e)
+{
+	switch (e) {
+	case REFUSAL_BAD_REQUEST: return "bad request";
+	case REFUSAL_DENIED: return "denied by policy";
+	case REFUSAL_EXFILTRATION: return "exfiltration attempt";
+	case REFUSAL_SECRET_UNAVAILABLE: return "secret unavailable";
+	case REFUSAL_SECRET_REVOKED: return "secret revoked";
+	case REFUSAL_INTERNAL: return "internal error";
+	case REFUSAL_MEDIA_TYPE: return "unsupported media type";
+	case REFUSAL_TOO_LARGE: return "request too large";
+	case REFUSAL_RATE_LIMITED: return "rate limited";
+	case REFUSAL_LIMITS_UNAVAILABLE: return "limits unavailable";
+	case REFUSAL_AUDIT_UNAVAILABLE: return "audit log unavailable";
+	case REFUSAL_UPSTREAM_FAILED: return "upstream failed";
+	case REFUSAL_MISDIRECTED: return "misdirected request";
+	case REFUSAL_METHOD_NOT_ALLOWED: return "method not allowed";
+	case REFUSAL_TIMEOUT: return "request timeout";
+	case REFUSAL_PROXY_AUTH: return "proxy authentication failed";
+	case REFUSAL_GATEWAY_BUSY: return "gateway busy";
+	case REFUSAL_APPROVAL_UNAVAILABLE: return "approval unavailable";
+	case REFUSAL_GATEWAY_STOPPING: return "gateway stopping";
+	}
+	return "refused";
+}
+
+int
+refusal_set(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason)
+{
+	*rf = (struct refusal){.status = status, .err = err, .rule = rule, .reason = reason};
+	return -1;
+}
+
+int
+refusal_close(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason)
+{
+	refusal_set(rf, status, err, rule, reason);
+	rf->close = 1;
+	return -1;
+}
 
 const char *
 respond_status_text(int status)
@@ -39,29 +83,54 @@ respond_json(struct evbuffer *out, int status, const char *error, const char *ho
 	respond_json_phrase(out, status, NULL, error, host, rule, reason, close);
 }
 
-void
-respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
-                    const char *rule, const char *reason, int close)
+/*
+ * The one JSON answer: {"error","host","rule","reason"} and, for a 429,
+ * its limit's members and Retry-After.  A body that does not fit (1024
+ * bytes, 2048 with a limit) is replaced by {"error":...} alone.
+ */
+static void
+answer(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host, const char *rule,
+       const char *reason, const struct refusal_limit *l, int close)
 {
-	char body[1024];
+	char body[2048];
 	struct jbuf jb;
+	char retry[40] = "";
 	long n;
 
-	jb_init(&jb, body, sizeof(body));
+	jb_init(&jb, body, l != NULL ? sizeof(body) : sizeof(body) / 2);
 	jb_str(&jb, "error", error);
 	if (host != NULL && host[0] != '\0')
 		jb_str(&jb, "host", host);
 	jb_str(&jb, "rule", rule);
 	jb_str(&jb, "reason", reason);
-	n = jb_finish(&jb, 1);
-	if (n < 0) {
-		memcpy(body, "{\"error\":\"refused\"}\n", 21);
-		n = 20;
+	if (l != NULL) {
+		jb_str(&jb, "limit", l->key);
+		jb_str(&jb, "kind", l->kind);
+		jb_int(&jb, "retry_after", l->retry_after);
+		jb_str(&jb, "reset", l->reset);
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", l->retry_after);
 	}
+	n = jb_finish(&jb, 1);
+	if (n < 0)
+		n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", l != NULL ? "rate limited" : "refused");
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
-	                    "Cache-Control: no-store\r\n%s\r\n",
-	                    status, phrase != NULL ? phrase : respond_status_text(status), n,
+	                    "%sCache-Control: no-store\r\n%s\r\n",
+	                    status, phrase != NULL ? phrase : respond_status_text(status), n, retry,
 	                    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, (size_t)n);
+}
+
+void
+respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
+                    const char *rule, const char *reason, int close)
+{
+	answer(out, status, phrase, error, host, rule, reason, NULL, close);
+}
+
+void
+respond_refusal(struct evbuffer *out, const struct refusal *rf, const char *host, int close)
+{
+	answer(out, rf->status, rf->phrase, refusal_err_text(rf->err), host, rf->rule, rf->reason,
+	       rf->limit.key != NULL ? &rf->limit : NULL, close);
 }

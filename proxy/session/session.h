@@ -74,6 +74,9 @@ void respond_json(struct evbuffer *out, int status, const char *error, const cha
  */
 void respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const char *error, const char *host,
                          const char *rule, const char *reason, int close);
+/* Queues refusal <rf> (refusal.h) as its JSON answer (a 429 with Retry-After and its limit's members). */
+struct refusal;
+void respond_refusal(struct evbuffer *out, const struct refusal *rf, const char *host, int close);
 const char *respond_status_text(int status);
 
 /* ---- refuse_proto.c: refusals in the client's own protocol (git smart HTTP, gRPC) ---- */
@@ -99,20 +102,23 @@ struct req;
 /* <path>: the request target's path and query, as sent. */
 enum refuse_proto refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *path, size_t path_len);
 /*
- * Answers refusal <status> (403, 429, 413) of the current request in its
- * client's protocol when it is a git or gRPC request: 1 when it did (the
- * request is answered, or, for a push with a body, the body is being drained
- * first: refuse_proto_draining), 0 when the JSON answer is the one.  <error>,
- * <rule> and <reason> are copied (a 429's reason carries its retry time).
- * <audit>: as http_answer's (the record is written now, before any drain).
+ * Writes refusal <rf> (403, 429, 413) of the current request in its client's
+ * protocol when it is a git or gRPC request (http_refuse, the one caller).
+ * REFUSE_PROTO_JSON: not such a request, the JSON answer is the one.
+ * REFUSE_PROTO_ANSWERED: written; the session ends the request as <end> says
+ * (status, rule, reason, quiet: already audited, close).  REFUSE_PROTO_DRAINING:
+ * a push with a body, recorded and audited now, whose body is read first
+ * (refuse_proto_pump).  <rf>'s text is copied where it must outlive the call
+ * (a 429's reason carries its retry time).  Frees nothing.
  */
-int refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason,
-                        int audit);
+enum refuse_proto_outcome { REFUSE_PROTO_JSON = 0, REFUSE_PROTO_ANSWERED = 1, REFUSE_PROTO_DRAINING = 2 };
+int refuse_proto_answer(struct conn *c, const struct refusal *rf, struct refusal *end);
 /* A refused push's body is being read and discarded (CONN_S_HOLD): refuse_proto_pump drives it. */
 int refuse_proto_draining(const struct conn *c);
-void refuse_proto_pump(struct conn *c);
-/* The drain's timer ran out: the report is written with what was read, and the connection closes. */
-void refuse_proto_timeout(struct conn *c);
+/* 1 when the drain ended and the report is written (the session ends the request as <end> says), else 0. */
+int refuse_proto_pump(struct conn *c, struct refusal *end);
+/* The drain's timer ran out: the report is written with what was read; the session ends it as <end> says. */
+void refuse_proto_timeout(struct conn *c, struct refusal *end);
 /*
  * A push's body start <buf>/<len> is about to go upstream (its command section decided on, semantic.c, or
  * the body held whole for secrets, credbody.c): its first REFUSE_GIT_SECTION_MAX bytes are copied, to name
@@ -334,12 +340,14 @@ int http_audit_decide(struct conn *c);
 void http_audit_request(struct conn *c, const char *verdict);
 /* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
 void http_next_request(struct conn *c, int keep);
-/* Answers the current request with a JSON refusal, audits it when <audit>, and moves on. */
-void http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit);
-/* http_answer in two halves, for answers written by their caller: 1 when the connection may stay open after <status>, */
+/*
+ * Refusals are answered by http_refuse() (proxy/session/refusal.h: the one
+ * answer, and who frees c->req).  1 when the connection may stay open after
+ * answering <status> to the current request.
+ */
 int http_answer_keep(const struct conn *c, int status);
-/* ... and, once the answer is queued on cio_out(), the rest: records <status>, <rule>, <reason>, audits, moves on. */
-void http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep);
+/* The request in flight fails after its head went out: audited, flushed, closed (a stream: reset); c->req freed. */
+void http_truncate(struct conn *c, const char *why);
 /* The current request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
 const char *http_req_id(struct conn *c);
 int http_append_header(struct evbuffer *out, const struct h1_header *h);
@@ -347,11 +355,19 @@ int http_append_header(struct evbuffer *out, const struct h1_header *h);
 void http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2);
 
 /* relay.c: the request in flight (DIAL, RELAY) and byte tunnels. */
-/* Dials or reuses the upstream for the parsed request and starts relaying. */
-void relay_dial(struct conn *c);
+/*
+ * Dials or reuses the upstream for the parsed request and starts relaying: 0
+ * (dialling, parked for its audit record, or relaying: what fails later is
+ * answered from the event that sees it), or -1 refused now (<rf>: 429, 503).
+ */
+int relay_dial(struct conn *c, struct refusal *rf);
 /* Moves body bytes both ways as far as the watermarks allow; finishes the request at its end. */
 void relay_pump(struct conn *c);
-/* Fails the request in flight: a JSON answer if no response head went out yet, else a truncating close. */
+/*
+ * Fails the request in flight from one of the relay's events: a JSON answer
+ * (http_refuse) if no response head went out yet, else a truncating close
+ * (http_truncate).  c->req is freed either way.
+ */
 void relay_abort(struct conn *c, const char *why, int status);
 /*
  * The body timer ran out in RELAY: 1 when the upstream took some of the

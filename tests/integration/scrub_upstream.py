@@ -17,6 +17,9 @@ record per request.  Paths:
     /partial         an unasked 206 with the first half of VALUE
     /trailer         a chunked body "ok" with a trailer field X-Echo: VALUE
     /many            every STORED_M* value, one per line (a host with a hundred secrets)
+    /answer-early    reads 1000 bytes of the request body, answers a head (Content-Length: 10) and 5 bytes of the
+                     body, then reads the rest of the request body before the last 5 bytes (an early answer whose
+                     head a gateway holds while the request body still streams)
     /file            the contents of the file SCRUB_FILE names, read at each request (a rotating value);
                      /file-old: of SCRUB_FILE.old (the value it had before)
     anything else    200 "ok"
@@ -57,9 +60,16 @@ class Conn(BufConn):
             k = k.strip().lower()
             hl[k] = (hl[k] + " | " if k in hl else "") + v.strip()
         n = int(hl.get("content-length", "0") or 0)
+        path = target.split("?")[0]
+        if path == "/answer-early" and n > 1000:
+            self.exact(1000)
+            self.emit({"ev": "head", "path": path, "headers": {k: mask(v) for k, v in hl.items()}})
+            self.c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf:")
+            self.exact(n - 1000)
+            self.c.sendall(b"rest\n")
+            return
         if n:
             self.exact(n)
-        path = target.split("?")[0]
         self.emit({"ev": "head", "path": path, "headers": {k: mask(v) for k, v in hl.items()}})
         first = dict(STORED).get("V1", b"none")
         if path == "/stored":

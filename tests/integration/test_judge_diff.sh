@@ -14,7 +14,14 @@ HERE=$(dirname "$(readlink -f "$0")")
 EX=$(readlink -f "$HERE/../../examples")
 DIFF=$HERE/judge_diff.py
 SEED=${SLUICE_IT_SEED:-18} GEN_N=${SLUICE_IT_GEN_N:-140}
-EXHOSTS="api.github.com github.com api.openai.com api.anthropic.com slack.com api.stripe.com api.githubcopilot.com"
+# every exact host name the example policies name reaches the echo upstream (a new example needs no edit here)
+EXHOSTS=$("$PY" -c 'import glob, sys, yaml
+for f in sorted(glob.glob(sys.argv[1] + "/*.yaml")):
+    if not f.endswith(".cases.yaml"):
+        for h in (yaml.safe_load(open(f)).get("hosts") or {}):
+            if h[0] != "*" and not h[0].isdigit() and ":" not in h:
+                print(h)' "$EX" | sort -u | tr '\n' ' ')
+[ -n "$EXHOSTS" ] || die "no host names found in $EX/*.yaml"
 PKI_EXTRA_SAN=$(for h in $EXHOSTS; do printf 'DNS:%s,' "$h"; done | sed 's/,$//')
 pki_init
 spawn "$T/echo.log" "$PY" "$HERE/echo_upstream.py" --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" \

@@ -53,7 +53,7 @@ spawn "$T/up.log" env "${UPENV[@]}" SCRUB_FILE="$T/v3" "$PY" "$HERE/scrub_upstre
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "upstream did not start: $(tail -n 3 "$T/up.log")"
 
 {
-  policy_base 'allow: { method: GET }' </dev/null
+  policy_base 'allow: { method: GET }' 'allow: { method: POST, path: /answer-early }' </dev/null
   cat <<YAML
 secrets:
   v1:
@@ -181,6 +181,25 @@ check "rotation: ... it is not in the body" bash -c "! grep -qF -f '$T/v3.old' '
 for f in "$GWLOG" "$AUDIT" "$OUT"; do
   check "rotation: neither value of v3 in $(basename "$f")" bash -c "! grep -qF -f '$T/v3' '$f' && ! grep -qF -f '$T/v3.old' '$f'"
 done
+
+# ------------------------------------------------ a placeholder in a streamed body after the upstream answered early
+# The upstream answers (head and half its body) after 1000 bytes of a 100000-byte body that streams through the
+# placeholder search; the gateway holds that head to scrub the small body whole.  The placeholder, sent 2 s later,
+# is refused as what it is (403 exfiltration attempt, rule secrets), not as a bad request: the head never went out.
+head -c 4096 /dev/zero | tr '\0' a >"$T/early1"
+{ printf '%s' "$PH1"; head -c $((100000 - 4096 - ${#PH1})) /dev/zero | tr '\0' b; } >"$T/early2"
+nf body; b=$F
+$CLEAN "$PY" "$HERE/rawclient.py" --proxy "127.0.0.1:$PP" --connect api.example.test:443 --cafile "$CA/ca.pem" \
+  --send 'POST /answer-early HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n' \
+  --send "@$T/early1" --delay 2 --send "@$T/early2" >"$b" 2>&1
+check_eq "early answer: the placeholder after it is refused: 403" 403 "$(head -n 1 "$b")"
+check_eq "early answer: ... as an exfiltration attempt of the secrets rule" "exfiltration attempt secrets" \
+  "$(sed -n 2p "$b" | jq -r '.error + " " + .rule')"
+check "early answer: the upstream's held answer did not reach the client" bash -c "! grep -q 'half:' '$b'"
+check "audit: early answer: the request is recorded as refused by the secrets rule" audit_wait \
+  '.type=="request" and .path=="/answer-early" and .status==403 and .rule=="secrets"'
+check "audit: early answer: its exfiltration_attempt record" audit_wait \
+  '.type=="exfiltration_attempt" and .secret=="v1" and .place=="body"'
 
 # ------------------------------------------------ F12: a value shorter than 8 bytes; a value with a CR
 for s in short cr; do

@@ -10,26 +10,88 @@
 #include <string.h>
 #include <cmocka.h>
 #include "proxy/session/session.h"
+#include "proxy/session/conn_ops.h"
+#include "proxy/session/refusal.h"
 #include "tests/unit/proxy/sessfake.h"
 
 struct fake_answer fake_ans;
+struct refusal fake_rf;
 
 void
 fake_answer_reset(void)
 {
 	memset(&fake_ans, 0, sizeof(fake_ans));
+	memset(&fake_rf, 0, sizeof(fake_rf));
+}
+
+/* What the session's answer of <rf> on <c> would say, recorded. */
+static void
+record(struct conn *c, const struct refusal *rf)
+{
+	assert_int_equal(rf->quiet, 0);   /* audited */
+	assert_true(rf->status >= 400 && rf->status <= 599);
+	assert_non_null(rf->rule);
+	assert_non_null(rf->reason);
+	fake_ans.n++;
+	fake_ans.status = rf->status;
+	snprintf(fake_ans.error, sizeof(fake_ans.error), "%s", refusal_err_text(rf->err));
+	snprintf(fake_ans.rule, sizeof(fake_ans.rule), "%s", rf->rule);
+	snprintf(fake_ans.reason, sizeof(fake_ans.reason), "%s", rf->reason);
+	fake_ans.close = rf->close;
+	if (rf->close)
+		c->req->client_keep_alive = 0;   /* http_refuse's first step */
+}
+
+int
+fake_ret(struct conn *c, int ret)
+{
+	if (ret < 0)
+		assert_int_not_equal(fake_rf.status, 0);   /* refused: the refusal is filled */
+	if (fake_rf.status != 0)
+		record(c, &fake_rf);
+	memset(&fake_rf, 0, sizeof(fake_rf));
+	return ret;
 }
 
 void
-http_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
+http_refuse(struct conn *c, const struct refusal *rf)
+{
+	record(c, rf);
+}
+
+static int
+no_trailers(struct conn *c, struct evbuffer *lines)
+{
+	(void)c, (void)lines;
+	fail_msg("trailers: not an HTTP/2 stream");
+	return 0;
+}
+
+static void
+no_abort(struct conn *c)
 {
 	(void)c;
-	assert_int_equal(audit, 1);
-	fake_ans.n++;
-	fake_ans.status = status;
-	snprintf(fake_ans.error, sizeof(fake_ans.error), "%s", error);
-	snprintf(fake_ans.rule, sizeof(fake_ans.rule), "%s", rule);
-	snprintf(fake_ans.reason, sizeof(fake_ans.reason), "%s", reason);
+	fail_msg("abort: not expected");
+}
+
+static const struct conn_ops fake_ops_h1 = {
+	.held = conn_op_no_held,
+	.trailers = no_trailers,
+	.abort = no_abort,
+};
+
+size_t *
+conn_op_no_held(struct conn *c)
+{
+	(void)c;
+	return NULL;
+}
+
+const struct conn_ops *
+conn_ops(const struct conn *c)
+{
+	(void)c;
+	return &fake_ops_h1;
 }
 
 int

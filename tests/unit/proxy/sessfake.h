@@ -1,10 +1,17 @@
 /*
  * tests/unit/proxy/sessfake.h - the session above the cred/ and judge/ modules
- * in their unit tests (sessfake.c): http_answer records the refusal in
- * fake_ans instead of writing it and freeing the request (the refusals
- * redesign makes that a returned refusal), conn_peer_str gives a fixed
- * sandbox address.  Every answer these modules give must be audited: a call
- * with <audit> 0 fails the test.
+ * in their unit tests (sessfake.c).  These modules never answer: they fill the
+ * struct refusal their caller passes (proxy/session/refusal.h) and return.
+ * The tests pass fake_rf and hand each call's return value to fake_ret,
+ * which records a filled refusal in fake_ans as the session would answer it
+ * (a closing one clears the request's client_keep_alive, as http_refuse
+ * does, and nothing is freed); http_refuse (the one answer, reached from the
+ * async callbacks, e.g. an operator's decision) records it the same way.
+ * conn_ops gives an HTTP/1.1 connection's operations (no held-bytes count
+ * shared with siblings; trailers, aborts and the rest fail the test), and
+ * conn_peer_str a fixed sandbox address.  Every refusal these modules give
+ * must be audited: a quiet one fails the test, and so does a call that
+ * returns -1 without filling fake_rf.
  */
 #ifndef SLUICE_TESTS_SESSFAKE_H
 #define SLUICE_TESTS_SESSFAKE_H
@@ -15,10 +22,22 @@ struct fake_answer {
 	char error[64];
 	char rule[64];
 	char reason[512];
+	int close;          /* the connection closes after the answer */
 };
 extern struct fake_answer fake_ans;
 
 void fake_answer_reset(void);
+
+struct conn;
+struct refusal;
+/* The refusal the tests pass to the module under test (cleared by fake_ret and fake_answer_reset). */
+extern struct refusal fake_rf;
+/*
+ * The return value <ret> of a call on <c>: records fake_rf in fake_ans when
+ * it was filled (fails the test when <ret> is -1 and it was not, or when it
+ * is quiet), clears it, and returns <ret>.
+ */
+int fake_ret(struct conn *c, int ret);
 
 struct policy_config;
 struct policy;

@@ -2,7 +2,7 @@
  * test_credbody.c - placeholders in a held request body (proxy/cred/credbody.c,
  * cred_hold_done) without a gateway: the credfake.h store and session, a body
  * put in r->hold as the session would, relay_dial recorded instead of
- * dialling.  Covered: a placeholder injected in a bound JSON field (numbers
+ * dialling, a refusal returned to the test (fake_ret).  Covered: a placeholder injected in a bound JSON field (numbers
  * and spacing as written) and form field (percent-encoded); refused in an
  * unbound field, a JSON key, an object with keys that differ only by case, a
  * JSON escape, a body that is not JSON, a body of another type, a _method
@@ -29,11 +29,12 @@
 
 static int dialled;
 
-void
-relay_dial(struct conn *c)
+int
+relay_dial(struct conn *c, struct refusal *rf)
 {
-	(void)c;
+	(void)c, (void)rf;
 	dialled++;
+	return 0;
 }
 
 void
@@ -129,8 +130,8 @@ held(struct cf *f, const char *sandbox, enum cred_body_type type, const char *bo
 		f->r.req_trailers = evbuffer_new();
 		evbuffer_add(f->r.req_trailers, trailers, strlen(trailers));
 	}
-	cred_hold_done(c);
-	assert_int_equal(dialled + fake_ans.n, 1);   /* exactly one of: sent on, answered */
+	fake_ret(c, cred_hold_done(c, &fake_rf));
+	assert_int_equal(dialled + fake_ans.n, 1);   /* exactly one of: sent on, refused */
 	return dialled ? 0 : -1;
 }
 

@@ -2,8 +2,8 @@
  * test_credreq.c - the binding of placeholders to places (proxy/cred/credreq.c)
  * without a gateway: a policy loaded from YAML, a struct conn and struct req
  * built here, a fake secret store (the cred.c interface of proxy/cred/cred.h) and a
- * fake session above (http_answer records the refusal instead of writing it;
- * the refusals redesign turns that into a returned refusal).  Covered: a
+ * fake session above (cred_check_head returns its refusal: the test records
+ * it as the session would answer it, sessfake.h).  Covered: a
  * placeholder in each bound place (header, query, Basic) is replaced by its
  * value; anywhere else (method, path, other header, header name, other query
  * key, cookie) it is refused as an exfiltration attempt naming the place; who
@@ -69,7 +69,7 @@ test_bound_places(void **state)
 		struct conn *c = conn_for(f, "agent-1", "api.example.test", 1, cases[i].head);
 		char *out;
 
-		assert_int_equal(cred_check_head(c), 0);
+		assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), 0);
 		assert_int_equal(fake_ans.n, 0);
 		assert_int_equal(f->r.nuses, 1);
 		assert_string_equal(f->r.uses[0].place, cases[i].place);
@@ -91,12 +91,12 @@ test_plaintext(void **state)
 	struct conn *c = conn_for(f, "agent-1", "plain.test", 0,
 	                          "GET / HTTP/1.1\r\nHost: plain.test\r\nAuthorization: " PH "\r\n\r\n");
 
-	assert_int_equal(cred_check_head(c), 0);
+	assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), 0);
 	assert_int_equal(f->r.nuses, 1);
 	cf_done(f);
 	c = conn_for(f, "agent-1", "api.example.test", 0,
 	             "GET / HTTP/1.1\r\nHost: api.example.test\r\nAuthorization: " PH "\r\n\r\n");
-	assert_int_equal(cred_check_head(c), -1);
+	assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), -1);
 	assert_int_equal(fake_ans.status, 403);
 	assert_non_null(strstr(fake_ans.reason, "plain HTTP"));
 	cf_done(f);
@@ -128,7 +128,7 @@ test_unbound_places(void **state)
 		struct conn *c = conn_for(f, "agent-1", "api.example.test", 1, cases[i].head);
 		char *out;
 
-		assert_int_equal(cred_check_head(c), -1);
+		assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), -1);
 		assert_int_equal(fake_ans.n, 1);
 		assert_int_equal(fake_ans.status, 403);
 		assert_string_equal(fake_ans.error, "exfiltration attempt");
@@ -165,7 +165,7 @@ test_who_may_use(void **state)
 		struct conn *c = conn_for(f, cases[i].sandbox, cases[i].host, 1,
 		                          "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " PH "\r\n\r\n");
 
-		assert_int_equal(cred_check_head(c), -1);
+		assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), -1);
 		assert_int_equal(fake_ans.status, 403);
 		if (strstr(fake_ans.reason, cases[i].why) == NULL)
 			fail_msg("case %zu: reason '%s', expected '%s'", i, fake_ans.reason, cases[i].why);
@@ -174,12 +174,12 @@ test_who_may_use(void **state)
 	}
 	/* the other secret in its own bound place on its own host passes; tok's placeholder beside it does not */
 	conn_for(f, "agent-1", "other.test", 1, "GET / HTTP/1.1\r\nHost: other.test\r\nX-Api-Key: " PH_OTHER "\r\n\r\n");
-	assert_int_equal(cred_check_head(&f->c), 0);
+	assert_int_equal(fake_ret(&f->c, cred_check_head(&f->c, &fake_rf)), 0);
 	assert_int_equal(cf_val_other.refs, 1);
 	cf_done(f);
 	conn_for(f, "agent-1", "other.test", 1,
 	         "GET / HTTP/1.1\r\nHost: other.test\r\nX-Api-Key: " PH_OTHER "\r\nAuthorization: " PH "\r\n\r\n");
-	assert_int_equal(cred_check_head(&f->c), -1);
+	assert_int_equal(fake_ret(&f->c, cred_check_head(&f->c, &fake_rf)), -1);
 	assert_string_equal(f->r.event_secret, "tok");
 	cf_done(f);
 }
@@ -202,7 +202,7 @@ test_encoded(void **state)
 	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
 		struct conn *c = conn_for(f, "agent-1", "api.example.test", 1, heads[i]);
 
-		if (cred_check_head(c) != -1)
+		if (fake_ret(c, cred_check_head(c, &fake_rf)) != -1)
 			fail_msg("case %zu: an encoded placeholder was not refused", i);
 		assert_int_equal(fake_ans.status, 403);
 		assert_non_null(strstr(fake_ans.reason, "encoded"));
@@ -220,7 +220,7 @@ test_unavailable(void **state)
 	char *out;
 
 	cf_store.e[0].val = NULL;
-	assert_int_equal(cred_check_head(c), -1);
+	assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), -1);
 	assert_int_equal(fake_ans.status, 503);
 	assert_string_equal(fake_ans.error, "secret unavailable");
 	assert_non_null(strstr(fake_ans.reason, "not fetched yet"));

@@ -36,13 +36,6 @@ cio_out(struct conn *c)
 	return client_out;
 }
 
-void
-h2srv_trailers(struct conn *vc, struct evbuffer *lines)
-{
-	(void)vc, (void)lines;
-	fail_msg("not an HTTP/2 stream");
-}
-
 int
 cred_trailers_search(struct conn *c, size_t *secret)
 {

@@ -2,8 +2,9 @@
  * test_semlimits.c - the limits of an allowed request (proxy/judge/semlimits.c,
  * sem_admit) without a gateway: the policy decides (policy_decide) a request
  * built here, the real counters (limits.c, in memory) count, and a fake
- * session records the answers (cio_out is a test buffer; http_answer*
- * record).  Covered: the order (each secret's limit, then the rule's, then
+ * session answers the refusal sem_admit returns as http_refuse would (the
+ * JSON answer of respond.c into a test buffer) and records it
+ * (sessfake.h).  Covered: the order (each secret's limit, then the rule's, then
  * its budget) and that a refused request takes nothing from the limits after
  * the one that refused it; a request admitted twice (resent on a stale pooled
  * upstream) counted once; the 429's Retry-After and JSON body naming the limit
@@ -26,6 +27,7 @@
 #include "proxy/judge/limits.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
+#include "proxy/session/refusal.h"
 #include "tests/unit/proxy/sessfake.h"
 
 static const char yaml[] =
@@ -53,36 +55,19 @@ static const char yaml[] =
 	"  agent-1:\n"
 	"    addresses: [10.200.1.2/32]\n";
 
-/* ---- the fake session: answers are recorded ---- */
+/* ---- the fake session: refusals are answered (JSON) and recorded ---- */
 
-static struct evbuffer *client_out;   /* what cio_out() gives: the bytes toward the client */
+static struct evbuffer *client_out;   /* the bytes toward the client */
 
-int
-http_answer_keep(const struct conn *c, int status)
+/* sem_admit(<c>) as relay_dial calls it, a refusal answered as http_refuse would (not git, not gRPC): its return */
+static int
+admit(struct conn *c)
 {
-	(void)c, (void)status;
-	return 1;
-}
+	int rc = sem_admit(c, &fake_rf);
 
-void
-http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep)
-{
-	(void)keep;
-	http_answer(c, status, "(written by the caller)", rule, reason, audit);
-}
-
-struct evbuffer *
-cio_out(struct conn *c)
-{
-	(void)c;
-	return client_out;
-}
-
-int
-refuse_proto_answer(struct conn *c, int status, const char *error, const char *rule, const char *reason, int audit)
-{
-	(void)c, (void)status, (void)error, (void)rule, (void)reason, (void)audit;
-	return 0;   /* not git, not gRPC: the JSON answer */
+	if (rc < 0)
+		respond_refusal(client_out, &fake_rf, c->host, fake_rf.close);
+	return fake_ret(c, rc);
 }
 
 /* semantic.c's: r->sem made on first use */
@@ -210,10 +195,10 @@ test_order(void **state)
 	struct fx *f = *state;
 
 	/* 1: tok's limit (1/hour) and the rule's (2/minute) each give one token */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), 0);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 1)), 0);
 	assert_int_equal(fake_ans.n, 0);
 	/* 2: tok's limit refuses first; the rule's is not touched */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 1)), -1);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 1)), -1);
 	assert_int_equal(fake_ans.status, 429);
 	assert_string_equal(fake_ans.rule, "secret:tok");
 	assert_string_equal(f->r.sem->limit_key, "secret:tok");
@@ -223,9 +208,9 @@ test_order(void **state)
 	assert_true(client_has("\"limit\":\"secret:tok\""));
 	assert_true(client_has("\"kind\":\"rate\""));
 	/* 3: without the secret, the rule still has its second token (the refusal above took none) */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), 0);
 	/* 4: now the rule's limit refuses, naming the rule's counter */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), -1);
 	assert_int_equal(fake_ans.status, 429);
 	assert_string_equal(fake_ans.rule, "list");
 	assert_string_equal(f->r.sem->limit_key, "rule:list");
@@ -239,11 +224,11 @@ test_admit_once(void **state)
 	struct fx *f = *state;
 	struct conn *c = request(f, "GET", "/list", NULL, 0);
 
-	assert_int_equal(sem_admit(c), 0);
-	assert_int_equal(sem_admit(c), 0);
-	assert_int_equal(sem_admit(c), 0);
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);   /* the second of 2/minute */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(admit(c), 0);
+	assert_int_equal(admit(c), 0);
+	assert_int_equal(admit(c), 0);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), 0);   /* the second of 2/minute */
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), -1);
 }
 
 static void
@@ -252,11 +237,11 @@ test_budget(void **state)
 	struct fx *f = *state;
 	struct conn *c;
 
-	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=6", 0)), 0);
+	assert_int_equal(admit(request(f, "POST", "/pay", "amount=6", 0)), 0);
 	assert_int_equal(f->r.sem->budget_taken, 1);
 	assert_string_equal(f->r.sem->amount_text, "6");
 	/* 6 + 6 > 10 */
-	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=6", 0)), -1);
+	assert_int_equal(admit(request(f, "POST", "/pay", "amount=6", 0)), -1);
 	assert_int_equal(fake_ans.status, 429);
 	assert_string_equal(f->r.sem->limit_kind, "budget");
 	assert_string_equal(f->r.sem->limit_key, "rule:pay");
@@ -265,11 +250,11 @@ test_budget(void **state)
 	assert_int_equal(f->r.sem->budget_taken, 0);
 	/* 3.5 still fits (9.5); a request that never went upstream gives its amount back (6 again) */
 	c = request(f, "POST", "/pay", "amount=3.5", 0);
-	assert_int_equal(sem_admit(c), 0);
+	assert_int_equal(admit(c), 0);
 	assert_string_equal(f->r.sem->amount_text, "3.5");
 	sem_budget_refund(c);
-	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=4", 0)), 0);
-	assert_int_equal(sem_admit(request(f, "POST", "/pay", "amount=0.5", 0)), -1);   /* 6 + 4 = 10: full */
+	assert_int_equal(admit(request(f, "POST", "/pay", "amount=4", 0)), 0);
+	assert_int_equal(admit(request(f, "POST", "/pay", "amount=0.5", 0)), -1);   /* 6 + 4 = 10: full */
 }
 
 /* fail closed: no counters, or counters that cannot be saved, refuse a limited request (503) */
@@ -280,20 +265,20 @@ test_fail_closed(void **state)
 	struct limits *l = f->gw.limits;
 
 	f->gw.limits = NULL;
-	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 0)), 0);   /* nothing to count: not touched */
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(admit(request(f, "GET", "/free", NULL, 0)), 0);   /* nothing to count: not touched */
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), -1);
 	assert_int_equal(fake_ans.status, 503);
-	assert_int_equal(sem_admit(request(f, "GET", "/free", NULL, 1)), -1);   /* the secret's limit */
+	assert_int_equal(admit(request(f, "GET", "/free", NULL, 1)), -1);   /* the secret's limit */
 	assert_int_equal(fake_ans.status, 503);
 	f->gw.limits = l;
 	limits_set_unsaveable(l, 1);
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), -1);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), -1);
 	assert_int_equal(fake_ans.status, 503);
 	assert_string_equal(fake_ans.error, "limits unavailable");
 	assert_non_null(strstr(fake_ans.reason, "cannot be saved"));
 	assert_int_equal(f->r.client_keep_alive, 0);
 	limits_set_unsaveable(l, 0);
-	assert_int_equal(sem_admit(request(f, "GET", "/list", NULL, 0)), 0);
+	assert_int_equal(admit(request(f, "GET", "/list", NULL, 0)), 0);
 }
 
 int

@@ -3,8 +3,9 @@
  * without a gateway: a request head parsed by the real parser, a struct
  * conn / struct req built here, the client's body bytes arriving in a test
  * buffer (cio_in) a piece at a time and moved by a fake relay_body_move (the
- * net below), and a recording session above (http_answer, cred_hold_done,
- * relay_dial).  Covered: the body bound (413 from Content-Length at once, and
+ * net below), and a recording session above (the refusals semantic.c
+ * returns, recorded as the session would answer them: sessfake.h;
+ * cred_hold_done, relay_dial).  Covered: the body bound (413 from Content-Length at once, and
  * from a chunked body as soon as it grows past max_body), a body decided only
  * once whole whatever the pieces, allow and deny with the rule's id, report
  * mode (passes, audit members say what would have happened), a hold with no
@@ -62,25 +63,28 @@ static struct evbuffer *client_in;   /* the client's bytes not read yet (cio_in)
 static int chunked_end;              /* the fake chunked body ends once client_in is empty */
 static size_t fed;                   /* body bytes the client has sent so far */
 
-void
-cred_hold_done(struct conn *c)
+int
+cred_hold_done(struct conn *c, struct refusal *rf)
 {
-	(void)c;
+	(void)c, (void)rf;
 	seen.sent++;   /* the held body is whole and allowed: credbody.c sends it */
+	return 0;
 }
 
-void
-cred_hold_wait(struct conn *c, int progress)
+int
+cred_hold_wait(struct conn *c, int progress, struct refusal *rf)
 {
-	(void)c, (void)progress;
+	(void)c, (void)progress, (void)rf;
 	seen.waits++;
+	return 0;
 }
 
-void
-relay_dial(struct conn *c)
+int
+relay_dial(struct conn *c, struct refusal *rf)
 {
-	(void)c;
+	(void)c, (void)rf;
 	seen.dialled++;
+	return 0;
 }
 
 struct evbuffer *
@@ -155,13 +159,6 @@ cred_scan_begin(struct conn *c)
 	(void)c;
 	unexpected("cred_scan_begin");
 	return -1;
-}
-
-size_t *
-h2srv_held(struct conn *vc)
-{
-	(void)vc;
-	return NULL;
 }
 
 void
@@ -288,7 +285,7 @@ head(struct fx *f, const char *host, const char *h)
 	f->r.body = f->m.framing;
 	f->r.body_left = f->m.content_length;
 	f->r.client_keep_alive = 1;
-	return sem_head(&f->c, &f->m);
+	return fake_ret(&f->c, sem_head(&f->c, &f->m, &fake_rf));
 }
 
 /* The body arrives in pieces of <piece> bytes, the session pumping after each, as http.c does in CONN_S_HOLD. */
@@ -304,7 +301,7 @@ body(struct fx *f, const char *b, size_t piece)
 		fed += len - off < piece ? len - off : piece;
 		if (off + piece >= len)
 			chunked_end = 1;
-		sem_hold_pump(&f->c);
+		fake_ret(&f->c, sem_hold_pump(&f->c, &fake_rf));
 		/* decided only once the body is whole */
 		if (off + piece < len && f->r.body != H1_BODY_CHUNKED)
 			assert_int_equal(seen.sent, 0);
@@ -428,7 +425,7 @@ test_hold_unavailable(void **state)
 	/* no body: parked at once (sem_park_start), and with no registry refused 503 */
 	assert_int_equal(head(f, "api.example.test", "GET /ping HTTP/1.1\r\nHost: api.example.test\r\n\r\n"), 0);
 	assert_true(sem_park_pending(&f->c));
-	sem_park_start(&f->c);
+	fake_ret(&f->c, sem_park_start(&f->c, &fake_rf));
 	assert_int_equal(f->c.state, CONN_S_HOLD);
 	assert_int_equal(fake_ans.status, 503);
 	assert_string_equal(fake_ans.error, "approval unavailable");
