@@ -30,7 +30,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static void
 admin_health(struct evhttp_request *req, void *arg)

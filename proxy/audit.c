@@ -28,8 +28,6 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
-#include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
 
 /* A request waiting for its record (or a passthrough for its connection's). */
 struct audit_parked {
@@ -329,7 +327,8 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 		tmp.type = "denial";
 		rec = &tmp;
 	}
-	metrics_audit(a->metrics, rec);
+	if (a->count != NULL)
+		a->count(a->count_arg, rec);
 	if (a->path == NULL)
 		return 0;
 	n = audit_rec_format(rec, buf, sizeof(buf), (size_t)-1);
@@ -593,7 +592,8 @@ audit_conn_gate(struct audit *a, uint64_t conn_id, void (*resume)(void *), void 
 /* ---- life cycle ---- */
 
 struct audit *
-audit_open(const struct policy_config *cfg, const char *config_path, struct metrics *m, const char **err)
+audit_open(const struct policy_config *cfg, const char *config_path, audit_count_cb count, void *count_arg,
+           const char **err)
 {
 	struct audit *a = xcalloc(1, sizeof(*a));
 	pthread_condattr_t ca;
@@ -602,7 +602,8 @@ audit_open(const struct policy_config *cfg, const char *config_path, struct metr
 
 	a->fd = -1;
 	a->ckpt_fd = -1;
-	a->metrics = m;
+	a->count = count;
+	a->count_arg = count_arg;
 	a->tail = &a->head;
 	a->next_seq = 1;
 	atomic_init(&a->written, 0);

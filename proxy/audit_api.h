@@ -1,7 +1,7 @@
 /*
  * proxy/audit_api.h - the audit log as the rest of the gateway uses it: one
  * record (struct audit_rec) and the calls workers and the main thread make
- * (audit.c, audit_*.c).  Internal to proxy/; proxy_int.h includes it.
+ * (audit.c, audit_*.c).  Internal to proxy/; proxy/gateway_int.h includes it.
  */
 #ifndef SLUICE_PROXY_AUDIT_API_H
 #define SLUICE_PROXY_AUDIT_API_H
@@ -83,19 +83,25 @@ struct audit_rec {
 	((struct audit_rec){.type = (t), .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,   \
 	                    .upstream_tls = -1, .limit_retry_after = -1, .generation = -1, .warnings = -1})
 
-struct metrics;
+/*
+ * What the log reports of each record it is given (audit_write), for the
+ * gateway's /metrics: called on the writing thread, before the record is
+ * queued, with <arg> as given to audit_open.  The audit queue calls no
+ * counter of its own, so it sits below metrics (docs/architecture.md).
+ */
+typedef void (*audit_count_cb)(void *arg, const struct audit_rec *rec);
 
 /*
  * Opens the audit log of <cfg> (audit.file and the other audit.* keys):
  * recovers the file after a crash (a partial last line is cut off and
  * reported in the start record; an unreadable last record refuses), reads
  * and evolves the key file.  With no audit.file the log is off: records are
- * only counted (<m>, borrowed, may be NULL).  NULL with *<err> on failure
+ * only counted (<count> with <count_arg>, borrowed; NULL: not counted).  NULL with *<err> on failure
  * (static text, valid until the next call).  Main thread, before any other
  * audit call.
  */
-struct audit *audit_open(const struct policy_config *cfg, const char *config_path, struct metrics *m,
-                         const char **err);
+struct audit *audit_open(const struct policy_config *cfg, const char *config_path, audit_count_cb count,
+                         void *count_arg, const char **err);
 /* Starts the writer thread and queues the start record.  0, or -1 with *<err>. */
 int audit_start(struct audit *a, const char **err);
 /*

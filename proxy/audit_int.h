@@ -25,7 +25,8 @@
 #include <sys/types.h>
 
 #include "audit/audit.h"     /* AUDIT_HASH_HEX, AUDIT_KEY_LABEL, the hashes and the key evolution */
-#include "proxy/proxy_int.h"
+#include "policy/policy.h"
+#include "proxy/audit_api.h"
 
 #define AUDIT_KEY_LEN 32                        /* K_n */
 #define AUDIT_BODY_MAX 8192                     /* a record's members; a longer path is cut to fit */
@@ -101,7 +102,8 @@ struct audit {
 	size_t queue_max;
 	char run[AUDIT_RUN_HEX + 1];
 	uint64_t recovered;               /* bytes of a partial last line cut off at open */
-	struct metrics *metrics;
+	audit_count_cb count;             /* audit_open: what counts each record, or NULL */
+	void *count_arg;
 
 	/* the queue: <mu> */
 	pthread_mutex_t mu;

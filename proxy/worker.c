@@ -12,7 +12,8 @@
 #include <event2/thread.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/codec/tls_hello.h"
+#include "proxy/gateway_int.h"
 #include "proxy/net/tlsbuf.h"
 
 static void
@@ -235,6 +236,7 @@ worker_start(struct worker *w)
 	event_config_free(ecfg);
 	if (w->base == NULL || deadline_init(w) != 0)
 		return SLUICE_EIO;
+	net_ops_set(w, &session_net_ops);  /* net reports to the session through these, never by calling it */
 	w->dns = evdns_base_new(w->base, 0);
 	if (w->dns == NULL)
 		return SLUICE_EIO;

@@ -9,6 +9,8 @@
  * last request ends.  Entries are never freed before the gateway stops, so
  * a worker may keep a pointer to one: a changed declaration gets a new entry.
  */
+#include <stdatomic.h>
+#include <pthread.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 #include <openssl/crypto.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/cred/cred.h"
 #include "secrets/scrub.h"
 
 struct cred_value {

@@ -35,9 +35,10 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/core/context.h"
 #include "secrets/detect.h"
 
 #define JSON_PLACE_MAX 1024   /* bytes of a concrete JSON path named in a place */

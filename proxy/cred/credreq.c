@@ -15,7 +15,8 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 #include "proxy/session/refusal.h"
 #include "secrets/scrub.h"
 

@@ -20,7 +20,9 @@
 #include <string.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 #include "secrets/scrub.h"
 
 #define HOST_SCRUB_CACHE 64   /* sets one worker keeps */

@@ -126,4 +126,20 @@ uint64_t dns_responder_dropped(const struct dns_responder *r);
  */
 int dns_name_canon(const char *qname, char *out, size_t cap);
 
+/* gwdns.c: the responder wired into the gateway (its socket, its policy, its audit). */
+struct gateway;
+/* The DNS responder's socket, bound before the privilege drop (gwdns.c): 0, or -1 with *<err>. */
+int gwdns_bind(struct gateway *gw, const char *spec, const char **err);
+/* Starts / stops answering on the main thread's base. */
+void gwdns_start(struct gateway *gw);
+void gwdns_stop(struct gateway *gw);
+/*
+ * A transparent connection to <dest> (its original destination, NULL if
+ * none), a synthetic address of <synth>: the name it stands for
+ * must be <host> (have_name: from SNI or Host), or becomes <host> (no name
+ * given).  0, or -1 with *<reason> (the connection is refused).
+ */
+int gwdns_check(struct synth *synth, const struct sockaddr *dest, char *host, size_t cap, int have_name,
+                const char **reason);
+
 #endif

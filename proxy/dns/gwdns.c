@@ -11,8 +11,12 @@
 #include <netinet/in.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "common/host.h"
 #include "proxy/dns/dns.h"
-#include "proxy/proxy_int.h"
+#include "proxy/net/net.h"
+#include "proxy/sbxreg.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 int
 gwdns_bind(struct gateway *gw, const char *spec, const char **err)
@@ -105,14 +109,15 @@ gwdns_stop(struct gateway *gw)
 }
 
 int
-gwdns_check(struct conn *c, char *host, size_t cap, int have_name, const char **reason)
+gwdns_check(struct synth *synth, const struct sockaddr *dest, char *host, size_t cap, int have_name,
+            const char **reason)
 {
 	char name[HOST_BUF];
 	int r;
 
-	if (!c->has_dest || !synth_is_synthetic(&c->dest.sa))
+	if (dest == NULL || !synth_is_synthetic(dest))
 		return 0;
-	r = synth_lookup_addr(c->w->gw->synth, &c->dest.sa, name, sizeof(name));
+	r = synth_lookup_addr(synth, dest, name, sizeof(name));
 	if (r != 0) {
 		*reason = "a synthetic address the DNS responder did not give out";
 		return -1;

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 #include <event2/buffer.h>
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
 
 int
 h2_fields_add(struct evbuffer *hdr, size_t *nfields, size_t max_fields, size_t max_bytes, const uint8_t *name,

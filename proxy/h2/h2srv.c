@@ -57,6 +57,7 @@
 #include "proxy/h2/h2srv_int.h"
 #include "proxy/metrics.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/core/context.h"
 
 /* ---- the virtual connection of a stream ---- */
 
@@ -122,7 +123,7 @@ vc_new(struct h2stream *st)
 	c->judged = 1;
 	c->io_on = 1;
 	c->io_reading = 1;
-	c->h2 = st;
+	c->h2.stream = st;
 	c->h2_stream = 1;
 	c->alpn_h1 = p->alpn_h1;  /* the upstream is offered what the client offered */
 	c->alpn_h2 = p->alpn_h2;
@@ -157,7 +158,7 @@ static void
 stream_free(struct h2stream *st)
 {
 	if (st->vc != NULL) {
-		st->vc->h2 = NULL;  /* conn_close of a stream's connection no longer reaches back here */
+		st->vc->h2.stream = NULL;  /* conn_close of a stream's connection no longer reaches back here */
 		st->vc->in = st->vc->out = NULL;  /* ours */
 		conn_close(st->vc);
 		st->vc = NULL;
@@ -231,13 +232,13 @@ stream_service(struct h2stream *st)
 void
 h2srv_stream_closed(struct conn *vc)
 {
-	struct h2stream *st = vc->h2;
+	struct h2stream *st = vc->h2.stream;
 
 	if (st == NULL)
 		return;
 	st->vc = NULL;
 	vc->in = vc->out = NULL;  /* ours */
-	vc->h2 = NULL;
+	vc->h2.stream = NULL;
 	st->consume += st->data_unconsumed;
 	st->data_unconsumed = 0;
 	st->pending = 1;
@@ -252,7 +253,7 @@ h2srv_stream_closed(struct conn *vc)
 void
 h2srv_stream_abort(struct conn *vc)
 {
-	struct h2stream *st = vc->h2;
+	struct h2stream *st = vc->h2.stream;
 
 	if (st != NULL)
 		h2srv_stream_reset(st, NGHTTP2_INTERNAL_ERROR);
@@ -261,7 +262,7 @@ h2srv_stream_abort(struct conn *vc)
 size_t *
 h2srv_held(struct conn *vc)
 {
-	struct h2stream *st = vc->h2_stream ? vc->h2 : NULL;
+	struct h2stream *st = vc->h2_stream ? vc->h2.stream : NULL;
 
 	return st != NULL ? &st->s->held : NULL;
 }
@@ -269,7 +270,7 @@ h2srv_held(struct conn *vc)
 struct conn *
 h2srv_parent(struct conn *vc)
 {
-	struct h2stream *st = vc->h2_stream ? vc->h2 : NULL;
+	struct h2stream *st = vc->h2_stream ? vc->h2.stream : NULL;
 
 	return st != NULL ? st->s->c : NULL;
 }
@@ -277,7 +278,7 @@ h2srv_parent(struct conn *vc)
 int
 h2srv_had_streams(const struct conn *c)
 {
-	const struct h2srv *s = c->h2_conn ? c->h2 : NULL;
+	const struct h2srv *s = c->h2_conn ? c->h2.sess : NULL;
 
 	return s != NULL && nghttp2_session_get_last_proc_stream_id(s->ng) > 0;
 }
@@ -285,7 +286,7 @@ h2srv_had_streams(const struct conn *c)
 int
 h2srv_waiting(struct conn *c)
 {
-	struct h2srv *s = c->h2_conn ? c->h2 : NULL;
+	struct h2srv *s = c->h2_conn ? c->h2.sess : NULL;
 	struct h2stream *st;
 
 	if (s == NULL)
@@ -578,7 +579,7 @@ h2srv_start(struct conn *c)
 		free(s);
 		return -1;
 	}
-	c->h2 = s;
+	c->h2.sess = s;
 	c->h2_conn = 1;
 	nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, set, sizeof(set) / sizeof(set[0]));
 	conn_set_state(c, CONN_S_H2);
@@ -592,7 +593,7 @@ h2srv_start(struct conn *c)
 void
 h2srv_pump(struct conn *c)
 {
-	struct h2srv *s = c->h2;
+	struct h2srv *s = c->h2.sess;
 	struct evbuffer *in = cio_in(c), *out = cio_out(c);
 	struct h2stream *st, *next;
 	size_t n = evbuffer_get_length(in);
@@ -659,7 +660,7 @@ h2srv_pump(struct conn *c)
 void
 h2srv_revoke(struct conn *c, const char *why)
 {
-	struct h2srv *s = c->h2;
+	struct h2srv *s = c->h2.sess;
 	struct h2stream *st;
 
 	if (s == NULL || !c->h2_conn || s->goaway != H2_GOAWAY_NONE)
@@ -681,7 +682,7 @@ h2srv_revoke(struct conn *c, const char *why)
 void
 h2srv_free(struct conn *c)
 {
-	struct h2srv *s = c->h2;
+	struct h2srv *s = c->h2.sess;
 	struct h2stream *st;
 
 	if (s == NULL || !c->h2_conn)
@@ -692,5 +693,5 @@ h2srv_free(struct conn *c)
 	}
 	nghttp2_session_del(s->ng);
 	free(s);
-	c->h2 = NULL;
+	c->h2.sess = NULL;
 }

@@ -10,7 +10,8 @@
 
 #include <nghttp2/nghttp2.h>
 #include "proxy/codec/h2conv.h"
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
+#include "proxy/session/session.h"
 
 #define H2_MAX_STREAMS 100          /* SETTINGS_MAX_CONCURRENT_STREAMS */
 #define H2_STREAM_WINDOW 65535      /* request body bytes a stream may have in flight */

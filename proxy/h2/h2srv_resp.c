@@ -14,6 +14,8 @@
 #include "common/sluice.h"
 #include "proxy/h2/h2srv_int.h"
 #include "proxy/codec/ws.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 /* ---- refusals: the gateway's own answer on a stream ---- */
 
@@ -252,7 +254,7 @@ again:
 void
 h2srv_trailers(struct conn *vc, struct evbuffer *lines)
 {
-	struct h2stream *st = vc->h2;
+	struct h2stream *st = vc->h2.stream;
 
 	if (st == NULL || st->reset || st->want_reset) {
 		evbuffer_drain(lines, evbuffer_get_length(lines));
@@ -266,7 +268,7 @@ h2srv_trailers(struct conn *vc, struct evbuffer *lines)
 int
 h2srv_ws_accept_check(struct conn *vc, const struct h1_message *m)
 {
-	struct h2stream *st = vc->h2;
+	struct h2stream *st = vc->h2.stream;
 	const struct h1_header *a = h1_find_header(m, "sec-websocket-accept");
 	char want[WS_ACCEPT_LEN + 1];
 

@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2/h2up_int.h"
+#include "proxy/core/context.h"
 
 static void sess_pump(struct h2up_sess *s);
 static void sess_destroy(struct h2up_sess *s, const char *why);

@@ -9,7 +9,8 @@
 
 #include <nghttp2/nghttp2.h>
 #include "proxy/codec/h2conv.h"
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
+#include "proxy/core/context.h"
 #include "proxy/codec/ws.h"
 
 #define H2UP_MAX_STREAMS 100            /* streams we run on one session, whatever the upstream allows */

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2/h2up_int.h"
+#include "proxy/core/context.h"
 
 /*
  * The request's chunked trailers as a trailing HEADERS (nghttp2 allows this

@@ -22,7 +22,7 @@
  *   sem_req_free()    the request ends: a pending hold is cancelled, a
  *                     budget not spent is refunded, held bytes are released
  *
- * Bounds (proxy_int.h): a held body is at most the max_body of the rules that
+ * Bounds (proxy/session/session.h): a held body is at most the max_body of the rules that
  * read it (policy: at most 16 MiB); a hold whose rule reads no body holds at
  * most JUDGE_HOLD_BODY_MAX (policy/judge.h); the held bodies of one HTTP/2
  * connection's streams at most PROXY_H2_HELD_MAX, and of the whole gateway at most PROXY_HELD_MAX

@@ -14,10 +14,11 @@
 #include "common/sluice.h"
 #include "policy/judge.h"
 #include "proxy/judge/limits.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
+#include "proxy/core/context.h"
 
 static uint64_t
 wall_ms(void)

@@ -21,7 +21,8 @@
 #include <openssl/err.h>
 #include <event2/buffer.h>
 #include "common/log.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 
 #define IO_CHUNK 16384   /* bytes per read or TLS write: one full TLS record */
 #define IO_ROUNDS 8      /* I/O-then-pump rounds per wake-up before yielding to other connections */
@@ -302,7 +303,7 @@ handshake(struct conn *c)
 	else
 		snprintf(ebuf, sizeof(ebuf), "client closed during the handshake");
 	ERR_clear_error();
-	conn_tls_failed(c, ebuf);
+	c->w->net_ops->tls_failed(c, ebuf);
 	return -1;
 }
 
@@ -335,14 +336,14 @@ cio_event(struct conn *c, short what)
 			moved = 0;  /* wait for the next edge */
 			goto out;
 		}
-		conn_start_requests(c);
+		c->w->net_ops->start_requests(c);
 	}
 	for (round = 0; moved && round < IO_ROUNDS && c->state != CONN_S_DEAD; round++) {
 		moved = flush(c);
 		moved |= fill(c);
 		/* an HTTP/2 connection is also kicked by its streams, with no bytes moved: what it queues is sent next round */
 		if (moved || (round == 0 && c->h2_conn)) {
-			conn_pump(c);
+			c->w->net_ops->pump(c);
 			moved |= c->h2_conn && cio_out_len(c) > 0;
 		}
 	}

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 
 static uint64_t
 now_ms(void)
@@ -144,9 +145,15 @@ fire(evutil_socket_t fd, short what, void *arg)
 	while (budget-- > 0 && w->ndl > 0 && w->dl[0]->deadline <= now) {
 		c = w->dl[0];
 		unlink_conn(w, c);
-		conn_expired(c);
+		w->net_ops->expired(c);
 	}
 	schedule(w);
+}
+
+void
+net_ops_set(struct worker *w, const struct net_ops *ops)
+{
+	w->net_ops = ops;
 }
 
 int

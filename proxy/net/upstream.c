@@ -21,7 +21,10 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
+#include "proxy/net/net.h"
+#include "proxy/h2/h2.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 #define SESSION_SLOTS 128
 #define MEMO_SLOTS 256

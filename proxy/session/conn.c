@@ -18,8 +18,14 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
+#include "ca/ca.h"
 #include "policy/judge.h"
-#include "proxy/proxy_int.h"
+#include "proxy/codec/tls_hello.h"
+#include "proxy/session/session.h"
+#include "proxy/h2/h2.h"
+#include "proxy/dns/dns.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
@@ -368,6 +374,13 @@ start_tls(struct conn *c)
 	conn_arm_timer(c, gw->cfg->limits.tls_handshake_ms);
 }
 
+const struct net_ops session_net_ops = {
+	.start_requests = conn_start_requests,
+	.tls_failed = conn_tls_failed,
+	.pump = conn_pump,
+	.expired = conn_expired,
+};
+
 void
 conn_start_requests(struct conn *c)
 {
@@ -537,7 +550,8 @@ peek_transparent(struct conn *c, const uint8_t *buf, size_t n)
 	} else {
 		netaddr_format(&c->dest.sa, 0, host, sizeof(host));
 	}
-	if (gwdns_check(c, host, sizeof(host), hello.has_sni, &err) != 0) {
+	if (gwdns_check(c->w->gw->synth, c->has_dest ? &c->dest.sa : NULL, host, sizeof(host), hello.has_sni,
+	                &err) != 0) {
 		conn_refuse(c, 0, NULL, "listen.dns", err);
 		return;
 	}

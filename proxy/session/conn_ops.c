@@ -1,5 +1,5 @@
 /* proxy/session/conn_ops.c - the HTTP/1.1 side of conn_ops.h, the shared no-ops, and which side a connection is on */
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
 
 void

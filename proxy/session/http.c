@@ -13,8 +13,12 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/judge.h"
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
+#include "proxy/session/session.h"
+#include "proxy/dns/dns.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/session/refusal.h"
 
@@ -535,9 +539,10 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 	}
 	if (c->mode == CONN_MODE_TRANSPARENT) {
 		const char *why;
+		const struct sockaddr *dest = c->has_dest ? &c->dest.sa : NULL;
 
 		port = c->port;  /* plain HTTP redirected: the port the sandbox dialled */
-		if (gwdns_check(c, host, sizeof(host), 1, &why) != 0) {
+		if (gwdns_check(c->w->gw->synth, dest, host, sizeof(host), 1, &why) != 0) {
 			http_answer(c, 421, REFUSAL_MISDIRECTED, "listen.dns", why);
 			return -1;
 		}

@@ -31,7 +31,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 #include "proxy/session/conn_ops.h"
 

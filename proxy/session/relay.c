@@ -10,10 +10,13 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/h2/h2.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/core/context.h"
+#include "proxy/audit_api.h"
 
 #define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 #define RESP_HEAD_MIN 32768

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "common/json.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 
 const char *

@@ -38,8 +38,9 @@
 
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/codec/ws.h"
+#include "proxy/core/context.h"
 #include "secrets/detect.h"
 #include "secrets/scrub.h"
 

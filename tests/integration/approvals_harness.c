@@ -33,7 +33,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/judge/approvals.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 #define HOLDS_MAX 64
 
@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	gw.sbx = sbxreg_new();
 	gw.approvals = approvals_new(APPROVALS_MAX_PENDING);
 	approvals_set_note(gw.approvals, admin_approval_note, &gw);
-	gw.audit = audit_open(cfg, argv[1], NULL, &err);
+	gw.audit = audit_open(cfg, argv[1], NULL, NULL, &err);
 	if (gw.audit == NULL || audit_start(gw.audit, &err) != 0) {
 		fprintf(stderr, "audit: %s\n", err != NULL ? err : "?");
 		return 1;

@@ -1,7 +1,7 @@
 /*
  * tests/unit/proxy/credfake.h - what the proxy/cred/ unit tests share
  * (credfake.c): one policy with two secrets, a fake secret store behind the
- * cred.c interface of proxy_int.h (fixed placeholders and fake values, with
+ * cred.c interface of proxy/cred/cred.h (fixed placeholders and fake values, with
  * reference counts), and a struct conn / struct req built per case; the
  * session above is sessfake.h's.  No gateway, no socket, no event loop.
  *
@@ -17,7 +17,8 @@
 #include <stdint.h>
 #include <event2/buffer.h>
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 #include "tests/unit/proxy/sessfake.h"
 
 #define PH "sluice_ph_UnitTok0123456789abcdefghij"

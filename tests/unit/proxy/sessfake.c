@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/session/refusal.h"
 #include "tests/unit/proxy/sessfake.h"

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <event2/buffer.h>
 #include "proxy/audit_int.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static char *
 slurp(const char *path, size_t *len)
@@ -78,7 +78,7 @@ open_log(char *path)
 	cfg.audit_fsync_ms = 1000;
 	cfg.audit_checkpoint_ms = 0;
 	cfg.audit_queue = 1024;
-	a = audit_open(&cfg, "/etc/sluice/sluice.yaml", NULL, &err);
+	a = audit_open(&cfg, "/etc/sluice/sluice.yaml", NULL, NULL, &err);
 	assert_non_null(a);
 	assert_int_equal(audit_start(a, &err), 0);
 	return a;
@@ -323,7 +323,7 @@ test_no_file_counts_only(void **state)
 
 	(void)state;
 	memset(&cfg, 0, sizeof(cfg));
-	a = audit_open(&cfg, NULL, NULL, &err);
+	a = audit_open(&cfg, NULL, NULL, NULL, &err);
 	assert_non_null(a);
 	assert_int_equal(audit_start(a, &err), 0);
 	assert_false(audit_enabled(a));
@@ -334,7 +334,7 @@ test_no_file_counts_only(void **state)
 	audit_close(a);
 	cfg.audit_file = (char *)"/nonexistent-dir/sluice/audit.jsonl";
 	err = NULL;
-	assert_null(audit_open(&cfg, NULL, NULL, &err));
+	assert_null(audit_open(&cfg, NULL, NULL, NULL, &err));
 	assert_string_equal(err, "audit.file /nonexistent-dir/sluice/audit.jsonl: No such file or directory");
 }
 

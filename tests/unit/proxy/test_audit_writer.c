@@ -26,7 +26,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include "proxy/audit_int.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static char dir[] = "/tmp/sluice-test-auditw-XXXXXX";
 static char logp[256], keyp[256], ckp[256];
@@ -82,7 +82,7 @@ start(char *key, unsigned ckpt_ms)
 {
 	struct policy_config c = cfg_for(key, ckpt_ms);
 	const char *err = NULL;
-	struct audit *a = audit_open(&c, "cfg.yaml", NULL, &err);
+	struct audit *a = audit_open(&c, "cfg.yaml", NULL, NULL, &err);
 
 	if (a == NULL)
 		fail_msg("audit_open: %s", err);
@@ -270,7 +270,7 @@ test_unreadable_last_line_refuses(void **state)
 	f = fopen(logp, "w");
 	fputs("{\"time\":\"old format, no seq\"}\n", f);
 	fclose(f);
-	assert_null(audit_open(&c, NULL, NULL, &err));
+	assert_null(audit_open(&c, NULL, NULL, NULL, &err));
 	snprintf(want, sizeof(want), "audit file %s: last record unreadable; rotate it away", logp);
 	assert_string_equal(err, want);
 	/* and the file is left as it was */
@@ -352,7 +352,7 @@ test_macs_and_key_file(void **state)
 	/* a key file ahead of the log means records were cut off the end: refused */
 	write_key(99, k1);
 	c = cfg_for(keyp, 0);
-	assert_null(audit_open(&c, NULL, NULL, &err));
+	assert_null(audit_open(&c, NULL, NULL, NULL, &err));
 	snprintf(want, sizeof(want), "audit.key_file %s holds the key of record 99 but the log's next record is 16: "
 	         "records were cut off the end of the log (or the key belongs to another log)", keyp);
 	assert_string_equal(err, want);
@@ -362,7 +362,7 @@ test_macs_and_key_file(void **state)
 		fputs("sluice-audit-key v1 1 zz\n", f);
 		fclose(f);
 	}
-	assert_null(audit_open(&c, NULL, NULL, &err));
+	assert_null(audit_open(&c, NULL, NULL, NULL, &err));
 	assert_non_null(strstr(err, "not a key file"));
 }
 
@@ -480,7 +480,7 @@ test_park_until_written(void **state)
 
 	(void)state;
 	clean();
-	a = audit_open(&c, NULL, NULL, &err);
+	a = audit_open(&c, NULL, NULL, NULL, &err);
 	assert_non_null(a);
 	audit_worker_attach(a, base);
 	/* no writer yet: the record cannot be written, so the request waits */
@@ -519,7 +519,7 @@ test_fails_closed_on_a_full_disk(void **state)
 	(void)state;
 	c.audit_file = (char *)"/dev/full";  /* every write(2): ENOSPC */
 	c.audit_queue = 16;
-	a = audit_open(&c, NULL, NULL, &err);
+	a = audit_open(&c, NULL, NULL, NULL, &err);
 	if (a == NULL)
 		skip();
 	assert_true(audit_healthy(a));

@@ -21,7 +21,7 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
 #include "tests/unit/proxy/credfake.h"
 

@@ -1,7 +1,7 @@
 /*
  * test_credreq.c - the binding of placeholders to places (proxy/cred/credreq.c)
  * without a gateway: a policy loaded from YAML, a struct conn and struct req
- * built here, a fake secret store (the cred.c interface of proxy_int.h) and a
+ * built here, a fake secret store (the cred.c interface of proxy/cred/cred.h) and a
  * fake session above (cred_check_head returns its refusal: the test records
  * it as the session would answer it, sessfake.h).  Covered: a
  * placeholder in each bound place (header, query, Basic) is replaced by its
@@ -23,7 +23,7 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "tests/unit/proxy/credfake.h"
 
 static int trailers_hit;   /* what cred_trailers_search (credbody.c) reports */

@@ -22,7 +22,8 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/h2/h2.h"
 #include "proxy/codec/h1_parse.h"
 #include "tests/unit/proxy/credfake.h"
 

@@ -19,7 +19,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/metrics.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static struct policy *
 load(const char *yaml)

@@ -21,8 +21,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <event2/buffer.h>
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
+#include "proxy/core/context.h"
 
 static const char yaml[] =
 	"ca: /nonexistent\n"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <cmocka.h>
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static const char base[] =
 	"ca: /nonexistent\n"

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include "proxy/audit_int.h"
-#include "proxy/proxy_int.h"
+#include "proxy/gateway_int.h"
 
 static struct audit_rec
 base_rec(void)

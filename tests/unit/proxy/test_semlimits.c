@@ -22,7 +22,8 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/core/context.h"
 #include "proxy/judge/limits.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"

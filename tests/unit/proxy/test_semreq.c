@@ -23,7 +23,9 @@
 #include <event2/buffer.h>
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "proxy/proxy_int.h"
+#include "proxy/session/session.h"
+#include "proxy/h2/h2.h"
+#include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/judge/semantic.h"

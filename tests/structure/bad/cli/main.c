@@ -1,0 +1,3 @@
+/* good: cli is the top */
+#include "proxy/session/session.h"
+#include "policy/p.h"

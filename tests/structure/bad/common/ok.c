@@ -1,0 +1,2 @@
+/* good: common includes nothing above it */
+#include "common/ok.h"

@@ -1,0 +1,2 @@
+/* policy/p.h */
+#include "common/ok.h"

@@ -1,0 +1,3 @@
+/* cred and judge, one layer: cred may use judge ... */
+#include "proxy/cred/cred.h"
+#include "proxy/judge/judge.h"

@@ -1,0 +1,2 @@
+/* BAD: a module without a declared layer */
+#include "common/ok.h"

@@ -1,0 +1,3 @@
+/* good: net uses its own header and common */
+#include "proxy/net/net.h"
+#include "common/ok.h"

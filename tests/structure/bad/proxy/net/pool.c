@@ -1,0 +1,2 @@
+/* good: net includes its own private header */
+#include "proxy/net/pool_int.h"

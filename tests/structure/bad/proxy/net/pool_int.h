@@ -1,0 +1,1 @@
+/* proxy/net/pool_int.h: private to net */

@@ -1,0 +1,2 @@
+/* proxy/session/session.h */
+#include "proxy/net/net.h"
