@@ -488,6 +488,22 @@ class Checker:
                 self.ok()
         self.stats["keys"] = len(keys)
 
+    def check_man(self):
+        """Every docs/man/*.scd renders with scdoc (the package build runs it; a stray _ or * is an error there)."""
+        pages = sorted(glob.glob(os.path.join(self.root, "docs", "man", "*.scd")))
+        if not pages:
+            return
+        if shutil.which("scdoc") is None:
+            self.bad("docs/man", "scdoc is not installed (scripts/deps.sh installs it): the man pages were not checked")
+            return
+        for page in pages:
+            with open(page, "rb") as fh:
+                r = subprocess.run(["scdoc"], stdin=fh, capture_output=True, timeout=60)
+            if r.returncode == 0:
+                self.ok()
+            else:
+                self.bad(self.rel(page), "scdoc: %s" % r.stderr.decode(errors="replace").strip())
+
     def run(self):
         docs = [os.path.join(self.root, "README.md")] + sorted(glob.glob(os.path.join(self.root, "docs", "*.md")))
         for d in docs:
@@ -496,6 +512,7 @@ class Checker:
         self.check_links()
         self.check_examples()
         self.check_keys()
+        self.check_man()
         s = self.stats
         print("doc-check: %d links; %d sluice command lines; yaml blocks: %d checked whole, %d wrapped (%s), %d skipped; "
               "%d example files; %d loader keys" % (len(self.links), s["commands"], s["whole"], sum(self.wrapped.values()),

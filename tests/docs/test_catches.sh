@@ -2,7 +2,7 @@
 # scripts/doc-check.sh can fail: run on tests/docs/bad (documents and examples that are wrong on purpose), it
 # must exit 1 and report exactly the places marked BAD there (and nothing marked good), each at its line:
 # commands and options the help does not name, YAML blocks and fragments that do not load, cases that fail,
-# broken links and anchors, loader keys (tests/docs/bad/policy/keys.c) without a man entry or a guide naming them.
+# broken links and anchors, loader keys (tests/docs/bad/policy/keys.c) without a man entry or a guide naming them, man pages scdoc refuses.
 # Usage: test_catches.sh SLUICE_BINARY
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -34,6 +34,7 @@ docs/links.md:11 no file docs/nothere.md
 docs/links.md:11 no heading with the anchor #no-such-heading
 docs/\*.md the loader.s key manonly is named in no guide
 docs/man/sluice.yaml.5.scd the loader.s key undocumented has no entry
+docs/man/sluice.yaml.5.scd scdoc: Error at
 docs/same.md:19 this block is not examples/ok.yaml: from its line 5 on
 examples/bad.yaml expected .deny. or .allow. for default
 examples/ok.cases.yaml FAIL examples/ok.cases.yaml:4
