@@ -110,15 +110,17 @@ done
 # entry; sluice.yaml(5) names every key the loader knows (the key tables of policy/*.c)
 man1=$(MANWIDTH=200 man -l "$W/x/usr/share/man/man1/sluice.1.gz" 2>/dev/null | col -b)
 B=$W/x/usr/bin/sluice
+# (a here-string, not printf | grep -q: under pipefail, grep -q exiting at an early match kills printf with SIGPIPE
+# once the page outgrows the pipe buffer, and the check fails on a key that is there)
 cmds=$("$B" --help | sed -n '/^commands:/,/^$/p' | awk 'NF && !/commands:/ {print $1}')
 missing=""
-for c in $cmds; do printf '%s' "$man1" | grep -qE "^ +$c( |$)" || missing+=" $c"; done
+for c in $cmds; do grep -qE "^ +$c( |$)" <<<"$man1" || missing+=" $c"; done
 check_eq "sluice(1) has an entry for every command of --help" "" "$missing"
 helps=$(for c in "" "ca init" "ca show" serve "policy check" "secrets list" run sandboxes approvals audit \
   "audit verify" "audit summary" "audit keygen" version; do "$B" $c --help 2>&1; done)
 missing=""
 for o in $(printf '%s' "$helps" | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
-  printf '%s' "$man1" | grep -qF -- "$o" || missing+=" $o"
+  grep -qF -- "$o" <<<"$man1" || missing+=" $o"
 done
 check_eq "sluice(1) names every option of every --help" "" "$missing"
 man5=$(MANWIDTH=200 man -l "$W/x/usr/share/man/man5/sluice.yaml.5.gz" 2>/dev/null | col -b)
@@ -133,7 +135,7 @@ PY
 missing=""
 # each key as a term of its own (bold, *key*, in the scdoc source) and in the installed page
 for k in $(printf '%s\n' "$keys" | sort -u); do
-  grep -qF -- "*$k*" docs/man/sluice.yaml.5.scd && printf '%s' "$man5" | grep -qw -- "$k" || missing+=" $k"
+  grep -qF -- "*$k*" docs/man/sluice.yaml.5.scd && grep -qw -- "$k" <<<"$man5" || missing+=" $k"
 done
 check "the loader's key tables were found" test "$(printf '%s\n' "$keys" | wc -l)" -gt 50
 check_eq "sluice.yaml(5) names every key the loader accepts" "" "$missing"
