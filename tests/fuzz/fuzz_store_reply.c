@@ -48,6 +48,34 @@ check(const redisReply *r, uint32_t period)
 		abort();
 }
 
+/*
+ * hiredis 0.14's reader allocates an array's declared element count before it
+ * reads one element ("*310100000\r\n" is a 2.4 GB calloc) and has no bound to
+ * set (1.0 added maxelements).  That is hiredis's, not the readers' under test:
+ * inputs declaring an array over ARRAY_MAX are skipped.  The gateway's exposure
+ * (a Redis that answers such a header makes the worker allocate it) is in the
+ * threat model's "Redis is in the trusted base".
+ */
+#define ARRAY_MAX 4096
+
+static int
+declares_big_array(const uint8_t *p, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		unsigned long v = 0;
+
+		if (p[i] != '*')
+			continue;
+		for (j = i + 1; j < n && p[j] >= '0' && p[j] <= '9' && v <= ARRAY_MAX; j++)
+			v = v * 10 + (unsigned long)(p[j] - '0');
+		if (v > ARRAY_MAX)
+			return 1;
+	}
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -66,6 +94,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	split = data[1] % (size - 1);
 	data += 2;
 	size -= 2;
+	if (declares_big_array(data, size))
+		return 0;
 	if ((rd = redisReaderCreate()) == NULL)
 		return 0;
 	check(NULL, period);
