@@ -24,6 +24,8 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include "common/clock.h"
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -61,15 +63,6 @@ struct audit_waker {
 static _Thread_local struct audit_waker *tl_waker;
 static char open_err[512];
 
-uint64_t
-audit_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 audit_time_now(char *out, size_t cap)
 {
@@ -80,7 +73,7 @@ audit_time_now(char *out, size_t cap)
 	char t[sizeof(pat)];
 	unsigned v[7], w[7] = {4, 2, 2, 2, 2, 2, 3}, at[7] = {0, 5, 8, 11, 14, 17, 20}, i, k, x;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_wall(&ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	v[0] = (unsigned)(tm.tm_year + 1900) % 10000;
 	v[1] = (unsigned)tm.tm_mon + 1;
@@ -598,7 +591,6 @@ audit_open(const struct policy_config *cfg, const char *config_path, struct metr
 	struct audit *a = xcalloc(1, sizeof(*a));
 	pthread_condattr_t ca;
 	uint8_t run[AUDIT_RUN_HEX / 2];
-	size_t i;
 
 	a->fd = -1;
 	a->ckpt_fd = -1;
@@ -628,8 +620,7 @@ audit_open(const struct policy_config *cfg, const char *config_path, struct metr
 		*err = "audit: no random bytes for the run id";
 		goto fail;
 	}
-	for (i = 0; i < sizeof(run); i++)
-		snprintf(a->run + 2 * i, 3, "%02x", run[i]);
+	hex_encode(a->run, run, sizeof(run));
 	if (audit_file_open(a, open_err, sizeof(open_err)) != 0) {
 		*err = open_err;
 		goto fail;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <event2/buffer.h>
 #include <jansson.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
@@ -275,7 +276,7 @@ metrics_create(struct policy *pol)
 	ltab_init(&m->rules, METRICS_RULES_MAX);
 	ltab_init(&m->secrets, METRICS_SECRETS_MAX);
 	atomic_init(&m->generation, pol != NULL ? 1 : 0);
-	clock_gettime(CLOCK_MONOTONIC, &m->t0);
+	clock_mono(&m->t0);
 	pthread_mutex_init(&m->mu, NULL);
 	return m;
 }
@@ -380,7 +381,7 @@ now_rfc3339(char *out, size_t cap)
 	struct timespec ts;
 	struct tm tm;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_wall(&ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	if (strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(out, cap, "?");
@@ -607,7 +608,7 @@ metrics_healthz(struct metrics *m, const struct metrics_gauges *g, struct evbuff
 
 	if (m == NULL)
 		return 500;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_mono(&now);
 	pthread_mutex_lock(&m->mu);
 	if (m->reloaded) {
 		lr = json_object();
@@ -629,7 +630,7 @@ metrics_healthz(struct metrics *m, const struct metrics_gauges *g, struct evbuff
 	if (s == NULL)
 		fatalx("out of memory");
 	evbuffer_add(out, s, strlen(s));
-	evbuffer_add(out, "\n", 1);
+	evbuffer_add(out, SLUICE_LIT("\n"));
 	free(s);
 	return failing ? 503 : 200;
 }

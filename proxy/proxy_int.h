@@ -909,9 +909,6 @@ int gwdns_check(struct conn *c, char *host, size_t cap, int have_name, const cha
 void worker_stop(struct worker *w);
 void worker_join(struct worker *w);
 
-/* Milliseconds since <t0> (CLOCK_MONOTONIC). */
-int64_t proxy_ms_since(const struct timespec *t0);
-
 /*
  * ---- revoke.c: revocation reaches open connections (issue 17) ----
  * revoke_policies_differ(): main thread: 1 when the secrets or sandboxes of

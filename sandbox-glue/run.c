@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
@@ -43,15 +44,6 @@ run_say(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-uint64_t
-run_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 double
@@ -314,7 +306,7 @@ run_register(struct run_common *c)
 	size_t ns = o->nsecrets < REG_SECRETS_MAX ? o->nsecrets : REG_SECRETS_MAX;
 
 	if (o->admin_path == NULL) {
-		c->t_reg = run_now_ns();
+		c->t_reg = clock_mono_ns();
 		return 0;
 	}
 	snprintf(a4, sizeof(a4), "%s/32", c->sb.net.sbx_v4);
@@ -326,15 +318,8 @@ run_register(struct run_common *c)
 	jb_str(&jb, "backend", c->backend);
 	jb_pairs(&jb, "addresses", NULL, addrs, NULL, NULL, 2);
 	jb_pairs(&jb, "secrets", NULL, (const char *const *)o->secrets, NULL, NULL, ns);
-	if (ns == 0) {
-		/* jb_pairs writes nothing for none: the key must still be there */
-		if (jb.len + 16 < jb.cap) {
-			memcpy(jb.buf + jb.len, jb.nfields ? ",\"secrets\":[]" : "\"secrets\":[]",
-			       jb.nfields ? 13 : 12);
-			jb.len += jb.nfields ? 13 : 12;
-			jb.buf[jb.len] = '\0';
-		}
-	}
+	if (ns == 0)
+		jb_empty_array(&jb, "secrets");  /* jb_pairs writes nothing for none: the key must still be there */
 	if (jb_finish(&jb, 0) < 0 || ns < o->nsecrets) {
 		run_say("the registration of %s does not fit %u bytes", c->sb.name, (unsigned)REG_BODY_MAX);
 		return SLUICE_ETOOBIG;
@@ -344,7 +329,7 @@ run_register(struct run_common *c)
 		run_say("cannot register the sandbox with the gateway: %s", err);
 		return SLUICE_EIO;
 	}
-	c->t_reg = run_now_ns();
+	c->t_reg = clock_mono_ns();
 	if (status >= 200 && status < 300) {
 		c->registered = 1;
 		return 0;
@@ -446,7 +431,7 @@ run_claim(struct run_common *c)
 	if (o->name_out != NULL)
 		snprintf(o->name_out, SANDBOX_NAME_MAX + 1, "%s", c->sb.name);
 	unregister_stale(o, stale, nstale);
-	c->t_claim = run_now_ns();
+	c->t_claim = clock_mono_ns();
 	return 0;
 }
 
@@ -477,7 +462,7 @@ run_sandbox(const struct run_opts *o)
 	memset(&c, 0, sizeof(c));
 	c.o = o;
 	c.sfd = c.dns_sink = -1;
-	c.t_in = run_now_ns();
+	c.t_in = clock_mono_ns();
 	c.backend = o->backend == RUN_BACKEND_QEMU ? "qemu" : o->backend == RUN_BACKEND_FIRECRACKER ? "firecracker"
 	                                                                                          : "netns";
 	netns_init(&c.sb);

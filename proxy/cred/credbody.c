@@ -32,6 +32,7 @@
 #include <openssl/crypto.h>
 #include <event2/buffer.h>
 #include "common/fold.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
@@ -203,7 +204,7 @@ cred_hold_start(struct conn *c)
 {
 	conn_set_state(c, CONN_S_HOLD);
 	if (c->req->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
-		evbuffer_add(cio_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		evbuffer_add(cio_out(c), SLUICE_LIT("HTTP/1.1 100 Continue\r\n\r\n"));
 	conn_arm_timer(c, http_limits(c)->body_ms);
 }
 
@@ -425,20 +426,16 @@ wipe_json(json_t *j)
 	}
 }
 
-/* Appends <v> escaped for a JSON string. */
+/* Appends <v> escaped for a JSON string, written in place (no copy of the value to wipe). */
 static void
-json_escape(struct evbuffer *out, const uint8_t *v, size_t len)
+json_value_escape(struct evbuffer *out, const uint8_t *v, size_t len)
 {
-	size_t i;
+	struct evbuffer_iovec vec;
 
-	for (i = 0; i < len; i++) {
-		if (v[i] == '"' || v[i] == '\\')
-			evbuffer_add_printf(out, "\\%c", v[i]);
-		else if (v[i] < 0x20)
-			evbuffer_add_printf(out, "\\u%04x", v[i]);
-		else
-			evbuffer_add(out, &v[i], 1);
-	}
+	if (len == 0 || evbuffer_reserve_space(out, (ev_ssize_t)JSON_ESCAPED_MAX(len), &vec, 1) != 1)
+		return;
+	vec.iov_len = json_escape(vec.iov_base, vec.iov_len, v, len, JSON_ESC_PLAIN);
+	evbuffer_commit_space(out, &vec, 1);
 }
 
 static void
@@ -481,7 +478,7 @@ inject_json(const struct req *r, const json_t *orig, const char *body, size_t le
 	json_t *now;
 	int ok;
 
-	replace_uses(r, body, len, out, json_escape);
+	replace_uses(r, body, len, out, json_value_escape);
 	now = json_loadb((const char *)evbuffer_pullup(out, -1), evbuffer_get_length(out),
 	                 JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
 	if (now == NULL)
@@ -758,7 +755,7 @@ hold_overflow(struct conn *c)
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (cred_scan_begin(c) != 0) {
 		r->client_keep_alive = 0;
 		http_answer(c, 500, "internal error", "secrets", "cannot set up the request body search", 1);

@@ -385,9 +385,9 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	evbuffer_remove_buffer(r->scan_in, uout, n);
 	r->scan_fed -= n;
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
-		evbuffer_add(uout, "\r\n", 2);
+		evbuffer_add(uout, SLUICE_LIT("\r\n"));
 	if (end && r->body == H1_BODY_CHUNKED)
-		evbuffer_add(uout, "0\r\n\r\n", 5);
+		evbuffer_add(uout, SLUICE_LIT("0\r\n\r\n"));
 	return 0;
 }
 

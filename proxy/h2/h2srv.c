@@ -52,6 +52,7 @@
  */
 #include <string.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2/h2srv_int.h"
@@ -129,7 +130,7 @@ vc_new(struct h2stream *st)
 	c->in = st->in;
 	c->out = st->out;
 	c->client_eof = st->ws && st->req_ended;  /* a WebSocket's END_STREAM came in the read that started it */
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	clock_mono(&c->t0);
 	return c;
 }
 
@@ -440,8 +441,8 @@ count_reset(struct h2srv *s)
 	struct timespec now;
 	double dt;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	dt = (double)(now.tv_sec - s->reset_t.tv_sec) + (double)(now.tv_nsec - s->reset_t.tv_nsec) / 1e9;
+	clock_mono(&now);
+	dt = clock_ts_diff(&s->reset_t, &now);
 	s->reset_t = now;
 	s->reset_tokens += dt * H2_RESETS_OURS_RATE;
 	if (s->reset_tokens > H2_RESETS_OURS_BURST)
@@ -481,7 +482,7 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	else if (f->hd.type == NGHTTP2_DATA && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
 	         (st->vc != NULL || st->starting)) {
 		if (st->chunked)
-			evbuffer_add(st->in, "0\r\n\r\n", 5);
+			evbuffer_add(st->in, SLUICE_LIT("0\r\n\r\n"));
 		if (st->ws && st->vc != NULL)
 			st->vc->client_eof = 1;  /* the WebSocket tunnel's client side ended (vc_new if not started) */
 		if (st->vc != NULL)
@@ -510,7 +511,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 		evbuffer_add_printf(st->in, "%zx\r\n", len);
 	evbuffer_add(st->in, data, len);
 	if (st->chunked)
-		evbuffer_add(st->in, "\r\n", 2);
+		evbuffer_add(st->in, SLUICE_LIT("\r\n"));
 	st->data_unconsumed += len;
 	if (st->vc != NULL)
 		conn_pump(st->vc);
@@ -556,7 +557,7 @@ h2srv_start(struct conn *c)
 	LIST_INIT(&s->streams);
 	s->c = c;
 	s->reset_tokens = H2_RESETS_OURS_BURST;
-	clock_gettime(CLOCK_MONOTONIC, &s->reset_t);
+	clock_mono(&s->reset_t);
 	if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
 		fatalx("out of memory");
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);

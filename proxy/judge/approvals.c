@@ -13,6 +13,8 @@
 #include <sys/queue.h>
 #include <time.h>
 #include <openssl/rand.h>
+#include "common/clock.h"
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -51,15 +53,6 @@ struct approvals {
 	approval_note_fn note;
 	void *note_arg;
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *
 approvals_decision_name(int decision)
@@ -256,17 +249,11 @@ find(struct approvals *a, const char *id)
 static int
 id_make(char id[APPROVALS_ID_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t raw[APPROVALS_ID_LEN / 2];
-	size_t i;
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return SLUICE_EIO;
-	for (i = 0; i < sizeof(raw); i++) {
-		id[2 * i] = hex[raw[i] >> 4];
-		id[2 * i + 1] = hex[raw[i] & 15];
-	}
-	id[APPROVALS_ID_LEN] = '\0';
+	hex_encode(id, raw, sizeof(raw));
 	return 0;
 }
 
@@ -313,7 +300,7 @@ approvals_add(struct approvals *a, const struct approval_info *info, unsigned ti
 		pthread_mutex_unlock(&a->mu);
 		goto fail;
 	}
-	ap->added_ms = now_ms();
+	ap->added_ms = clock_mono_ms();
 	ap->deadline_ms = ap->added_ms + timeout_ms;
 	TAILQ_INSERT_TAIL(&a->list, ap, link);
 	a->nlive++;
@@ -431,7 +418,6 @@ entry_cap(const struct approval *ap)
 static int
 entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 {
-	static const char hex[] = "0123456789abcdef";
 	char sha[65];
 	struct jbuf jb;
 	size_t cap = entry_cap(ap), i;
@@ -440,11 +426,7 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 
 	if (buf == NULL)
 		return -1;
-	for (i = 0; i < 32; i++) {
-		sha[2 * i] = hex[ap->info.body_sha256[i] >> 4];
-		sha[2 * i + 1] = hex[ap->info.body_sha256[i] & 15];
-	}
-	sha[64] = '\0';
+	hex_encode(sha, ap->info.body_sha256, 32);
 	jb_init(&jb, buf, cap);
 	jb_str(&jb, "id", ap->id);
 	jb_int(&jb, "age_ms", (int64_t)(now - ap->added_ms));
@@ -462,7 +444,7 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 	}
 	/* the object without its "}", then "fields" (an array, [] when none), then "}" */
 	evbuffer_add(out, buf, (size_t)n - 1);
-	evbuffer_add(out, ",\"fields\":[", 11);
+	evbuffer_add(out, SLUICE_LIT(",\"fields\":["));
 	for (i = 0; i < ap->info.nfields; i++) {
 		jb_init(&jb, buf, cap);
 		jb_str(&jb, "place", ap->fields[i].place);
@@ -471,10 +453,10 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 		if (n < 0)
 			n = snprintf(buf, cap, "{\"place\":\"?\",\"value\":\"?\"}");
 		if (i > 0)
-			evbuffer_add(out, ",", 1);
+			evbuffer_add(out, SLUICE_LIT(","));
 		evbuffer_add(out, buf, (size_t)n);
 	}
-	evbuffer_add(out, "]}", 2);
+	evbuffer_add(out, SLUICE_LIT("]}"));
 	free(buf);
 	return 0;
 }
@@ -483,16 +465,16 @@ void
 approvals_list_json(struct approvals *a, struct evbuffer *out)
 {
 	struct approval *ap;
-	uint64_t now = now_ms();
+	uint64_t now = clock_mono_ms();
 	int first = 1;
 
-	evbuffer_add(out, "[", 1);
+	evbuffer_add(out, SLUICE_LIT("["));
 	pthread_mutex_lock(&a->mu);
 	TAILQ_FOREACH(ap, &a->list, link) {
 		if (ap->state != AP_PENDING)
 			continue;
 		if (!first)
-			evbuffer_add(out, ",", 1);
+			evbuffer_add(out, SLUICE_LIT(","));
 		if (entry_json(ap, now, out) != 0) {
 			/* out of memory for one entry: still list its id, so it can be decided */
 			evbuffer_add_printf(out, "{\"id\":\"%s\",\"error\":\"cannot format\"}", ap->id);
@@ -500,5 +482,5 @@ approvals_list_json(struct approvals *a, struct evbuffer *out)
 		first = 0;
 	}
 	pthread_mutex_unlock(&a->mu);
-	evbuffer_add(out, "]\n", 2);
+	evbuffer_add(out, SLUICE_LIT("]\n"));
 }

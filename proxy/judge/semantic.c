@@ -457,7 +457,7 @@ git_stream(struct conn *c)
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (policy_secret_count(c->pol) > 0) {
 		/* the whole body goes through the placeholder search, the held part first */
 		if (cred_scan_begin(c) != 0) {
@@ -471,7 +471,7 @@ git_stream(struct conn *c)
 			evbuffer_add_printf(r->up_head, "%zx\r\n", len);
 		evbuffer_add_buffer(r->up_head, r->hold);
 		if (r->body == H1_BODY_CHUNKED && len > 0)
-			evbuffer_add(r->up_head, "\r\n", 2);
+			evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
 	}
 	evbuffer_free(r->hold);
 	r->hold = NULL;

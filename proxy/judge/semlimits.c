@@ -10,21 +10,13 @@
 #include <string.h>
 #include <time.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
 #include "proxy/proxy_int.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
-
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static const char *
 period_name(uint32_t s)
@@ -88,8 +80,10 @@ refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind
 	jb_str(&jb, "reset", s->reset);
 	n = jb_finish(&jb, 1);
 	if (n < 0) {
-		memcpy(body, "{\"error\":\"rate limited\"}\n", 26);
-		n = 25;
+		static const char fallback[] = "{\"error\":\"rate limited\"}\n";
+
+		memcpy(body, fallback, sizeof(fallback));
+		n = (long)sizeof(fallback) - 1;
 	}
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
@@ -156,14 +150,14 @@ sem_admit(struct conn *c)
 		if (k < i || (lim = policy_secret_limit(c->pol, r->uses[i].s->name)) == NULL)
 			continue;
 		if (now == 0)
-			now = wall_ms();
+			now = clock_wall_ms();
 		if (take_rate(c, lim, lim->key, sbx, now) != 0)
 			return -1;
 	}
 	s = sem_req_of(r);
 	s->admitted = 1;
 	if (now == 0)
-		now = wall_ms();
+		now = clock_wall_ms();
 	if (s->limit != NULL && take_rate(c, s->limit, s->rule, sbx, now) != 0)
 		return -1;
 	if (s->budget != NULL) {
@@ -192,5 +186,5 @@ sem_budget_refund(struct conn *c)
 
 	if (c->w->gw->limits != NULL)
 		limits_budget_refund(c->w->gw->limits, s->budget, c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		                     s->amount, wall_ms());
+		                     s->amount, clock_wall_ms());
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
@@ -31,15 +32,6 @@
 static const char *state_names[] = {
 	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead", "hold-body", "h2",
 };
-
-int64_t
-proxy_ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
 
 #define B(s) (1u << (s))
 /*
@@ -150,7 +142,7 @@ audit_no_request(struct conn *c)
 	r.dest = conn_dest_str(c, dest);
 	r.sni = c->sni;
 	r.host = c->host[0] ? c->host : NULL;
-	r.duration_ms = proxy_ms_since(&c->t0);
+	r.duration_ms = clock_ms_since(&c->t0);
 	r.conn_id = c->id;
 	log_info("c%llu: %s closed after the TLS handshake without a request (%s): does it trust the Sluice CA?",
 	         (unsigned long long)c->id, r.client, log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
@@ -211,7 +203,7 @@ audit_conn(struct conn *c, const char *verdict, const char *rule, const char *re
 		.status = status,
 		.bytes_up = -1,
 		.bytes_down = -1,
-		.duration_ms = proxy_ms_since(&c->t0),
+		.duration_ms = clock_ms_since(&c->t0),
 		.upstream_tls = -1,
 		.conn_id = c->id,
 	};
@@ -618,7 +610,7 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	c->mode = mode;
 	c->fd = fd;
 	c->state = CONN_S_PEEK;
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	clock_mono(&c->t0);
 	memcpy(&c->peer, sa, salen < sizeof(c->peer) ? salen : sizeof(c->peer));
 	c->host = host_none;
 	c->pol = policy_ref(w->pol);

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <stdlib.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/proxy_int.h"
@@ -58,7 +59,7 @@ req_new(struct conn *c)
 	c->req = xcalloc(1, sizeof(*c->req));
 	c->req->minor_version = -1;   /* unknown until the head parses */
 	c->req->upstream_tls = -1;    /* unknown until an upstream is dialled */
-	clock_gettime(CLOCK_MONOTONIC, &c->req->t0);
+	clock_mono(&c->req->t0);
 	return c->req;
 }
 
@@ -184,7 +185,7 @@ audit_response_rec(struct conn *c)
 	a.status = r->status > 0 ? r->status : -1;
 	a.bytes_up = (int64_t)r->bytes_up;
 	a.bytes_down = (int64_t)r->bytes_down;
-	a.duration_ms = proxy_ms_since(&r->t0);
+	a.duration_ms = clock_ms_since(&r->t0);
 	a.upstream_tls = r->upstream_tls;
 	a.rule = r->rule;
 	a.reason = r->reason;
@@ -688,21 +689,21 @@ read_request(struct conn *c)
 		evbuffer_add(r->up_head, AE_SCRUBBABLE, sizeof(AE_SCRUBBABLE) - 1);
 	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
 	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
-		evbuffer_add(r->up_head, "TE: trailers\r\n", 14);
+		evbuffer_add(r->up_head, SLUICE_LIT("TE: trailers\r\n"));
 	if (hold)
 		;  /* the framing follows the body (credbody.c) */
 	else if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
 	else if (r->body == H1_BODY_CHUNKED)
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n", 28);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
 	if (r->websocket) {
 		const struct h1_header *u = h1_find_header(m, "upgrade");
-		evbuffer_add(r->up_head, "Connection: Upgrade\r\n", 21);
+		evbuffer_add(r->up_head, SLUICE_LIT("Connection: Upgrade\r\n"));
 		if (u != NULL)
 			http_append_header(r->up_head, u);
 	}
 	if (!hold)
-		evbuffer_add(r->up_head, "\r\n", 2);
+		evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
 	/*
 	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
 	 * values written only inside bound places, a placeholder anywhere else refused

@@ -55,8 +55,10 @@ respond_json_phrase(struct evbuffer *out, int status, const char *phrase, const 
 	jb_str(&jb, "reason", reason);
 	n = jb_finish(&jb, 1);
 	if (n < 0) {
-		memcpy(body, "{\"error\":\"refused\"}\n", 21);
-		n = 20;
+		static const char fallback[] = "{\"error\":\"refused\"}\n";
+
+		memcpy(body, fallback, sizeof(fallback));
+		n = (long)sizeof(fallback) - 1;
 	}
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n"
