@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "ca/ca.h"
 #include "cli/embed.h"
+#include "common/admin_client.h"
 #include "common/clock.h"
 #include "common/sluice.h"
 #include "sandbox-glue/run.h"
@@ -213,7 +214,7 @@ healthy(const char *admin)
 	char err[128];
 	int status = 0;
 
-	return run_admin_call(admin, "GET", "/health", NULL, &status, NULL, 0, err, sizeof(err)) == 0 && status == 200;
+	return admin_client_call(admin, "GET", "/health", NULL, &status, NULL, 0, err, sizeof(err)) == 0 && status == 200;
 }
 
 static void
@@ -379,7 +380,7 @@ embed_gateway_release(struct embed_gateway *g)
 		unlink(pidf);  /* it is gone (and its pid may be someone else's now) */
 		goto out;
 	}
-	if (run_admin_call(g->admin, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), err, sizeof(err)) == 0 &&
+	if (admin_client_call(g->admin, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), err, sizeof(err)) == 0 &&
 	    (status != 200 || strspn(resp, "[] \r\n") != strlen(resp) || strchr(resp, '[') == NULL))
 		goto out;  /* other sandboxes still use it (or it answers oddly: leave it) */
 	/* it no longer answers, or has nobody left: stop it */

@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/admin_client.h"
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/sluice.h"
@@ -166,133 +167,6 @@ run_env_free(char **envp)
 	}
 }
 
-/* ---------------------------------------------------------------- admin socket */
-
-int
-run_admin_request(const char *sock, const char *method, const char *path, const char *body, size_t max,
-                  int *status, char **resp, char *err, size_t errcap)
-{
-	struct sockaddr_un sa;
-	struct timeval tv = {RUN_ADMIN_TIMEOUT_MS / 1000, (RUN_ADMIN_TIMEOUT_MS % 1000) * 1000};
-	char head[512], *in = NULL, *p, *end;
-	size_t hl, bl = body != NULL ? strlen(body) : 0, got = 0, off, cap = max < 65536 ? max + 1 : 65536;
-	unsigned long code;
-	int fd = -1, ret = SLUICE_EIO;
-
-	*status = 0;
-	*resp = NULL;
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		snprintf(err, errcap, "admin socket path too long");
-		return SLUICE_EINVAL;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-		snprintf(err, errcap, "%s: %s", sock, strerror(errno));
-		goto out;
-	}
-	hl = (size_t)snprintf(head, sizeof(head),
-	                      "%s %s HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
-	                      method, path, body != NULL ? "Content-Type: application/json\r\n" : "", bl);
-	if (hl >= sizeof(head)) {
-		snprintf(err, errcap, "request path too long");
-		ret = SLUICE_EINVAL;
-		goto out;
-	}
-	for (off = 0; off < hl + bl;) {
-		const char *src = off < hl ? head + off : body + (off - hl);
-		size_t len = off < hl ? hl - off : bl - (off - hl);
-		ssize_t w = send(fd, src, len, MSG_NOSIGNAL);
-
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			snprintf(err, errcap, "%s: sending: %s", sock, strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	in = xmalloc(cap + 1);
-	for (;;) {
-		ssize_t r;
-
-		if (got == cap) {
-			if (got > max) {
-				snprintf(err, errcap, "%s: reply over %zu bytes", sock, max);
-				ret = SLUICE_ETOOBIG;
-				goto out;
-			}
-			cap = cap > max / 2 ? max + 1 : cap * 2;
-			in = xrealloc(in, cap + 1);
-		}
-		r = recv(fd, in + got, cap - got, 0);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			snprintf(err, errcap, "%s: reading: %s", sock, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	in[got] = '\0';
-	ret = SLUICE_EPARSE;
-	if (got < 12 || memcmp(in, "HTTP/1.", 7) != 0 || (in[7] != '0' && in[7] != '1') || in[8] != ' ') {
-		snprintf(err, errcap, "%s: not an HTTP reply", sock);
-		goto out;
-	}
-	errno = 0;
-	code = strtoul(in + 9, &end, 10);
-	if (errno != 0 || end != in + 12 || code < 100 || code > 599) {
-		snprintf(err, errcap, "%s: bad HTTP status line", sock);
-		goto out;
-	}
-	if ((p = strstr(in, "\r\n\r\n")) == NULL) {
-		snprintf(err, errcap, "%s: reply head not ended", sock);
-		goto out;
-	}
-	*status = (int)code;
-	p += 4;
-	memmove(in, p, got - (size_t)(p - in) + 1);
-	*resp = in;
-	in = NULL;
-	ret = 0;
-out:
-	free(in);
-	if (fd != -1)
-		close(fd);
-	return ret;
-}
-
-int
-run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status, char *resp,
-               size_t cap, char *err, size_t errcap)
-{
-	char *in;
-	int ret;
-
-	if (resp != NULL && cap > 0)
-		resp[0] = '\0';
-	ret = run_admin_request(sock, method, path, body, RUN_HTTP_MAX, status, &in, err, errcap);
-	if (ret != 0)
-		return ret;
-	if (resp != NULL && cap > 0) {
-		size_t n = strlen(in);
-
-		if (n >= cap)
-			n = cap - 1;
-		memcpy(resp, in, n);
-		resp[n] = '\0';
-	}
-	free(in);
-	return 0;
-}
-
 /* ---------------------------------------------------------------- registration */
 
 int
@@ -324,7 +198,7 @@ run_register(struct run_common *c)
 		run_say("the registration of %s does not fit %u bytes", c->sb.name, (unsigned)REG_BODY_MAX);
 		return SLUICE_ETOOBIG;
 	}
-	if (run_admin_call(o->admin_path, "POST", "/sandboxes", body, &status, resp, sizeof(resp), err,
+	if (admin_client_call(o->admin_path, "POST", "/sandboxes", body, &status, resp, sizeof(resp), err,
 	                   sizeof(err)) != 0) {
 		run_say("cannot register the sandbox with the gateway: %s", err);
 		return SLUICE_EIO;
@@ -353,7 +227,7 @@ unregister_sandbox(struct run_common *c)
 		return;
 	c->registered = 0;
 	snprintf(path, sizeof(path), "/sandboxes/%s", c->sb.name);
-	if (run_admin_call(c->o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
+	if (admin_client_call(c->o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
 		run_say("warning: cannot remove %s from the gateway: %s", c->sb.name, err);
 	else if (status < 200 || status >= 300)
 		run_say("warning: the gateway answered HTTP %d to removing %s", status, c->sb.name);
@@ -371,7 +245,7 @@ unregister_stale(const struct run_opts *o, const struct netns_stale *stale, size
 		if (strcmp(stale[i].admin, o->admin_path) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/sandboxes/%s", stale[i].name);
-		if (run_admin_call(o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
+		if (admin_client_call(o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
 			run_say("warning: cannot remove the dead sandbox %s from the gateway: %s", stale[i].name, err);
 	}
 }
@@ -479,7 +353,7 @@ run_sandbox(const struct run_opts *o)
 		goto out;
 	}
 	if (o->admin_path != NULL) {
-		if (run_admin_call(o->admin_path, "GET", "/health", NULL, &hs, NULL, 0, err, sizeof(err)) != 0 ||
+		if (admin_client_call(o->admin_path, "GET", "/health", NULL, &hs, NULL, 0, err, sizeof(err)) != 0 ||
 		    hs != 200) {
 			run_say("the gateway is not running for this configuration (GET /health on %s: %s); start it with "
 			        "`sluice serve -c FILE` first",
