@@ -206,7 +206,8 @@ peer_who(struct evhttp_request *req, char *out, size_t cap)
 }
 
 void
-admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by)
+admin_approval_note(void *arg, const char *id, const struct approval_info *info, enum approval_decision decision,
+                    const char *by)
 {
 	struct gateway *gw = arg;
 	char sha[65];
@@ -231,7 +232,7 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 	};
 
 	hex_encode(sha, info->body_sha256, 32);
-	if (decision == 0 || decision == 1)
+	if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
 		log_info("approval %s %s by %s (rule %s)", id, r.decision, by, info->rule != NULL ? info->rule : "-");
 	audit_write(gw->audit, &r);
 }

@@ -111,7 +111,8 @@ struct cred_use {
 	const struct policy_secret *s;
 	const struct cred_entry *e;
 	struct cred_value *v;
-	char place[POLICY_JSON_PATH_MAX + 16];  /* as bound: "header:authorization", "json:$.a[*].b" */
+	enum policy_inject_kind kind;           /* the bound place's kind: code tests this, never the text */
+	char place[POLICY_JSON_PATH_MAX + 16];  /* as bound, for the audit: "header:authorization", "json:$.a[*].b" */
 	struct secret_buf *basic;   /* "user:value" as injected, for scrubbing its echo; NULL if none */
 	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
 };
@@ -504,7 +505,7 @@ void cio_read(struct conn *c, int on);
 void cio_kick(struct conn *c);
 /* Runs the I/O for a wake-up of the connection's event. */
 void cio_event(struct conn *c, short what);
-/* Ends our sending side: close_notify on TLS, then a FIN; reading goes on. */
+/* Ends our sending side of TLS: close_notify (the FIN is the lingering close's, worker_linger). */
 void cio_shutdown(struct conn *c);
 /* Frees the SSL and the buffers (not the socket, not the event). */
 void cio_free(struct conn *c);
@@ -797,6 +798,7 @@ struct worker {
 	unsigned nhscrubs;
 	struct conn_list conns;
 	unsigned nconns;
+	unsigned nlinger;                /* sockets in a lingering close (worker_linger): a drain waits for them */
 	struct conn **dl;                /* deadline heap (deadline.c), earliest first */
 	size_t ndl, dl_cap;
 	struct event *dl_ev;             /* fires at dl[0]'s deadline */
@@ -892,7 +894,8 @@ void worker_post_revoke(struct worker *w);
 /* Serves the admin socket (admin.c) on the main thread's base. */
 void admin_start(struct gateway *gw);
 /* approvals' note hook (approvals_set_note, <arg> the gateway): writes each outcome's `approval` audit record. */
-void admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by);
+void admin_approval_note(void *arg, const char *id, const struct approval_info *info, enum approval_decision decision,
+                         const char *by);
 
 /* The DNS responder's socket, bound before the privilege drop (gwdns.c): 0, or -1 with *<err>. */
 int gwdns_bind(struct gateway *gw, const char *spec, const char **err);
@@ -907,6 +910,8 @@ void gwdns_stop(struct gateway *gw);
 int gwdns_check(struct conn *c, char *host, size_t cap, int have_name, const char **reason);
 
 void worker_stop(struct worker *w);
+/* Takes <fd> (our answer handed to the kernel) into a lingering close of PROXY_LINGER_MS (net/linger.h). */
+void worker_linger(struct worker *w, int fd);
 void worker_join(struct worker *w);
 
 /*

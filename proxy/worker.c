@@ -12,6 +12,7 @@
 #include <event2/thread.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/net/linger.h"
 #include "proxy/proxy_int.h"
 #include "proxy/net/tlsbuf.h"
 
@@ -20,19 +21,6 @@ accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr
 {
 	(void)l;
 	conn_accept(arg, CONN_MODE_TRANSPARENT, fd, sa, (socklen_t)len);
-}
-
-/* A refused socket, our answer out and our side shut: its input is read (once, or after 2 s), then it is closed. */
-static void
-linger_cb(evutil_socket_t fd, short what, void *arg)
-{
-	char buf[4096];
-
-	(void)arg;
-	if (what & EV_READ)
-		while (read(fd, buf, sizeof(buf)) > 0)
-			;
-	close(fd);
 }
 
 /*
@@ -69,10 +57,8 @@ refuse_unaudited(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa
 	respond_json(out, 503, "audit log unavailable", NULL, "audit", reason, 1);
 	(void)send(fd, evbuffer_pullup(out, -1), evbuffer_get_length(out), MSG_NOSIGNAL);
 	evbuffer_free(out);
-	shutdown(fd, SHUT_WR);
 	/* closing with unread input would reset the connection and lose the answer: read what comes first */
-	if (event_base_once(w->base, fd, EV_READ | EV_TIMEOUT, linger_cb, NULL, &(struct timeval){2, 0}) != 0)
-		close(fd);
+	worker_linger(w, fd);
 }
 
 static void
@@ -100,8 +86,24 @@ accept_error(struct evconnlistener *l, void *arg)
 static void
 drain_check(struct worker *w)
 {
-	if (w->draining && w->nconns == 0)
+	if (w->draining && w->nconns == 0 && w->nlinger == 0)
 		event_base_loopexit(w->base, NULL);
+}
+
+static void
+linger_done(void *arg)
+{
+	struct worker *w = arg;
+
+	w->nlinger--;
+	drain_check(w);
+}
+
+void
+worker_linger(struct worker *w, int fd)
+{
+	w->nlinger++;
+	net_linger(w->base, fd, PROXY_LINGER_MS, linger_done, w);
 }
 
 static void

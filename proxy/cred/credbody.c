@@ -544,7 +544,7 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 	while (policy_form_next(&it, &n, &nl, &v, &vl)) {
 		dv = policy_form_decode(v, vl, scratch, len);
 		for (k = 0; dv > 0 && k < r->nuses; k++)
-			if (strncmp(r->uses[k].place, "form:", 5) == 0 &&
+			if (r->uses[k].kind == POLICY_INJECT_FORM &&
 			    count(scratch, (size_t)dv, cred_placeholder(r->uses[k].e), strlen(cred_placeholder(r->uses[k].e))) > 0)
 				break;
 		if (dv <= 0 || k == r->nuses)

@@ -29,7 +29,7 @@ struct approval {
 	struct approvals *a;
 	char id[APPROVALS_ID_LEN + 1];
 	enum ap_state state;
-	int decision;
+	enum approval_decision decision;
 	char by[APPROVALS_BY_MAX];
 	struct approval_info info;       /* strings and fields point into <text> */
 	struct policy_field fields[POLICY_FIELDS_MAX];
@@ -55,22 +55,21 @@ struct approvals {
 };
 
 const char *
-approvals_decision_name(int decision)
+approvals_decision_name(enum approval_decision decision)
 {
 	switch (decision) {
-	case 1:
+	case APPROVAL_APPROVED:
 		return "approved";
-	case 0:
+	case APPROVAL_REJECTED:
 		return "rejected";
-	case -1:
+	case APPROVAL_TIMEOUT:
 		return "timeout";
-	case -2:
+	case APPROVAL_SHUTDOWN:
 		return "shutdown";
 	case APPROVAL_CANCELLED:
 		return "cancelled";
-	default:
-		return "?";
 	}
+	return "?";
 }
 
 int
@@ -132,7 +131,7 @@ note(struct approvals *a, struct approval *ap)
 
 /* Under the mutex: a pending approval gets its outcome; its event fires (when <activate>) on the holder's thread. */
 static void
-settle(struct approvals *a, struct approval *ap, int decision, const char *by, int activate)
+settle(struct approvals *a, struct approval *ap, enum approval_decision decision, const char *by, int activate)
 {
 	ap->state = AP_DECIDED;
 	ap->decision = decision;
@@ -171,7 +170,7 @@ fire_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	pthread_mutex_lock(&a->mu);
 	if (ap->state == AP_PENDING)
-		settle(a, ap, -1, "timeout", 0);
+		settle(a, ap, APPROVAL_TIMEOUT, "timeout", 0);
 	unlink_live(a, ap);
 	pthread_mutex_unlock(&a->mu);
 	/* also drops an activation queued by a decision that came while the timeout was being run */
@@ -355,7 +354,7 @@ approvals_decide(struct approvals *a, const char *id, int approve, const char *b
 	pthread_mutex_lock(&a->mu);
 	ap = find(a, id);
 	if (ap != NULL && ap->state == AP_PENDING) {
-		settle(a, ap, approve, by, 1);
+		settle(a, ap, approve ? APPROVAL_APPROVED : APPROVAL_REJECTED, by, 1);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&a->mu);
@@ -373,7 +372,7 @@ approvals_shutdown(struct approvals *a)
 	a->closed = 1;
 	TAILQ_FOREACH(ap, &a->list, link)
 		if (ap->state == AP_PENDING)
-			settle(a, ap, -2, "shutdown", 1);
+			settle(a, ap, APPROVAL_SHUTDOWN, "shutdown", 1);
 	pthread_mutex_unlock(&a->mu);
 }
 

@@ -31,7 +31,7 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 
-static void approval_done(void *arg, int decision, const char *by);
+static void approval_done(void *arg, enum approval_decision decision, const char *by);
 
 struct sem_req *
 sem_req_of(struct req *r)
@@ -290,7 +290,7 @@ park(struct conn *c, const struct policy_decision *d)
 
 /* An operator decided (or the hold timed out, or the gateway stops): on the worker's thread. */
 static void
-approval_done(void *arg, int decision, const char *by)
+approval_done(void *arg, enum approval_decision decision, const char *by)
 {
 	struct conn *c = arg;
 	struct req *r = c->req;
@@ -302,20 +302,22 @@ approval_done(void *arg, int decision, const char *by)
 	snprintf(s->hold_by, sizeof(s->hold_by), "%s", by != NULL ? by : "?");
 	log_info("c%llu: held request %s %s by %s", (unsigned long long)c->id, s->hold_id, s->hold_outcome, s->hold_by);
 	switch (decision) {
-	case 1:
+	case APPROVAL_APPROVED:
 		/* exactly the request that was approved: the body held, whose hash the operator saw */
 		if (r->hold != NULL)
 			cred_hold_done(c);
 		else
 			relay_dial(c);
 		break;
-	case 0:
+	case APPROVAL_REJECTED:
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "rejected by %s", s->hold_by);
 		http_answer(c, 403, "denied by policy", s->rule, r->rule_buf, 1);
 		break;
-	case -1:
+	case APPROVAL_TIMEOUT:
 		http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
 		break;
+	case APPROVAL_SHUTDOWN:
+	case APPROVAL_CANCELLED:  /* never given to a callback; fails closed if it were */
 	default:
 		unavailable(c, "gateway stopping", s->rule, "the gateway is stopping: the held request was not sent");
 		break;
@@ -345,7 +347,7 @@ sem_timeout(struct conn *c)
 		approvals_cancel(c->w->gw->approvals, s->hold_id);
 	s->parked = 0;
 	s->phase = SEM_P_NONE;
-	s->hold_outcome = "timeout";
+	s->hold_outcome = approvals_decision_name(APPROVAL_TIMEOUT);
 	snprintf(s->hold_by, sizeof(s->hold_by), "timeout");
 	http_answer(c, 403, "denied by policy", s->rule, "approval timed out", 1);
 	return 1;

@@ -283,18 +283,20 @@ conn_pump(struct conn *c)
 		/*
 		 * Lingering close: the client may still be sending bytes we will not
 		 * read (a request body, the rest of a refused head).  Closing now would
-		 * answer them with a RST that can destroy our answer in flight, so end
-		 * our side (the FIN also ends close-delimited bodies), discard what
-		 * arrives, and close on the client's EOF or when the timer ends.
+		 * answer them with a RST that can destroy our answer in flight, so
+		 * after TLS's close_notify the socket goes to the one lingering close
+		 * (net/linger.h) and the connection itself is freed now.
 		 */
-		if (!c->shut_wr) {
+		{
+			struct worker *w = c->w;
+			int fd = c->fd;
+
 			c->shut_wr = 1;
 			cio_shutdown(c);
-			conn_arm_timer(c, PROXY_LINGER_MS);
-			cio_read(c, 1);
+			c->fd = -1;
+			conn_close(c);
+			worker_linger(w, fd);
 		}
-		if (c->in != NULL)
-			evbuffer_drain(c->in, evbuffer_get_length(c->in));
 		return;
 	default:
 		return;
