@@ -212,7 +212,7 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 	struct gateway *gw = arg;
 	char sha[65];
 	struct audit_rec r = {
-		.type = "approval",
+		.kind = AUDIT_KIND_APPROVAL,
 		.sandbox = info->sandbox,
 		.id = id,
 		.request_id = info->request_id,

@@ -295,15 +295,16 @@ metrics_destroy(struct metrics *m)
 }
 
 static int
-verdict_idx(const char *v)
+verdict_idx(enum audit_verdict v)
 {
-	int i;
-
-	if (v == NULL)
-		return V_OTHER;
-	for (i = 0; i < V_OTHER; i++)
-		if (strcmp(v, verdict_names[i]) == 0)
-			return i;
+	switch (v) {
+	case AUDIT_VERDICT_ALLOW:
+		return V_ALLOW;
+	case AUDIT_VERDICT_DENY:
+		return V_DENY;
+	case AUDIT_VERDICT_NONE:
+		break;
+	}
 	return V_OTHER;
 }
 
@@ -351,27 +352,38 @@ count_scrub(struct metrics *m, const struct audit_rec *r)
 void
 metrics_audit(struct metrics *m, const struct audit_rec *r)
 {
-	const char *t;
 	int v;
 
-	if (m == NULL || r == NULL || (t = r->type) == NULL)
+	if (m == NULL || r == NULL)
 		return;
-	if (strcmp(t, "request") == 0) {
+	switch (r->kind) {
+	case AUDIT_KIND_REQUEST:
 		v = verdict_idx(r->verdict);
 		inc_label(host_label(m, r->host), COL_REQ + v);
 		if (v == V_DENY)
 			inc_label(ltab_get(&m->rules, r->rule), COL_DENIAL);
-	} else if (strcmp(t, "response") == 0) {
+		break;
+	case AUDIT_KIND_RESPONSE:
 		inc_label(host_label(m, r->host), COL_RESP + class_idx(r->status));
-	} else if (strcmp(t, "denial") == 0 ||
-	           (strcmp(t, "connection") == 0 && verdict_idx(r->verdict) == V_DENY)) {
+		break;
+	case AUDIT_KIND_CONNECTION:  /* a refused connection counts as a denial */
+		if (verdict_idx(r->verdict) != V_DENY)
+			break;
+		/* fall through */
+	case AUDIT_KIND_DENIAL:
 		inc_label(ltab_get(&m->rules, r->rule), COL_DENIAL);
-	} else if (strcmp(t, "exfiltration_attempt") == 0) {
+		break;
+	case AUDIT_KIND_EXFILTRATION_ATTEMPT:
 		inc_label(ltab_get(&m->secrets, r->secret), COL_EXFIL);
-	} else if (strcmp(t, "scrub") == 0) {
+		break;
+	case AUDIT_KIND_SCRUB:
 		count_scrub(m, r);
-	} else if (strcmp(t, "dns") == 0) {
+		break;
+	case AUDIT_KIND_DNS:
 		inc(&m->dns[dns_idx(r->dns_answer)]);
+		break;
+	default:
+		break;
 	}
 }
 

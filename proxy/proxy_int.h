@@ -525,7 +525,7 @@ int http_audit_decide(struct conn *c);
  * exfiltration attempt (r->event) gets its own record, once.  <verdict>
  * ("allow"/"deny") only counts.
  */
-void http_audit_request(struct conn *c, const char *verdict);
+void http_audit_request(struct conn *c, enum audit_verdict verdict);
 /* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
 void http_next_request(struct conn *c, int keep);
 /* Answers the current request with a JSON refusal, audits it when <audit>, and moves on. */
@@ -558,7 +558,7 @@ void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);
 /* The rule to report for a head parser refusal: the limit it enforces, or "http". */
 const char *http_refusal_rule(int status, const char *err);
-void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
+void audit_conn(struct conn *c, enum audit_verdict verdict, const char *rule, const char *reason, int status);
 /*
  * The audit's bound on refusals per client connection (rapid resets, floods
  * of bad streams or denied requests must not fill the disk): 1 when this

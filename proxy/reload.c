@@ -107,7 +107,7 @@ static void
 audit_reload(struct gateway *gw, const char *result, const char *error, int64_t warnings)
 {
 	struct audit_rec r = {
-		.type = "config_reload",
+		.kind = AUDIT_KIND_CONFIG_RELOAD,
 		.result = result,
 		.generation = gw->reload->generation,
 		.error = error,

@@ -40,7 +40,7 @@ refuse_unaudited(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa
 		return;
 	}
 	struct audit_rec r = {
-		.type = "denial",
+		.kind = AUDIT_KIND_DENIAL,
 		.sandbox = netaddr_format(sa, 0, peer, sizeof(peer)),
 		.client = peer,
 		.rule = "audit",

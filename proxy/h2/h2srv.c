@@ -451,7 +451,7 @@ count_reset(struct h2srv *s)
 	if (s->reset_tokens < 0.0 && nghttp2_session_want_read(s->ng)) {
 		log_info("c%llu: HTTP/2 client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)",
 		         (unsigned long long)s->c->id);
-		audit_conn(s->c, "deny", "http2", "the client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)", -1);
+		audit_conn(s->c, AUDIT_VERDICT_DENY, "http2", "the client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)", -1);
 		nghttp2_session_terminate_session(s->ng, NGHTTP2_ENHANCE_YOUR_CALM);
 	}
 }
@@ -606,7 +606,7 @@ h2srv_pump(struct conn *c)
 		if (r < 0) {
 			log_info("c%llu: HTTP/2 session error: %s", (unsigned long long)c->id, nghttp2_strerror((int)r));
 			if (nghttp2_session_want_read(s->ng))  /* once: the session reads nothing after this */
-				audit_conn(c, "deny", "http2", nghttp2_strerror((int)r), -1);
+				audit_conn(c, AUDIT_VERDICT_DENY, "http2", nghttp2_strerror((int)r), -1);
 			nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
 			evbuffer_drain(in, n);
 		} else {

@@ -598,7 +598,7 @@ sem_req_free(struct conn *c)
 		snprintf(s->hold_by, sizeof(s->hold_by), "client");
 		if (!r->audit_decided) {
 			r->reason = "the client went away while the request waited for approval";
-			http_audit_request(c, "deny");
+			http_audit_request(c, AUDIT_VERDICT_DENY);
 		}
 	}
 	if (s->budget_taken && !s->sent)

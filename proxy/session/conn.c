@@ -124,7 +124,7 @@ audit_no_request(struct conn *c)
 {
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], esc[200];
 	struct audit_rec r = {
-		.type = "no_request",
+		.kind = AUDIT_KIND_NO_REQUEST,
 		.rule = "tls",
 		.reason = "the client closed after the TLS handshake without sending a request (a client that does not "
 		          "trust the Sluice CA often does: see the operator guide, troubleshooting)",
@@ -187,11 +187,11 @@ conn_close(struct conn *c)
 }
 
 void
-audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status)
+audit_conn(struct conn *c, enum audit_verdict verdict, const char *rule, const char *reason, int status)
 {
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
 	struct audit_rec r = {
-		.type = "connection",
+		.kind = AUDIT_KIND_CONNECTION,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
@@ -227,7 +227,7 @@ conn_refuse(struct conn *c, int status, const char *error, const char *rule, con
 
 	log_info("c%llu: %s refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer), reason,
 	         log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
-	audit_conn(c, "deny", rule, reason, status > 0 ? status : -1);
+	audit_conn(c, AUDIT_VERDICT_DENY, rule, reason, status > 0 ? status : -1);
 	atomic_fetch_add(&c->w->gw->ndenied, 1);
 	if (status <= 0) {
 		conn_close(c);
@@ -247,7 +247,7 @@ conn_tls_failed(struct conn *c, const char *why)
 	char peer[CONN_ADDR_STR];
 
 	log_info("c%llu: TLS handshake with %s failed: %s", (unsigned long long)c->id, conn_peer_str(c, peer), why);
-	audit_conn(c, "deny", "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
+	audit_conn(c, AUDIT_VERDICT_DENY, "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
 	metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 	conn_close(c);
 }
@@ -313,14 +313,14 @@ conn_expired(struct conn *c)
 			            "request head not received in time (limits.request_head)");
 			return;
 		}
-		audit_conn(c, "deny", "limits.request_head",
+		audit_conn(c, AUDIT_VERDICT_DENY, "limits.request_head",
 		           c->mode == CONN_MODE_EXPLICIT ? "timed out waiting for the proxy request (limits.request_head)"
 		                                         : "timed out waiting for the ClientHello (limits.request_head)",
 		           -1);
 		conn_close(c);
 		return;
 	case CONN_S_TLS_ACCEPT:
-		audit_conn(c, "deny", "limits.tls_handshake", "TLS handshake timed out (limits.tls_handshake)", -1);
+		audit_conn(c, AUDIT_VERDICT_DENY, "limits.tls_handshake", "TLS handshake timed out (limits.tls_handshake)", -1);
 		metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 		conn_close(c);
 		return;
@@ -400,7 +400,7 @@ passthrough_ready(struct upstream *up, const char *err, int status, void *arg)
 	plain_start(c);
 	if (c->mode == CONN_MODE_EXPLICIT)
 		evbuffer_add(cio_out(c), established, sizeof(established) - 1);
-	audit_conn(c, "allow", c->entry ? policy_host_key(c->entry) : "default", "passthrough", -1);
+	audit_conn(c, AUDIT_VERDICT_ALLOW, c->entry ? policy_host_key(c->entry) : "default", "passthrough", -1);
 	conn_set_state(c, CONN_S_TUNNEL);
 	relay_own_upstream(c);
 	conn_arm_timer(c, c->w->gw->cfg->limits.idle_ms);

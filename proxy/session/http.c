@@ -82,7 +82,7 @@ http_req_id(struct conn *c)
 
 /* The request record: at the decision (allow, no status), or a refusal's only record (deny and the status). */
 static uint64_t
-audit_request_rec(struct conn *c, const char *verdict, int with_status)
+audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 {
 	struct req *r = c->req;
 	char pathbuf[1024], peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
@@ -98,7 +98,7 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 		places[i] = r->uses[i].place;
 	}
 	struct audit_rec a = {
-		.type = "request",
+		.kind = AUDIT_KIND_REQUEST,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
 		.client = conn_peer_str(c, peer),
@@ -133,7 +133,7 @@ audit_exfil_rec(struct conn *c)
 	struct req *r = c->req;
 	char peer[CONN_ADDR_STR];
 	struct audit_rec a = {
-		.type = "exfiltration_attempt",
+		.kind = AUDIT_KIND_EXFILTRATION_ATTEMPT,
 		.event = "exfiltration_attempt",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
@@ -166,7 +166,7 @@ audit_response_rec(struct conn *c)
 		if (scrub_hits_has(&r->scrub_hits, (unsigned)i))
 			scrubbed[n++] = policy_secret_get(c->pol, i)->name;
 	struct audit_rec a = {
-		.type = "scrub",
+		.kind = AUDIT_KIND_SCRUB,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
 		.host = c->host[0] ? c->host : NULL,
@@ -181,7 +181,7 @@ audit_response_rec(struct conn *c)
 	};
 	if (n > 0)
 		audit_write(c->w->gw->audit, &a);
-	a.type = "response";
+	a.kind = AUDIT_KIND_RESPONSE;
 	a.status = r->status > 0 ? r->status : -1;
 	a.bytes_up = (int64_t)r->bytes_up;
 	a.bytes_down = (int64_t)r->bytes_down;
@@ -199,7 +199,7 @@ http_audit_decide(struct conn *c)
 
 	if (r->audit_decided)
 		return 0;
-	r->audit_seq = audit_request_rec(c, "allow", 0);
+	r->audit_seq = audit_request_rec(c, AUDIT_VERDICT_ALLOW, 0);
 	r->audit_decided = 1;
 	/* recorded: from now on they describe the outcome (an upstream failure, a cut transfer) */
 	r->rule = NULL;
@@ -231,7 +231,7 @@ http_refusals_flush(struct conn *c)
 		return;
 	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
 	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
-	struct audit_rec a = AUDIT_REC_INIT("denial");
+	struct audit_rec a = AUDIT_REC_INIT(AUDIT_KIND_DENIAL);
 
 	a.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
 	a.client = conn_peer_str(c, peer);
@@ -247,14 +247,14 @@ http_refusals_flush(struct conn *c)
 }
 
 void
-http_audit_request(struct conn *c, const char *verdict)
+http_audit_request(struct conn *c, enum audit_verdict verdict)
 {
 	struct req *r = c->req;
 	int quiet = 0;
 
 	if (!r->audit_decided) {
 		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
-		verdict = "deny";
+		verdict = AUDIT_VERDICT_DENY;
 		quiet = !http_refusal_admit(c);
 		if (!quiet)
 			r->audit_seq = audit_request_rec(c, verdict, 1);
@@ -273,7 +273,7 @@ http_audit_request(struct conn *c, const char *verdict)
 	atomic_fetch_add(&c->w->gw->nrequests, 1);
 	if (c->sbx != NULL)
 		atomic_fetch_add(&c->sbx->requests, 1);
-	if (strcmp(verdict, "deny") == 0) {
+	if (verdict == AUDIT_VERDICT_DENY) {
 		atomic_fetch_add(&c->w->gw->ndenied, 1);
 		if (c->sbx != NULL)
 			atomic_fetch_add(&c->sbx->denied, 1);
@@ -346,7 +346,7 @@ http_answer_end(struct conn *c, int status, const char *rule, const char *reason
 	r->reason = reason;
 	if (audit)
 		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
-		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
+		http_audit_request(c, status < 500 || r->refused ? AUDIT_VERDICT_DENY : AUDIT_VERDICT_ALLOW);
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;

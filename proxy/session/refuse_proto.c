@@ -322,7 +322,7 @@ refuse_proto_answer(struct conn *c, int status, const char *error, const char *r
 		r->rule = g->rule;
 		r->reason = g->text;
 		if (audit)
-			http_audit_request(c, "deny");
+			http_audit_request(c, AUDIT_VERDICT_DENY);
 		if (r->body_done || r->body == H1_BODY_NONE ||
 		    (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_HOLD)) {
 			git_finish(c);

@@ -302,7 +302,7 @@ relay_abort(struct conn *c, const char *why, int status)
 		h2srv_stream_abort(c);
 	r->reason = why;
 	r->client_keep_alive = 0;
-	http_audit_request(c, "allow");
+	http_audit_request(c, AUDIT_VERDICT_ALLOW);
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;
@@ -396,7 +396,7 @@ response_head(struct conn *c)
 				}
 			}
 			r->status = 101;
-			http_audit_request(c, "allow");
+			http_audit_request(c, AUDIT_VERDICT_ALLOW);
 			conn_set_state(c, CONN_S_TUNNEL);
 			conn_arm_timer(c, lim->idle_ms);
 			if (ws_tunnel_start(c) != 0) {
@@ -530,7 +530,7 @@ finish_request(struct conn *c)
 	struct req *r = c->req;
 	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
 
-	http_audit_request(c, "allow");
+	http_audit_request(c, AUDIT_VERDICT_ALLOW);
 	if (keep_up)
 		upstream_release(c->up);
 	else
