@@ -19,40 +19,38 @@ clock_mono(struct timespec *ts)
 	read_clock(CLOCK_MONOTONIC, ts);
 }
 
-uint64_t
-clock_mono_ms(void)
+/* <id> now in nanoseconds (dividing it gives the same whole ms, us and s as the timespec's fields would) */
+static uint64_t
+now_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	read_clock(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	read_clock(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+clock_mono_ms(void)
+{
+	return now_ns(CLOCK_MONOTONIC) / 1000000u;
 }
 
 uint64_t
 clock_mono_us(void)
 {
-	struct timespec ts;
-
-	read_clock(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return now_ns(CLOCK_MONOTONIC) / 1000u;
 }
 
 uint64_t
 clock_mono_ns(void)
 {
-	struct timespec ts;
-
-	read_clock(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t
 clock_mono_s(void)
 {
-	struct timespec ts;
-
-	read_clock(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec;
+	return now_ns(CLOCK_MONOTONIC) / 1000000000u;
 }
 
 int64_t
@@ -79,8 +77,5 @@ clock_wall(struct timespec *ts)
 uint64_t
 clock_wall_ms(void)
 {
-	struct timespec ts;
-
-	read_clock(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return now_ns(CLOCK_REALTIME) / 1000000u;
 }
