@@ -472,7 +472,12 @@ metrics_label_escape(struct evbuffer *out, const char *s)
 		if (*q != '\\' && *q != '"' && *q != '\n')
 			continue;
 		evbuffer_add(out, p, (size_t)(q - p));
-		evbuffer_add(out, *q == '\\' ? "\\\\" : *q == '"' ? "\\\"" : "\\n", 2);
+		if (*q == '\\')
+			evbuffer_add(out, SLUICE_LIT("\\\\"));
+		else if (*q == '"')
+			evbuffer_add(out, SLUICE_LIT("\\\""));
+		else
+			evbuffer_add(out, SLUICE_LIT("\\n"));
 		p = q + 1;
 	}
 	evbuffer_add(out, p, (size_t)(q - p));
