@@ -89,8 +89,8 @@ trickle(evutil_socket_t fd, short what, void *arg)
 	struct seen *s = arg;
 
 	(void)what;
-	if (s->done == 0)
-		(void)write((int)fd, "y", 1);
+	if (s->done == 0 && write((int)fd, "y", 1) != 1)
+		fail_msg("the peer's trickle could not be written");
 }
 
 static void
