@@ -63,8 +63,6 @@ size_t audit_reader_pending(const struct audit_reader *r);
 
 /* Writes the lowercase hex SHA-256 of <p>/<n> and a NUL into <hex> (AUDIT_HASH_HEX + 1 bytes). */
 void audit_sha256_hex(const void *p, size_t n, char *hex);
-/* <n> bytes as lowercase hex into <out> (2*<n>+1 bytes, NUL-terminated); the writer (proxy/audit_chain.c) uses it too. */
-void audit_hex(const uint8_t *p, size_t n, char *out);
 /* K_{n+1} = SHA-256("sluice-audit-key-v1" || K_n), in place. */
 void audit_key_evolve(uint8_t key[AUDIT_KEY_BYTES]);
 

@@ -11,25 +11,13 @@
 #include <openssl/core_names.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "audit/audit.h"
 
 #define KEY_MAGIC "sluice-audit-key v1 "
 #define MAC_MEMBER ",\"mac\":\""
 #define MAC_TAIL_LEN (sizeof(MAC_MEMBER) - 1 + AUDIT_HASH_HEX + 2)  /* ,"mac":"<64>"} */
-
-void
-audit_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[p[i] >> 4];
-		out[2 * i + 1] = hex[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
 
 /* Decodes exactly 2*<n> hex digits (either case) from <s>; returns 0 or -1. */
 static int
@@ -54,7 +42,7 @@ audit_sha256_hex(const void *p, size_t n, char *hex)
 	uint8_t md[SHA256_DIGEST_LENGTH];
 
 	SHA256(p, n, md);
-	audit_hex(md, sizeof(md), hex);
+	hex_encode(hex, md, sizeof(md));
 }
 
 void
@@ -109,7 +97,7 @@ audit_key_format(const struct audit_key *k, char *out, size_t cap)
 	char hex[2 * AUDIT_KEY_BYTES + 1];
 	int n;
 
-	audit_hex(k->key, AUDIT_KEY_BYTES, hex);
+	hex_encode(hex, k->key, AUDIT_KEY_BYTES);
 	n = snprintf(out, cap, "%s%" PRId64 " %s\n", KEY_MAGIC, k->seq, hex);
 	sluice_wipe(hex, sizeof(hex));
 	if (n < 0 || (size_t)n >= cap) {

@@ -416,10 +416,10 @@ dkv(struct dbuf *d, const char *label, json_t *v)
 	if (v == NULL || json_is_null(v))
 		return;
 	if (d->n > 0)
-		dput(d, " ", 1);
+		dput(d, SLUICE_LIT(" "));
 	if (label != NULL) {
 		dput(d, label, strlen(label));
-		dput(d, "=", 1);
+		dput(d, SLUICE_LIT("="));
 	}
 	if (json_is_string(v)) {
 		dput(d, json_string_value(v), json_string_length(v));
@@ -431,13 +431,13 @@ dkv(struct dbuf *d, const char *label, json_t *v)
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, e) {
 			if (i > 0)
-				dput(d, ",", 1);
+				dput(d, SLUICE_LIT(","));
 			nm = json_is_object(e) ? json_object_get(e, "name") : e;
 			pl = json_is_object(e) ? json_object_get(e, "place") : NULL;
 			if (json_is_string(nm))
 				dput(d, json_string_value(nm), json_string_length(nm));
 			if (json_is_string(pl)) {
-				dput(d, "@", 1);
+				dput(d, SLUICE_LIT("@"));
 				dput(d, json_string_value(pl), json_string_length(pl));
 			}
 		}

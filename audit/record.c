@@ -264,7 +264,7 @@ audit_term_escape(char *out, size_t cap, const char *s, size_t n, size_t width)
 		cols += pl;
 	}
 	if (cut && width >= 3 && used + 4 <= cap) {
-		memcpy(out + used, "...", 3);
+		memcpy(out + used, SLUICE_LIT("..."));
 		used += 3;
 		cols += 3;
 	}

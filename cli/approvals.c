@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "common/admin_client.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "cli/cli.h"
@@ -39,7 +40,7 @@ admin_call(const char *sock, const char *method, const char *path, int *status, 
 {
 	char err[512];
 
-	if (run_admin_request(sock, method, path, NULL, REPLY_MAX, status, body, err, sizeof(err)) != 0) {
+	if (admin_client_request(sock, method, path, NULL, REPLY_MAX, status, body, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sluice approvals: the gateway's admin socket %s\n", err);
 		return -1;
 	}

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "audit/audit.h"
 #include "cli/cli.h"
@@ -49,15 +50,6 @@ static const char usage_keygen[] =
 static const char usage_summary[] =
 	"usage: sluice audit summary FILE... [--since T] [--until T]\n"
 	"Per sandbox: requests, denials, exfiltration attempts, secrets used, hosts contacted (with counts).\n";
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int
 open_log(const char *cmd, const char *path)
@@ -228,7 +220,7 @@ parse_query_args(const char *cmd, int argc, char **argv, struct qargs *q, int ta
 		{"format", required_argument, NULL, 'F'},  {"follow", no_argument, NULL, 'f'},
 		{"lines", required_argument, NULL, 'n'},   {NULL, 0, NULL, 0},
 	};
-	int64_t now = now_ms();
+	int64_t now = (int64_t)clock_wall_ms();
 	char *end;
 	int ch;
 

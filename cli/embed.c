@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include "ca/ca.h"
 #include "cli/embed.h"
+#include "common/admin_client.h"
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "sandbox-glue/run.h"
 
@@ -212,16 +214,7 @@ healthy(const char *admin)
 	char err[128];
 	int status = 0;
 
-	return run_admin_call(admin, "GET", "/health", NULL, &status, NULL, 0, err, sizeof(err)) == 0 && status == 200;
-}
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return admin_client_call(admin, "GET", "/health", NULL, &status, NULL, 0, err, sizeof(err)) == 0 && status == 200;
 }
 
 static void
@@ -352,9 +345,9 @@ embed_gateway_ensure(struct embed_gateway *g, const char *config_path, const cha
 		}
 		return SLUICE_EIO;
 	}
-	deadline = mono_ms() + EMBED_START_MS;
+	deadline = clock_mono_ms() + EMBED_START_MS;
 	while (!healthy(admin_path)) {
-		if (waitpid(pid, &st, WNOHANG) == pid || mono_ms() >= deadline) {
+		if (waitpid(pid, &st, WNOHANG) == pid || clock_mono_ms() >= deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			unlink(pidf);
@@ -387,13 +380,13 @@ embed_gateway_release(struct embed_gateway *g)
 		unlink(pidf);  /* it is gone (and its pid may be someone else's now) */
 		goto out;
 	}
-	if (run_admin_call(g->admin, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), err, sizeof(err)) == 0 &&
+	if (admin_client_call(g->admin, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), err, sizeof(err)) == 0 &&
 	    (status != 200 || strspn(resp, "[] \r\n") != strlen(resp) || strchr(resp, '[') == NULL))
 		goto out;  /* other sandboxes still use it (or it answers oddly: leave it) */
 	/* it no longer answers, or has nobody left: stop it */
 	if (kill(pid, SIGTERM) == 0) {
-		deadline = mono_ms() + EMBED_STOP_MS;
-		while (kill(pid, 0) == 0 && mono_ms() < deadline) {
+		deadline = clock_mono_ms() + EMBED_STOP_MS;
+		while (kill(pid, 0) == 0 && clock_mono_ms() < deadline) {
 			waitpid(pid, NULL, WNOHANG);  /* reaps it when it is our child */
 			nap();
 		}

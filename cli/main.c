@@ -218,16 +218,6 @@ print_list(const char *label, const char *const *v, size_t n, const char *none)
 	putchar('\n');
 }
 
-static const char *
-inject_name(const struct policy_inject *in, char *buf, size_t cap)
-{
-	static const char *const kinds[] = {"?", "header", "basic", "query", "json", "form"};
-
-	snprintf(buf, cap, "%s%s%s", kinds[in->kind <= POLICY_INJECT_FORM ? in->kind : 0], in->arg ? ":" : "",
-	         in->arg ? in->arg : "");
-	return buf;
-}
-
 static int
 cmd_secrets(int argc, char **argv)
 {
@@ -272,7 +262,7 @@ cmd_secrets(int argc, char **argv)
 			printf("  placeholder: %s (derived%s%s)\n", ph, s->format ? ", format " : "", s->format ? s->format : "");
 		print_list("hosts", s->hosts, s->nhosts, "(none)");
 		for (k = 0; k < s->ninject && k < 16; k++)
-			places[k] = xstrdup(inject_name(&s->inject[k], ibuf, sizeof(ibuf)));
+			places[k] = xstrdup(policy_inject_format(&s->inject[k], ibuf, sizeof(ibuf)));
 		print_list("inject", (const char *const *)places, k, "(none)");
 		while (k-- > 0)
 			free(places[k]);

@@ -23,11 +23,14 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/json.h"
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "cli/policy_cli.h"
 
 #define EXIT_USAGE 2
 #define BODY_MAX (16u * 1024 * 1024 + 1) /* a generated body: one byte over the largest max_body */
+#define CHUNK 256                         /* input bytes escaped per step */
 
 /* A growing text buffer, capped at BODY_MAX. */
 struct tbuf {
@@ -139,26 +142,15 @@ json_number_text(const char *s, size_t n)
 static void
 json_string(struct tbuf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
+	char e[JSON_ESCAPED_MAX(CHUNK)];
+	size_t i, k;
 
-	tb_put(b, "\"", 1);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			char e[2] = {'\\', (char)c};
-
-			tb_put(b, e, 2);
-		} else if (c < 0x20) {
-			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-
-			tb_put(b, e, 6);
-		} else {
-			tb_put(b, (const char *)&s[i], 1);
-		}
+	tb_put(b, SLUICE_LIT("\""));
+	for (i = 0; i < n; i += k) {  /* the escape of a byte does not depend on its neighbours */
+		k = n - i < CHUNK ? n - i : CHUNK;
+		tb_put(b, e, json_escape(e, sizeof(e), s + i, k, JSON_ESC_PLAIN));
 	}
-	tb_put(b, "\"", 1);
+	tb_put(b, SLUICE_LIT("\""));
 }
 
 /* YAML to JSON text: plain scalars that look like numbers, booleans or null keep their type and spelling. */
@@ -221,19 +213,12 @@ to_json(struct cases *cs, yaml_node_t *n, struct tbuf *b, int depth)
 static void
 urlenc(struct tbuf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i;
+	char e[PCT_ENCODED_MAX(CHUNK)];
+	size_t i, k;
 
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c)) {
-			tb_put(b, (const char *)&s[i], 1);
-		} else {
-			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-
-			tb_put(b, e, 3);
-		}
+	for (i = 0; i < n; i += k) {
+		k = n - i < CHUNK ? n - i : CHUNK;
+		tb_put(b, e, pct_encode(e, s + i, k, pct_unreserved, PCT_UPPER));
 	}
 }
 
@@ -248,7 +233,7 @@ to_form(struct cases *cs, yaml_node_t *n, struct tbuf *b)
 	}
 	if (n->type != YAML_MAPPING_NODE)
 		return bad(cs, n, "expected a map of fields or a string for form");
-	tb_put(b, "", 0);
+	tb_put(b, SLUICE_LIT(""));
 	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = node(cs, p->key), *v = node(cs, p->value);
 		yaml_node_item_t *it, *end;
@@ -364,7 +349,7 @@ request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 	if (body->over)
 		return bad(cs, n, "body too large");
 	if (nb > 0) {
-		tb_put(body, "", 0);
+		tb_put(body, SLUICE_LIT(""));
 		rq->body = body->s != NULL ? body->s : "";
 		rq->body_len = body->len;
 	}

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include "common/clock.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "cli/cli.h"
@@ -127,15 +128,6 @@ hide_secret_files(struct hides *h, const char *spec)
 		hide_add(h, f, 0);
 		free(SLUICE_DECONST(char *, f)); /* secret_file's copy */
 	}
-}
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* "NAME" -> "NAME=<our value>" (xmalloc'd), "NAME=VALUE" copied; NULL when NAME is invalid or unset */
@@ -337,7 +329,7 @@ cmd_run(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.workspace_fd = -1;
 	memset(&h, 0, sizeof(h));
-	o.t0_ns = mono_ns();
+	o.t0_ns = clock_mono_ns();
 	tv = getenv("SLUICE_RUN_TIMING");
 	o.timing = tv != NULL && strcmp(tv, "1") == 0;
 	optind = 1;
@@ -445,7 +437,7 @@ cmd_run(int argc, char **argv)
 	}
 	ca_pem = xmalloc(strlen(cfg->ca_dir) + 8);
 	memcpy(ca_pem, cfg->ca_dir, strlen(cfg->ca_dir));
-	memcpy(ca_pem + strlen(cfg->ca_dir), "/ca.pem", 8);
+	memcpy(ca_pem + strlen(cfg->ca_dir), "/ca.pem", sizeof("/ca.pem"));
 	/* what protects the sandbox, in case it lives under /etc or /usr (the only host trees it sees) */
 	hide_add(&h, path, 1);
 	hide_add(&h, cfg->ca_dir, 0);
@@ -491,7 +483,7 @@ cmd_run(int argc, char **argv)
 	if (o.admin_path != NULL && embed_gateway_ensure(&eg, path, o.admin_path) != 0)
 		goto out;
 	o.name_out = regname;
-	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_wall(&rt);
 	ret = run_sandbox(&o);
 	/* a failed command: what the gateway refused for it, from the audit (a name out of the policy shows only
 	 * as "Could not resolve host" inside) */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <jansson.h>
+#include "common/admin_client.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "cli/cli.h"
@@ -82,7 +83,7 @@ cmd_sandboxes(int argc, char **argv)
 		fprintf(stderr, "sluice sandboxes: %s has no listen.admin unix socket\n", path);
 		goto out;
 	}
-	if (run_admin_call(la.path, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), errbuf, sizeof(errbuf)) != 0) {
+	if (admin_client_call(la.path, "GET", "/sandboxes", NULL, &status, resp, sizeof(resp), errbuf, sizeof(errbuf)) != 0) {
 		fprintf(stderr, "sluice sandboxes: the gateway's admin socket %s: %s\n", la.path, errbuf);
 		goto out;
 	}

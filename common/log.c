@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/clock.h"
+#include "common/hex.h"
 #include "common/log.h"
+#include "common/sluice.h"
 
 static const char *log_prog = "sluice";
 static int log_verbose;
@@ -59,7 +62,7 @@ vlog(enum log_prio prio, const char *level, int with_errno, const char *fmt, va_
 	struct timespec ts;
 	struct tm tm;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_wall(&ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	/* "<N>" only for journald; it must be the first thing on the line */
 	n = log_journal ? snprintf(line, sizeof(line), "<%d>", (int)prio) : 0;
@@ -139,7 +142,6 @@ fatalx(const char *fmt, ...)
 char *
 log_escape(char *out, size_t cap, const char *in, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t o = 0, i, total = 0, reserve;
 
 	if (cap == 0)
@@ -155,7 +157,7 @@ log_escape(char *out, size_t cap, const char *in, size_t len)
 
 		if (o + need + reserve > cap) {
 			if (o + 4 <= cap) {
-				memcpy(out + o, "...", 3);
+				memcpy(out + o, SLUICE_LIT("..."));
 				o += 3;
 			}
 			break;
@@ -165,8 +167,8 @@ log_escape(char *out, size_t cap, const char *in, size_t len)
 		} else {
 			out[o++] = '\\';
 			out[o++] = 'x';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
+			hex_pair(out + o, c, 0);
+			o += 2;
 		}
 	}
 	out[o < cap ? o : cap - 1] = '\0';

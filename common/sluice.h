@@ -40,6 +40,14 @@ struct sluice_iov {
 
 #define SLUICE_IOV_LIT(s) ((struct sluice_iov){(s), sizeof(s) - 1})
 
+/*
+ * A string literal as the two arguments (pointer, length) of an append:
+ * evbuffer_add(b, SLUICE_LIT("\r\n")), memcpy(p, SLUICE_LIT("Basic ")).  The
+ * length comes from sizeof, never from a hand count (curl's STRCONST); the
+ * "" makes anything but a literal fail to compile.
+ */
+#define SLUICE_LIT(s) ("" s), (sizeof(s) - 1)
+
 /* Allocation for small, fixed-size objects: abort on OOM (STYLE.md section 4). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "policy/cond_int.h"
 
@@ -276,7 +277,6 @@ policy_test_describe(const struct policy_test *t, char *buf, size_t cap)
 static void
 val_text(const struct policy_val *v, char *out, size_t cap)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t i, o = 0;
 
 	if (v->kind == V_OTHER || (v->kind == V_NUM && v->s == NULL)) {
@@ -293,12 +293,12 @@ val_text(const struct policy_val *v, char *out, size_t cap)
 		} else {
 			out[o++] = '\\';
 			out[o++] = 'x';
-			out[o++] = hex[ch >> 4];
-			out[o++] = hex[ch & 15];
+			hex_pair(out + o, ch, 0);
+			o += 2;
 		}
 	}
 	if (i < v->len) {
-		memcpy(out + o, "...", 3);
+		memcpy(out + o, SLUICE_LIT("..."));
 		o += 3;
 	}
 	if (v->kind == V_STR)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "policy/policy_int.h"
 
@@ -74,15 +75,13 @@ policy_glob_compile(struct policy_glob *g, const char *src, size_t len, const ch
 			if (policy_is_unreserved(c)) {
 				t = c;
 			} else {
-				static const char hex[] = "0123456789ABCDEF";
-
 				if (ntok + 3 > POLICY_GLOB_TOKENS_MAX) {
 					*err = "path glob too long";
 					return -1;
 				}
 				tok[ntok++] = '%';
-				tok[ntok++] = (unsigned char)hex[c >> 4];
-				t = (unsigned char)hex[c & 15];
+				tok[ntok++] = (unsigned char)hex_upper[c >> 4];
+				t = (unsigned char)hex_upper[c & 15];
 			}
 		} else if (c == '/' || policy_is_pchar(c)) {
 			t = c;

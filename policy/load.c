@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -59,7 +60,6 @@ policy_ld_error(struct policy_ld *l, const yaml_node_t *node, const char *fmt, .
 const char *
 policy_ld_esc(char *out, size_t cap, const yaml_char_t *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t i, o = 0;
 
 	if (cap == 0)
@@ -76,14 +76,14 @@ policy_ld_esc(char *out, size_t cap, const yaml_char_t *s, size_t len)
 				break;
 			out[o++] = '\\';
 			out[o++] = 'x';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
+			hex_pair(out + o, (unsigned char)c, 0);
+			o += 2;
 		}
 	}
 	if (i < len && cap >= 4) {
 		while (o + 4 > cap)
 			o--;
-		memcpy(out + o, "...", 3);
+		memcpy(out + o, SLUICE_LIT("..."));
 		o += 3;
 	}
 	out[o] = '\0';

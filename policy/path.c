@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "policy/policy_int.h"
@@ -16,8 +18,7 @@
 int
 policy_is_unreserved(unsigned c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
+	return c <= 0xff && pct_unreserved((unsigned char)c);
 }
 
 int
@@ -37,8 +38,6 @@ static int
 segment_copy(const char *in, size_t len, size_t *i, int keep_slashes, char *out, size_t cap,
              size_t *o, const char **err)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
 	while (*i < len && in[*i] != '/') {
 		unsigned c = (unsigned char)in[*i];
 
@@ -68,8 +67,8 @@ segment_copy(const char *in, size_t len, size_t *i, int keep_slashes, char *out,
 				if (*o + 3 >= cap)
 					goto small;
 				out[(*o)++] = '%';
-				out[(*o)++] = hex[c >> 4];
-				out[(*o)++] = hex[c & 15];
+				hex_pair(out + *o, (unsigned char)c, 1);
+				*o += 2;
 			}
 			continue;
 		}

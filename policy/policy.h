@@ -272,6 +272,14 @@ size_t policy_secret_count(const struct policy *p);
 const struct policy_secret *policy_secret_get(const struct policy *p, size_t i);
 /* The secret named <name>, or NULL. */
 const struct policy_secret *policy_secret_find(const struct policy *p, const char *name);
+/* The text of <k> ("header", "basic", "query", "json", "form"), "?" for no kind: the one table of place kinds. */
+const char *policy_inject_kind_name(enum policy_inject_kind k);
+/*
+ * A place as text, at the edges (audit lines, error bodies, `sluice secrets`):
+ * "<kind>:<arg>", or "<kind>" without an arg ("basic"), into <buf>/<cap>
+ * (cut short if it must).  Returns <buf>.
+ */
+const char *policy_inject_format(const struct policy_inject *in, char *buf, size_t cap);
 /* 1 if canonical <host> is one of <s>'s hosts (exact, or "*.suffix": one or more labels, as host entries match). */
 int policy_secret_host_bound(const struct policy_secret *s, const char *host);
 /* 1 if sandbox <name> may use <s> (nsandboxes 0: any non-NULL name); 0 for NULL <name>. */

@@ -55,6 +55,27 @@ host_is_ip(const char *host, size_t n)
 	return i < n;
 }
 
+static const char *const inject_kind_names[] = {
+	[POLICY_INJECT_HEADER] = "header", [POLICY_INJECT_BASIC] = "basic", [POLICY_INJECT_QUERY] = "query",
+	[POLICY_INJECT_JSON] = "json",     [POLICY_INJECT_FORM] = "form",
+};
+
+const char *
+policy_inject_kind_name(enum policy_inject_kind k)
+{
+	if ((unsigned)k >= sizeof(inject_kind_names) / sizeof(inject_kind_names[0]) || inject_kind_names[k] == NULL)
+		return "?";
+	return inject_kind_names[k];
+}
+
+const char *
+policy_inject_format(const struct policy_inject *in, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", policy_inject_kind_name(in->kind), in->arg != NULL ? ":" : "",
+	         in->arg != NULL ? in->arg : "");
+	return buf;
+}
+
 int
 policy_secret_host_bound(const struct policy_secret *s, const char *host)
 {

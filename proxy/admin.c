@@ -26,6 +26,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -205,14 +206,13 @@ peer_who(struct evhttp_request *req, char *out, size_t cap)
 }
 
 void
-admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by)
+admin_approval_note(void *arg, const char *id, const struct approval_info *info, enum approval_decision decision,
+                    const char *by)
 {
-	static const char hex[] = "0123456789abcdef";
 	struct gateway *gw = arg;
 	char sha[65];
-	size_t i;
 	struct audit_rec r = {
-		.type = "approval",
+		.kind = AUDIT_KIND_APPROVAL,
 		.sandbox = info->sandbox,
 		.id = id,
 		.request_id = info->request_id,
@@ -231,12 +231,8 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 		.generation = -1,
 	};
 
-	for (i = 0; i < 32; i++) {
-		sha[2 * i] = hex[info->body_sha256[i] >> 4];
-		sha[2 * i + 1] = hex[info->body_sha256[i] & 15];
-	}
-	sha[64] = '\0';
-	if (decision == 0 || decision == 1)
+	hex_encode(sha, info->body_sha256, 32);
+	if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
 		log_info("approval %s %s by %s (rule %s)", id, r.decision, by, info->rule != NULL ? info->rule : "-");
 	audit_write(gw->audit, &r);
 }

@@ -24,6 +24,8 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include "common/clock.h"
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -59,15 +61,6 @@ struct audit_waker {
 static _Thread_local struct audit_waker *tl_waker;
 static char open_err[512];
 
-uint64_t
-audit_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 audit_time_now(char *out, size_t cap)
 {
@@ -78,7 +71,7 @@ audit_time_now(char *out, size_t cap)
 	char t[sizeof(pat)];
 	unsigned v[7], w[7] = {4, 2, 2, 2, 2, 2, 3}, at[7] = {0, 5, 8, 11, 14, 17, 20}, i, k, x;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_wall(&ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	v[0] = (unsigned)(tm.tm_year + 1900) % 10000;
 	v[1] = (unsigned)tm.tm_mon + 1;
@@ -98,10 +91,42 @@ audit_time_now(char *out, size_t cap)
 	out[k] = '\0';
 }
 
-static int
-is(const char *a, const char *b)
+static const char *const kind_names[AUDIT_KIND_COUNT] = {
+	[AUDIT_KIND_UNKNOWN] = "unknown",
+	[AUDIT_KIND_CONNECTION] = "connection",
+	[AUDIT_KIND_DENIAL] = "denial",
+	[AUDIT_KIND_REQUEST] = "request",
+	[AUDIT_KIND_RESPONSE] = "response",
+	[AUDIT_KIND_DNS] = "dns",
+	[AUDIT_KIND_EXFILTRATION_ATTEMPT] = "exfiltration_attempt",
+	[AUDIT_KIND_SCRUB] = "scrub",
+	[AUDIT_KIND_CONFIG_RELOAD] = "config_reload",
+	[AUDIT_KIND_CHECKPOINT] = "checkpoint",
+	[AUDIT_KIND_START] = "start",
+	[AUDIT_KIND_STOP] = "stop",
+	[AUDIT_KIND_NO_REQUEST] = "no_request",
+	[AUDIT_KIND_APPROVAL] = "approval",
+	[AUDIT_KIND_REVOCATION] = "revocation",
+};
+
+const char *
+audit_kind_name(enum audit_kind k)
 {
-	return a != NULL && strcmp(a, b) == 0;
+	return (unsigned)k < AUDIT_KIND_COUNT && kind_names[k] != NULL ? kind_names[k] : "unknown";
+}
+
+const char *
+audit_verdict_name(enum audit_verdict v)
+{
+	switch (v) {
+	case AUDIT_VERDICT_ALLOW:
+		return "allow";
+	case AUDIT_VERDICT_DENY:
+		return "deny";
+	case AUDIT_VERDICT_NONE:
+		break;
+	}
+	return NULL;
 }
 
 static void
@@ -177,14 +202,14 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 {
 	struct jbuf jb;
 	char now[40];
-	const char *t = r->type != NULL ? r->type : "unknown";
+	enum audit_kind k = r->kind;
 
 	audit_time_now(now, sizeof(now));
 	jb_init(&jb, buf, cap);
 	jb_str(&jb, "time", now);
-	jb_str(&jb, "type", t);
+	jb_str(&jb, "type", audit_kind_name(k));
 	jb_str(&jb, "sandbox", r->sandbox != NULL ? r->sandbox : "-");
-	if (is(t, "request")) {
+	if (k == AUDIT_KIND_REQUEST) {
 		jb_str(&jb, "id", r->id);
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "dest", r->dest);
@@ -193,14 +218,14 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "method", r->method);
 		path_member(&jb, r, path_max);
 		jb_str(&jb, "http_version", r->http_version);
-		jb_str(&jb, "verdict", r->verdict);
+		jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
 		jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
 		semantic_members(&jb, r);
-	} else if (is(t, "response")) {
+	} else if (k == AUDIT_KIND_RESPONSE) {
 		jb_str(&jb, "id", r->id);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
@@ -216,37 +241,37 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		/* set only when the gateway ended the exchange itself (an upstream failure, a cut transfer) */
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
-	} else if (is(t, "connection") || is(t, "denial") || is(t, "no_request")) {
+	} else if (k == AUDIT_KIND_CONNECTION || k == AUDIT_KIND_DENIAL || k == AUDIT_KIND_NO_REQUEST) {
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "dest", r->dest);
 		jb_str(&jb, "sni", r->sni);
 		jb_str(&jb, "host", r->host);
-		if (is(t, "connection"))
-			jb_str(&jb, "verdict", r->verdict);
+		if (k == AUDIT_KIND_CONNECTION)
+			jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
 		if (r->suppressed > 0)
 			jb_int(&jb, "suppressed", r->suppressed);
-		if (is(t, "no_request") && r->duration_ms >= 0)
+		if (k == AUDIT_KIND_NO_REQUEST && r->duration_ms >= 0)
 			jb_int(&jb, "duration_ms", r->duration_ms);
-	} else if (is(t, "dns")) {
+	} else if (k == AUDIT_KIND_DNS) {
 		jb_str(&jb, "client", r->client);
 		jb_str(&jb, "host", r->host);
 		jb_str(&jb, "qtype", r->dns_qtype);
 		jb_str(&jb, "answer", r->dns_answer);
-		jb_str(&jb, "verdict", r->verdict);
-	} else if (is(t, "exfiltration_attempt")) {
+		jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
+	} else if (k == AUDIT_KIND_EXFILTRATION_ATTEMPT) {
 		jb_str(&jb, "id", r->id);
 		jb_str(&jb, "secret", r->secret);
 		jb_str(&jb, "place", r->place);
 		jb_str(&jb, "host", r->host);
 		jb_str(&jb, "rule", r->rule);
-	} else if (is(t, "scrub")) {
+	} else if (k == AUDIT_KIND_SCRUB) {
 		jb_str(&jb, "id", r->id);
 		jb_pairs(&jb, "secrets", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
-	} else if (is(t, "approval")) {
+	} else if (k == AUDIT_KIND_APPROVAL) {
 		jb_str(&jb, "id", r->id);
 		jb_str(&jb, "request", r->request_id);
 		jb_str(&jb, "decision", r->decision);
@@ -256,7 +281,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "method", r->method);
 		path_member(&jb, r, path_max);
 		jb_str(&jb, "body_sha256", r->body_sha256);
-	} else if (is(t, "revocation")) {
+	} else if (k == AUDIT_KIND_REVOCATION) {
 		/* revoke.c: a connection whose facts were withdrawn, what was done to it and why */
 		jb_str(&jb, "id", r->id);
 		jb_str(&jb, "client", r->client);
@@ -265,7 +290,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "reason", r->reason);
 		if (r->generation >= 0)
 			jb_int(&jb, "generation", r->generation);
-	} else if (is(t, "config_reload")) {
+	} else if (k == AUDIT_KIND_CONFIG_RELOAD) {
 		jb_str(&jb, "result", r->result);
 		if (r->generation >= 0)
 			jb_int(&jb, "generation", r->generation);
@@ -276,16 +301,16 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
 	}
-	if (r->conn_id != 0 && !is(t, "exfiltration_attempt") && !is(t, "scrub") && !is(t, "dns"))
+	if (r->conn_id != 0 && k != AUDIT_KIND_EXFILTRATION_ATTEMPT && k != AUDIT_KIND_SCRUB && k != AUDIT_KIND_DNS)
 		jb_int(&jb, "conn", (int64_t)r->conn_id);
 	return jb_finish(&jb, 0);
 }
 
 /* Records of work already let through are never refused for want of room: they are bounded by that work. */
 static int
-bounded(const char *type)
+bounded(enum audit_kind k)
 {
-	return !is(type, "response") && !is(type, "scrub");
+	return k != AUDIT_KIND_RESPONSE && k != AUDIT_KIND_SCRUB;
 }
 
 /*
@@ -296,7 +321,7 @@ bounded(const char *type)
 static int
 awaited(const struct audit_rec *r)
 {
-	return is(r->verdict, "allow") && (is(r->type, "request") || is(r->type, "connection"));
+	return r->verdict == AUDIT_VERDICT_ALLOW && (r->kind == AUDIT_KIND_REQUEST || r->kind == AUDIT_KIND_CONNECTION);
 }
 
 static void
@@ -321,10 +346,10 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 
 	if (a == NULL)
 		return 0;
-	if (is(rec->type, "connection") && is(rec->verdict, "deny")) {
+	if (rec->kind == AUDIT_KIND_CONNECTION && rec->verdict == AUDIT_VERDICT_DENY) {
 		/* a connection refused before HTTP (conn.c) is a denial (docs/audit-schema.md) */
 		tmp = *rec;
-		tmp.type = "denial";
+		tmp.kind = AUDIT_KIND_DENIAL;
 		rec = &tmp;
 	}
 	if (a->count != NULL)
@@ -336,7 +361,7 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 		n = audit_rec_format(rec, buf, sizeof(buf), AUDIT_PATH_CUT);
 	if (n < 2) {
 		atomic_fetch_add(&a->errors, 1);
-		log_warnx("audit: a %s record does not fit in %d bytes: not written", rec->type, AUDIT_BODY_MAX);
+		log_warnx("audit: a %s record does not fit in %d bytes: not written", audit_kind_name(rec->kind), AUDIT_BODY_MAX);
 		return 0;
 	}
 	/*
@@ -345,17 +370,17 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 	 * A record nothing waits for (a response, a refusal) wakes nobody.
 	 */
 	if (!awaited(rec)) {
-		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 0);
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
 	} else if (tl_waker != NULL && tl_waker->a == a) {
-		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 0);
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
 		if (seq != 0 && !tl_waker->flush_armed) {
 			tl_waker->flush_armed = 1;
 			event_active(tl_waker->flush_ev, EV_TIMEOUT, 1);
 		}
 	} else {
-		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->type), 1);
+		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 1);
 	}
-	if (rec->conn_id != 0 && is(rec->type, "connection") && is(rec->verdict, "allow") && tl_waker != NULL &&
+	if (rec->conn_id != 0 && rec->kind == AUDIT_KIND_CONNECTION && rec->verdict == AUDIT_VERDICT_ALLOW && tl_waker != NULL &&
 	    tl_waker->a == a)
 		/* a passthrough waits for this record; one that could not be queued is never written: it waits for good */
 		conn_seq_add(tl_waker, rec->conn_id, seq != 0 ? seq : UINT64_MAX);
@@ -598,7 +623,6 @@ audit_open(const struct policy_config *cfg, const char *config_path, audit_count
 	struct audit *a = xcalloc(1, sizeof(*a));
 	pthread_condattr_t ca;
 	uint8_t run[AUDIT_RUN_HEX / 2];
-	size_t i;
 
 	a->fd = -1;
 	a->ckpt_fd = -1;
@@ -629,8 +653,7 @@ audit_open(const struct policy_config *cfg, const char *config_path, audit_count
 		*err = "audit: no random bytes for the run id";
 		goto fail;
 	}
-	for (i = 0; i < sizeof(run); i++)
-		snprintf(a->run + 2 * i, 3, "%02x", run[i]);
+	hex_encode(a->run, run, sizeof(run));
 	if (audit_file_open(a, open_err, sizeof(open_err)) != 0) {
 		*err = open_err;
 		goto fail;

@@ -16,15 +16,46 @@ struct metrics;
 /* ---- audit.c, audit_*.c: the tamper-evident audit log (docs/audit-schema.md) ---- */
 
 /*
- * One audit record.  Which members are written depends on <type> (see
- * audit_rec_format): "connection", "denial", "request", "response", "dns",
- * "exfiltration_attempt", "scrub", "config_reload", "checkpoint", "start",
- * "stop".  NULL strings and negative numbers are omitted.  A "connection"
- * with verdict "deny" is written as a "denial".  Fields a type does not
- * write (a response's host) may still be set: metrics_audit reads them.
+ * The kind of a record: its "type" member.  The text is audit_kind_name()'s,
+ * written only in the audit line (docs/audit-schema.md); code compares kinds.
+ */
+enum audit_kind {
+	AUDIT_KIND_UNKNOWN = 0,  /* written as "unknown" */
+	AUDIT_KIND_CONNECTION,
+	AUDIT_KIND_DENIAL,
+	AUDIT_KIND_REQUEST,
+	AUDIT_KIND_RESPONSE,
+	AUDIT_KIND_DNS,
+	AUDIT_KIND_EXFILTRATION_ATTEMPT,
+	AUDIT_KIND_SCRUB,
+	AUDIT_KIND_CONFIG_RELOAD,
+	AUDIT_KIND_CHECKPOINT,
+	AUDIT_KIND_START,
+	AUDIT_KIND_STOP,
+	AUDIT_KIND_NO_REQUEST,
+	AUDIT_KIND_APPROVAL,
+	AUDIT_KIND_REVOCATION,
+	AUDIT_KIND_COUNT
+};
+/* A record's verdict member: none (not written), "allow" or "deny". */
+enum audit_verdict {
+	AUDIT_VERDICT_NONE = 0,
+	AUDIT_VERDICT_ALLOW,
+	AUDIT_VERDICT_DENY,
+};
+/* "connection", "denial", ...; "unknown" for AUDIT_KIND_UNKNOWN or a value out of range. */
+const char *audit_kind_name(enum audit_kind k);
+/* "allow", "deny"; NULL for AUDIT_VERDICT_NONE (the member is omitted). */
+const char *audit_verdict_name(enum audit_verdict v);
+
+/*
+ * One audit record.  Which members are written depends on <kind> (see
+ * audit_rec_format).  NULL strings and negative numbers are omitted.  A
+ * connection with verdict deny is written as a "denial".  Fields a kind does
+ * not write (a response's host) may still be set: metrics_audit reads them.
  */
 struct audit_rec {
-	const char *type;
+	enum audit_kind kind;
 	const char *sandbox;      /* NULL: "-" (records no sandbox caused) */
 	const char *id;           /* request id "<conn>-<n>" (request, response, exfiltration_attempt, scrub) */
 	const char *client;
@@ -34,7 +65,7 @@ struct audit_rec {
 	const char *method;
 	const char *path;
 	const char *http_version;
-	const char *verdict;      /* "allow" / "deny" */
+	enum audit_verdict verdict;
 	const char *rule;
 	const char *reason;
 	int status;               /* -1: none */
@@ -78,9 +109,9 @@ struct audit_rec {
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 };
 
-/* A record of <type> with every optional number "none" (-1); set the members it has after this. */
-#define AUDIT_REC_INIT(t)                                                                                    \
-	((struct audit_rec){.type = (t), .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,   \
+/* A record of kind <k> with every optional number "none" (-1); set the members it has after this. */
+#define AUDIT_REC_INIT(k)                                                                                    \
+	((struct audit_rec){.kind = (k), .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,   \
 	                    .upstream_tls = -1, .limit_retry_after = -1, .generation = -1, .warnings = -1})
 
 /*

@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
 
@@ -45,6 +46,9 @@ audit_chain_wipe(struct audit_chain *ch)
 	ch->keyed = 0;
 }
 
+#define PREV_MEMBER ",\"prev\":\""
+#define MAC_MEMBER ",\"mac\":\""
+
 long
 audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *out, size_t cap)
 {
@@ -56,15 +60,16 @@ audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *ou
 
 	hn = snprintf(head, sizeof(head), "{\"seq\":%" PRIu64 "%s", ch->seq, blen > 0 ? "," : "");
 	/* head, members, ,"prev":"<64>", ,"mac":"<64>", }, \n */
-	need = (size_t)hn + blen + 10 + AUDIT_HASH_HEX + 1 + (ch->keyed ? 9 + AUDIT_HASH_HEX + 1 : 0) + 2;
+	need = (size_t)hn + blen + sizeof(PREV_MEMBER) + AUDIT_HASH_HEX + 1 +
+	       (ch->keyed ? sizeof(MAC_MEMBER) + AUDIT_HASH_HEX + 1 : 0) + 2;
 	if (need > cap)
 		return -1;
 	memcpy(out, head, (size_t)hn);
 	n = (size_t)hn;
 	memcpy(out + n, body, blen);
 	n += blen;
-	memcpy(out + n, ",\"prev\":\"", 9);
-	n += 9;
+	memcpy(out + n, SLUICE_LIT(PREV_MEMBER));
+	n += sizeof(PREV_MEMBER) - 1;
 	memcpy(out + n, ch->prev, AUDIT_HASH_HEX);
 	n += AUDIT_HASH_HEX;
 	out[n++] = '"';
@@ -74,9 +79,9 @@ audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *ou
 		if (HMAC(EVP_sha256(), ch->key, AUDIT_KEY_LEN, (const uint8_t *)out, n + 1, md, &mdlen) == NULL ||
 		    mdlen != 32)
 			return -1;
-		memcpy(out + n, ",\"mac\":\"", 8);
-		n += 8;
-		audit_hex(md, 32, out + n);
+		memcpy(out + n, SLUICE_LIT(MAC_MEMBER));
+		n += sizeof(MAC_MEMBER) - 1;
+		hex_encode(out + n, md, 32);
 		n += AUDIT_HASH_HEX;
 		out[n++] = '"';
 		audit_key_evolve(ch->key);

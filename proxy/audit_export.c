@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
@@ -143,7 +144,7 @@ drop_conn(struct audit_export *e)
 	e->fd = -1;
 	e->connecting = 0;
 	e->outlen = 0;
-	e->retry_ms = audit_now_ms() + AUDIT_EXPORT_RETRY_MS;
+	e->retry_ms = clock_mono_ms() + AUDIT_EXPORT_RETRY_MS;
 }
 
 static void
@@ -168,7 +169,7 @@ ready(struct audit_export *e)
 	socklen_t sl = sizeof(soerr);
 
 	if (e->fd == -1) {
-		if (audit_now_ms() < e->retry_ms)
+		if (clock_mono_ms() < e->retry_ms)
 			return 0;
 		type = e->kind == EXPORT_TCP ? SOCK_STREAM : SOCK_DGRAM;
 		e->fd = socket(e->addr.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

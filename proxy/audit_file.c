@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <openssl/crypto.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/audit_int.h"
@@ -286,7 +287,7 @@ audit_file_open(struct audit *a, char *err, size_t cap)
 	a->dev = st.st_dev;
 	a->ino = st.st_ino;
 	a->file_size = (uint64_t)st.st_size;
-	a->file_opened_ms = audit_now_ms();
+	a->file_opened_ms = clock_mono_ms();
 	if (a->key_path != NULL && key_load(a, err, cap) != 0)
 		return -1;
 	return 0;
@@ -347,7 +348,7 @@ audit_file_rotate(struct audit *a)
 	a->dev = st.st_dev;
 	a->ino = st.st_ino;
 	a->file_size = 0;
-	a->file_opened_ms = audit_now_ms();
+	a->file_opened_ms = clock_mono_ms();
 	fsync_dir(a->path);
 	if (moved)
 		log_info("audit: %s was moved away: reopened it, the chain goes on from record %" PRIu64, a->path,

@@ -159,8 +159,6 @@ struct audit {
 	int key_failing;                  /* the last key file rewrite failed (said once) */
 };
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t audit_now_ms(void);
 /* Now as RFC 3339 UTC with milliseconds ("2026-12-01T04:07:07.123Z") into <out>/<cap> (24 bytes and more). */
 void audit_time_now(char *out, size_t cap);
 /* The writer wrote every record up to <done>: make active the event of each worker with a request parked on one. */

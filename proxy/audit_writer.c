@@ -24,6 +24,7 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -116,7 +117,7 @@ fail(struct audit *a, const char *what, int err)
 	a->failing = 1;
 	a->fail_what = what;
 	a->fail_errno = err;
-	a->retry_ms = audit_now_ms() + AUDIT_RETRY_MS;
+	a->retry_ms = clock_mono_ms() + AUDIT_RETRY_MS;
 	atomic_store(&a->healthy, 0);
 	say_health(a);
 }
@@ -206,7 +207,7 @@ flush(struct audit *a)
 		}
 		if (!a->dirty) {
 			a->dirty = 1;
-			a->next_fsync_ms = audit_now_ms() + a->fsync_ms;
+			a->next_fsync_ms = clock_mono_ms() + a->fsync_ms;
 		}
 		a->woff += (size_t)n;
 		a->file_size += (uint64_t)n;
@@ -301,7 +302,7 @@ rotate_if_due(struct audit *a, uint64_t now, int asked)
 static uint64_t
 deadline(const struct audit *a, uint64_t stop_by)
 {
-	uint64_t d = audit_now_ms() + AUDIT_LAZY_MS, t;  /* records nobody woke us for wait this long at most */
+	uint64_t d = clock_mono_ms() + AUDIT_LAZY_MS, t;  /* records nobody woke us for wait this long at most */
 
 	if (a->failing && a->retry_ms < d)
 		d = a->retry_ms;
@@ -354,20 +355,20 @@ audit_writer_main(void *arg)
 	uint64_t now, ck_seq, stop_seq, stop_by = 0, dl;
 	int rot;
 
-	now = audit_now_ms();
+	now = clock_mono_ms();
 	a->next_fsync_ms = now + a->fsync_ms;
 	a->next_ckpt_ms = now + a->ckpt_ms;
 	for (;;) {
 		pthread_mutex_lock(&a->mu);
 		dl = deadline(a, stop_by);
 		while (!a->rotate_req && (a->failing || (a->head == NULL && !(a->stop && !a->closed))) &&
-		       audit_now_ms() < dl) {
+		       clock_mono_ms() < dl) {
 			a->writer_waiting = 1;
 			wait_until(a, dl);
 			a->writer_waiting = 0;
 			a->signalled = 0;
 		}
-		now = audit_now_ms();
+		now = clock_mono_ms();
 		batch = NULL;
 		ck_seq = stop_seq = 0;
 		if (!a->failing) {

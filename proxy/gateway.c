@@ -237,7 +237,8 @@ server_ctx_create(int http2, const char **err)
  * the query only with audit.log_query, as every other record does.
  */
 static void
-approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by)
+approval_note(void *arg, const char *id, const struct approval_info *info, enum approval_decision decision,
+              const char *by)
 {
 	struct gateway *gw = arg;
 	struct approval_info cut;

@@ -60,7 +60,8 @@ void worker_post_revoke(struct worker *w);
 /* Serves the admin socket (admin.c) on the main thread's base. */
 void admin_start(struct gateway *gw);
 /* approvals' note hook (approvals_set_note, <arg> the gateway): writes each outcome's `approval` audit record. */
-void admin_approval_note(void *arg, const char *id, const struct approval_info *info, int decision, const char *by);
+void admin_approval_note(void *arg, const char *id, const struct approval_info *info, enum approval_decision decision,
+                         const char *by);
 
 
 void worker_stop(struct worker *w);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <event2/buffer.h>
 #include <jansson.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
@@ -275,7 +276,7 @@ metrics_create(struct policy *pol)
 	ltab_init(&m->rules, METRICS_RULES_MAX);
 	ltab_init(&m->secrets, METRICS_SECRETS_MAX);
 	atomic_init(&m->generation, pol != NULL ? 1 : 0);
-	clock_gettime(CLOCK_MONOTONIC, &m->t0);
+	clock_mono(&m->t0);
 	pthread_mutex_init(&m->mu, NULL);
 	return m;
 }
@@ -294,15 +295,16 @@ metrics_destroy(struct metrics *m)
 }
 
 static int
-verdict_idx(const char *v)
+verdict_idx(enum audit_verdict v)
 {
-	int i;
-
-	if (v == NULL)
-		return V_OTHER;
-	for (i = 0; i < V_OTHER; i++)
-		if (strcmp(v, verdict_names[i]) == 0)
-			return i;
+	switch (v) {
+	case AUDIT_VERDICT_ALLOW:
+		return V_ALLOW;
+	case AUDIT_VERDICT_DENY:
+		return V_DENY;
+	case AUDIT_VERDICT_NONE:
+		break;
+	}
 	return V_OTHER;
 }
 
@@ -350,27 +352,38 @@ count_scrub(struct metrics *m, const struct audit_rec *r)
 void
 metrics_audit(struct metrics *m, const struct audit_rec *r)
 {
-	const char *t;
 	int v;
 
-	if (m == NULL || r == NULL || (t = r->type) == NULL)
+	if (m == NULL || r == NULL)
 		return;
-	if (strcmp(t, "request") == 0) {
+	switch (r->kind) {
+	case AUDIT_KIND_REQUEST:
 		v = verdict_idx(r->verdict);
 		inc_label(host_label(m, r->host), COL_REQ + v);
 		if (v == V_DENY)
 			inc_label(ltab_get(&m->rules, r->rule), COL_DENIAL);
-	} else if (strcmp(t, "response") == 0) {
+		break;
+	case AUDIT_KIND_RESPONSE:
 		inc_label(host_label(m, r->host), COL_RESP + class_idx(r->status));
-	} else if (strcmp(t, "denial") == 0 ||
-	           (strcmp(t, "connection") == 0 && verdict_idx(r->verdict) == V_DENY)) {
+		break;
+	case AUDIT_KIND_CONNECTION:  /* a refused connection counts as a denial */
+		if (verdict_idx(r->verdict) != V_DENY)
+			break;
+		/* fall through */
+	case AUDIT_KIND_DENIAL:
 		inc_label(ltab_get(&m->rules, r->rule), COL_DENIAL);
-	} else if (strcmp(t, "exfiltration_attempt") == 0) {
+		break;
+	case AUDIT_KIND_EXFILTRATION_ATTEMPT:
 		inc_label(ltab_get(&m->secrets, r->secret), COL_EXFIL);
-	} else if (strcmp(t, "scrub") == 0) {
+		break;
+	case AUDIT_KIND_SCRUB:
 		count_scrub(m, r);
-	} else if (strcmp(t, "dns") == 0) {
+		break;
+	case AUDIT_KIND_DNS:
 		inc(&m->dns[dns_idx(r->dns_answer)]);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -380,7 +393,7 @@ now_rfc3339(char *out, size_t cap)
 	struct timespec ts;
 	struct tm tm;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_wall(&ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	if (strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(out, cap, "?");
@@ -459,7 +472,12 @@ metrics_label_escape(struct evbuffer *out, const char *s)
 		if (*q != '\\' && *q != '"' && *q != '\n')
 			continue;
 		evbuffer_add(out, p, (size_t)(q - p));
-		evbuffer_add(out, *q == '\\' ? "\\\\" : *q == '"' ? "\\\"" : "\\n", 2);
+		if (*q == '\\')
+			evbuffer_add(out, SLUICE_LIT("\\\\"));
+		else if (*q == '"')
+			evbuffer_add(out, SLUICE_LIT("\\\""));
+		else
+			evbuffer_add(out, SLUICE_LIT("\\n"));
 		p = q + 1;
 	}
 	evbuffer_add(out, p, (size_t)(q - p));
@@ -607,7 +625,7 @@ metrics_healthz(struct metrics *m, const struct metrics_gauges *g, struct evbuff
 
 	if (m == NULL)
 		return 500;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_mono(&now);
 	pthread_mutex_lock(&m->mu);
 	if (m->reloaded) {
 		lr = json_object();
@@ -629,7 +647,7 @@ metrics_healthz(struct metrics *m, const struct metrics_gauges *g, struct evbuff
 	if (s == NULL)
 		fatalx("out of memory");
 	evbuffer_add(out, s, strlen(s));
-	evbuffer_add(out, "\n", 1);
+	evbuffer_add(out, SLUICE_LIT("\n"));
 	free(s);
 	return failing ? 503 : 200;
 }

@@ -53,9 +53,9 @@ void metrics_destroy(struct metrics *m);
 
 /*
  * Counts one audit record (any thread, called by the audit writer for each
- * record it writes).  By r->type:
+ * record it writes).  By r->kind:
  *   "request":   sluice_requests_total{verdict,host}; when r->verdict is
- *                "deny" also sluice_denials_total{rule}
+ *                deny also sluice_denials_total{rule}
  *   "response":  sluice_responses_total{host,class} from r->status
  *   "denial":    sluice_denials_total{rule}
  *   "connection" with verdict "deny" (today's refused connection):
@@ -64,7 +64,7 @@ void metrics_destroy(struct metrics *m);
  *   "scrub":     sluice_scrubs_total{secret}, once per name in r->scrubbed
  *                (or r->secret_names when that is empty, or r->secret)
  *   "dns":       sluice_dns_queries_total{answer} by r->dns_answer
- * Other types are not counted.  <r> is borrowed; nothing is kept.
+ * Other kinds are not counted.  <r> is borrowed; nothing is kept.
  */
 void metrics_audit(struct metrics *m, const struct audit_rec *r);
 

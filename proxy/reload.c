@@ -35,6 +35,7 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 #include <openssl/evp.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
@@ -106,7 +107,7 @@ static void
 audit_reload(struct gateway *gw, const char *result, const char *error, int64_t warnings)
 {
 	struct audit_rec r = {
-		.type = "config_reload",
+		.kind = AUDIT_KIND_CONFIG_RELOAD,
 		.result = result,
 		.generation = gw->reload->generation,
 		.error = error,
@@ -128,7 +129,6 @@ gateway_reload(struct gateway *gw, const char *why)
 	struct reload_state *rs = gw->reload;
 	struct policy *pol = NULL;
 	char errbuf[RELOAD_ERR_MAX];
-	struct timespec now;
 	uint64_t rgen;
 	unsigned i;
 	int notify;
@@ -141,10 +141,8 @@ gateway_reload(struct gateway *gw, const char *why)
 	 * without NOTIFY_SOCKET.
 	 */
 	notify = !gw->stopping;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (notify)
-		sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		           (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000u);
+		sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)clock_mono_us());
 	/* this reload reads the file as it is now: a change waiting for its debounce is covered */
 	if (rs->debounce_ev != NULL)
 		event_del(rs->debounce_ev);

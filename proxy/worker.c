@@ -23,19 +23,6 @@ accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr
 	conn_accept(arg, CONN_MODE_TRANSPARENT, fd, sa, (socklen_t)len);
 }
 
-/* A refused socket, our answer out and our side shut: its input is read (once, or after 2 s), then it is closed. */
-static void
-linger_cb(evutil_socket_t fd, short what, void *arg)
-{
-	char buf[4096];
-
-	(void)arg;
-	if (what & EV_READ)
-		while (read(fd, buf, sizeof(buf)) > 0)
-			;
-	close(fd);
-}
-
 /*
  * The audit log cannot be written: a new explicit-proxy client is told so
  * at once (503 and a JSON reason), before it sends anything through us.
@@ -53,7 +40,7 @@ refuse_unaudited(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa
 		return;
 	}
 	struct audit_rec r = {
-		.type = "denial",
+		.kind = AUDIT_KIND_DENIAL,
 		.sandbox = netaddr_format(sa, 0, peer, sizeof(peer)),
 		.client = peer,
 		.rule = "audit",
@@ -70,10 +57,8 @@ refuse_unaudited(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa
 	respond_json(out, 503, "audit log unavailable", NULL, "audit", reason, 1);
 	(void)send(fd, evbuffer_pullup(out, -1), evbuffer_get_length(out), MSG_NOSIGNAL);
 	evbuffer_free(out);
-	shutdown(fd, SHUT_WR);
 	/* closing with unread input would reset the connection and lose the answer: read what comes first */
-	if (event_base_once(w->base, fd, EV_READ | EV_TIMEOUT, linger_cb, NULL, &(struct timeval){2, 0}) != 0)
-		close(fd);
+	conn_linger_fd(w, fd);
 }
 
 static void
@@ -99,13 +84,6 @@ accept_error(struct evconnlistener *l, void *arg)
 }
 
 static void
-drain_check(struct worker *w)
-{
-	if (w->draining && w->nconns == 0)
-		event_base_loopexit(w->base, NULL);
-}
-
-static void
 drain_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -120,7 +98,7 @@ drain_tick(evutil_socket_t fd, short what, void *arg)
 		    (c->state == CONN_S_REQ_HEAD && !c->head_started))
 			conn_close(c);
 	}
-	drain_check(w);
+	worker_drain_check(w);
 }
 
 static void

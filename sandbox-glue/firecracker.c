@@ -10,6 +10,7 @@
  * parser (fc_response_parse) reads them, and the driver polls with one
  * deadline for the whole boot sequence.
  */
+#include "common/clock.h"
 #include "sandbox-glue/firecracker.h"
 
 #include <errno.h>
@@ -553,7 +554,7 @@ left_ms(const struct api *a)
 	struct timespec now;
 	long long ms;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_mono(&now);
 	ms = (long long)(a->deadline.tv_sec - now.tv_sec) * 1000 + (a->deadline.tv_nsec - now.tv_nsec) / 1000000;
 	if (ms <= 0)
 		return 0;
@@ -772,7 +773,7 @@ fc_api_boot(const char *sock_path, const struct fc_vm *vm, int timeout_ms, char 
 	}
 	if (fc_boot_args_build(vm, args, sizeof(args)) < 0) /* checked above; kept for the path's sake */
 		return SLUICE_EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &a.deadline);
+	clock_mono(&a.deadline);
 	a.deadline.tv_sec += timeout_ms / 1000;
 	a.deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
 	if (a.deadline.tv_nsec >= 1000000000) {

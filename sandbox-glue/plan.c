@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "sandbox-glue/proc.h"
 #include "sandbox-glue/sandbox.h"
@@ -12,17 +13,11 @@
 int
 sandbox_id_new(char id[SANDBOX_ID_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t r[SANDBOX_ID_LEN / 2];
-	size_t i;
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return SLUICE_EIO;
-	for (i = 0; i < sizeof(r); i++) {
-		id[2 * i] = hex[r[i] >> 4];
-		id[2 * i + 1] = hex[r[i] & 15];
-	}
-	id[SANDBOX_ID_LEN] = '\0';
+	hex_encode(id, r, sizeof(r));
 	return 0;
 }
 

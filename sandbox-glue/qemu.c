@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/b64.h"
 #include "common/sluice.h"
 #include "sandbox-glue/proc.h"
 #include "sandbox-glue/qemu.h"
@@ -92,31 +93,13 @@ line_add(struct line *l, const char *fmt, ...)
 static void
 line_base64(struct line *l, const unsigned char *p, size_t n)
 {
-	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i, need = (n + 2) / 3 * 4;
-
 	if (l->err != 0)
 		return;
-	if (need >= sizeof(l->buf) - l->len) {
+	if (B64_ENCODED_LEN(n) >= sizeof(l->buf) - l->len) {
 		l->err = SLUICE_ETOOBIG;
 		return;
 	}
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-
-		l->buf[l->len++] = al[v >> 18];
-		l->buf[l->len++] = al[(v >> 12) & 63];
-		l->buf[l->len++] = al[(v >> 6) & 63];
-		l->buf[l->len++] = al[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-
-		l->buf[l->len++] = al[v >> 18];
-		l->buf[l->len++] = al[(v >> 12) & 63];
-		l->buf[l->len++] = i + 1 < n ? al[(v >> 6) & 63] : '=';
-		l->buf[l->len++] = '=';
-	}
+	l->len += b64_encode(l->buf + l->len, p, n);
 	l->buf[l->len] = '\0';
 }
 

@@ -19,6 +19,8 @@
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/admin_client.h"
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
@@ -43,15 +45,6 @@ run_say(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-uint64_t
-run_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 double
@@ -174,133 +167,6 @@ run_env_free(char **envp)
 	}
 }
 
-/* ---------------------------------------------------------------- admin socket */
-
-int
-run_admin_request(const char *sock, const char *method, const char *path, const char *body, size_t max,
-                  int *status, char **resp, char *err, size_t errcap)
-{
-	struct sockaddr_un sa;
-	struct timeval tv = {RUN_ADMIN_TIMEOUT_MS / 1000, (RUN_ADMIN_TIMEOUT_MS % 1000) * 1000};
-	char head[512], *in = NULL, *p, *end;
-	size_t hl, bl = body != NULL ? strlen(body) : 0, got = 0, off, cap = max < 65536 ? max + 1 : 65536;
-	unsigned long code;
-	int fd = -1, ret = SLUICE_EIO;
-
-	*status = 0;
-	*resp = NULL;
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		snprintf(err, errcap, "admin socket path too long");
-		return SLUICE_EINVAL;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-		snprintf(err, errcap, "%s: %s", sock, strerror(errno));
-		goto out;
-	}
-	hl = (size_t)snprintf(head, sizeof(head),
-	                      "%s %s HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
-	                      method, path, body != NULL ? "Content-Type: application/json\r\n" : "", bl);
-	if (hl >= sizeof(head)) {
-		snprintf(err, errcap, "request path too long");
-		ret = SLUICE_EINVAL;
-		goto out;
-	}
-	for (off = 0; off < hl + bl;) {
-		const char *src = off < hl ? head + off : body + (off - hl);
-		size_t len = off < hl ? hl - off : bl - (off - hl);
-		ssize_t w = send(fd, src, len, MSG_NOSIGNAL);
-
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			snprintf(err, errcap, "%s: sending: %s", sock, strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	in = xmalloc(cap + 1);
-	for (;;) {
-		ssize_t r;
-
-		if (got == cap) {
-			if (got > max) {
-				snprintf(err, errcap, "%s: reply over %zu bytes", sock, max);
-				ret = SLUICE_ETOOBIG;
-				goto out;
-			}
-			cap = cap > max / 2 ? max + 1 : cap * 2;
-			in = xrealloc(in, cap + 1);
-		}
-		r = recv(fd, in + got, cap - got, 0);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			snprintf(err, errcap, "%s: reading: %s", sock, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	in[got] = '\0';
-	ret = SLUICE_EPARSE;
-	if (got < 12 || memcmp(in, "HTTP/1.", 7) != 0 || (in[7] != '0' && in[7] != '1') || in[8] != ' ') {
-		snprintf(err, errcap, "%s: not an HTTP reply", sock);
-		goto out;
-	}
-	errno = 0;
-	code = strtoul(in + 9, &end, 10);
-	if (errno != 0 || end != in + 12 || code < 100 || code > 599) {
-		snprintf(err, errcap, "%s: bad HTTP status line", sock);
-		goto out;
-	}
-	if ((p = strstr(in, "\r\n\r\n")) == NULL) {
-		snprintf(err, errcap, "%s: reply head not ended", sock);
-		goto out;
-	}
-	*status = (int)code;
-	p += 4;
-	memmove(in, p, got - (size_t)(p - in) + 1);
-	*resp = in;
-	in = NULL;
-	ret = 0;
-out:
-	free(in);
-	if (fd != -1)
-		close(fd);
-	return ret;
-}
-
-int
-run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status, char *resp,
-               size_t cap, char *err, size_t errcap)
-{
-	char *in;
-	int ret;
-
-	if (resp != NULL && cap > 0)
-		resp[0] = '\0';
-	ret = run_admin_request(sock, method, path, body, RUN_HTTP_MAX, status, &in, err, errcap);
-	if (ret != 0)
-		return ret;
-	if (resp != NULL && cap > 0) {
-		size_t n = strlen(in);
-
-		if (n >= cap)
-			n = cap - 1;
-		memcpy(resp, in, n);
-		resp[n] = '\0';
-	}
-	free(in);
-	return 0;
-}
-
 /* ---------------------------------------------------------------- registration */
 
 int
@@ -314,7 +180,7 @@ run_register(struct run_common *c)
 	size_t ns = o->nsecrets < REG_SECRETS_MAX ? o->nsecrets : REG_SECRETS_MAX;
 
 	if (o->admin_path == NULL) {
-		c->t_reg = run_now_ns();
+		c->t_reg = clock_mono_ns();
 		return 0;
 	}
 	snprintf(a4, sizeof(a4), "%s/32", c->sb.net.sbx_v4);
@@ -326,25 +192,18 @@ run_register(struct run_common *c)
 	jb_str(&jb, "backend", c->backend);
 	jb_pairs(&jb, "addresses", NULL, addrs, NULL, NULL, 2);
 	jb_pairs(&jb, "secrets", NULL, (const char *const *)o->secrets, NULL, NULL, ns);
-	if (ns == 0) {
-		/* jb_pairs writes nothing for none: the key must still be there */
-		if (jb.len + 16 < jb.cap) {
-			memcpy(jb.buf + jb.len, jb.nfields ? ",\"secrets\":[]" : "\"secrets\":[]",
-			       jb.nfields ? 13 : 12);
-			jb.len += jb.nfields ? 13 : 12;
-			jb.buf[jb.len] = '\0';
-		}
-	}
+	if (ns == 0)
+		jb_empty_array(&jb, "secrets");  /* jb_pairs writes nothing for none: the key must still be there */
 	if (jb_finish(&jb, 0) < 0 || ns < o->nsecrets) {
 		run_say("the registration of %s does not fit %u bytes", c->sb.name, (unsigned)REG_BODY_MAX);
 		return SLUICE_ETOOBIG;
 	}
-	if (run_admin_call(o->admin_path, "POST", "/sandboxes", body, &status, resp, sizeof(resp), err,
+	if (admin_client_call(o->admin_path, "POST", "/sandboxes", body, &status, resp, sizeof(resp), err,
 	                   sizeof(err)) != 0) {
 		run_say("cannot register the sandbox with the gateway: %s", err);
 		return SLUICE_EIO;
 	}
-	c->t_reg = run_now_ns();
+	c->t_reg = clock_mono_ns();
 	if (status >= 200 && status < 300) {
 		c->registered = 1;
 		return 0;
@@ -368,7 +227,7 @@ unregister_sandbox(struct run_common *c)
 		return;
 	c->registered = 0;
 	snprintf(path, sizeof(path), "/sandboxes/%s", c->sb.name);
-	if (run_admin_call(c->o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
+	if (admin_client_call(c->o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
 		run_say("warning: cannot remove %s from the gateway: %s", c->sb.name, err);
 	else if (status < 200 || status >= 300)
 		run_say("warning: the gateway answered HTTP %d to removing %s", status, c->sb.name);
@@ -386,7 +245,7 @@ unregister_stale(const struct run_opts *o, const struct netns_stale *stale, size
 		if (strcmp(stale[i].admin, o->admin_path) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/sandboxes/%s", stale[i].name);
-		if (run_admin_call(o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
+		if (admin_client_call(o->admin_path, "DELETE", path, NULL, &status, NULL, 0, err, sizeof(err)) != 0)
 			run_say("warning: cannot remove the dead sandbox %s from the gateway: %s", stale[i].name, err);
 	}
 }
@@ -446,7 +305,7 @@ run_claim(struct run_common *c)
 	if (o->name_out != NULL)
 		snprintf(o->name_out, SANDBOX_NAME_MAX + 1, "%s", c->sb.name);
 	unregister_stale(o, stale, nstale);
-	c->t_claim = run_now_ns();
+	c->t_claim = clock_mono_ns();
 	return 0;
 }
 
@@ -477,7 +336,7 @@ run_sandbox(const struct run_opts *o)
 	memset(&c, 0, sizeof(c));
 	c.o = o;
 	c.sfd = c.dns_sink = -1;
-	c.t_in = run_now_ns();
+	c.t_in = clock_mono_ns();
 	c.backend = o->backend == RUN_BACKEND_QEMU ? "qemu" : o->backend == RUN_BACKEND_FIRECRACKER ? "firecracker"
 	                                                                                          : "netns";
 	netns_init(&c.sb);
@@ -494,7 +353,7 @@ run_sandbox(const struct run_opts *o)
 		goto out;
 	}
 	if (o->admin_path != NULL) {
-		if (run_admin_call(o->admin_path, "GET", "/health", NULL, &hs, NULL, 0, err, sizeof(err)) != 0 ||
+		if (admin_client_call(o->admin_path, "GET", "/health", NULL, &hs, NULL, 0, err, sizeof(err)) != 0 ||
 		    hs != 200) {
 			run_say("the gateway is not running for this configuration (GET /health on %s: %s); start it with "
 			        "`sluice serve -c FILE` first",

@@ -20,8 +20,6 @@
 
 #define RUN_ENV_MAX 128          /* entries of the workload's environment */
 #define RUN_ENV_ENTRY_MAX 8192   /* bytes of one NAME=VALUE */
-#define RUN_HTTP_MAX 65536       /* an admin socket reply, head and body */
-#define RUN_ADMIN_TIMEOUT_MS 5000
 #define RUN_BUNDLE_MAX (4u << 20) /* the system CA bundle */
 #define RUN_CA_MAX 65536          /* the Sluice CA certificate */
 #define RUN_GRACE_MS 10000       /* after forwarding SIGINT/SIGTERM, then SIGKILL */
@@ -107,25 +105,6 @@ void run_env_free(char **envp);
 
 /* 1 if <name> (<len> bytes) is [A-Za-z_][A-Za-z0-9_]*, 1..255 bytes. */
 int run_env_name_valid(const char *name, size_t len);
-
-/*
- * One HTTP/1.1 request over the unix socket <sock>: <method> <path>, with
- * <body> as application/json when not NULL, Connection: close, bounded by
- * RUN_ADMIN_TIMEOUT_MS per step.  On a reply returns 0 with *<status> and the
- * body (NUL-terminated, truncated to <cap>) in <resp> (may be NULL).
- * Returns SLUICE_EIO (cannot connect or send: <err>), SLUICE_ETOOBIG (reply
- * over RUN_HTTP_MAX) or SLUICE_EPARSE (no HTTP status line).
- */
-int run_admin_call(const char *sock, const char *method, const char *path, const char *body, int *status,
-                   char *resp, size_t cap, char *err, size_t errcap);
-
-/*
- * The same, with the reply bounded by <max> bytes (head and body) instead of
- * RUN_HTTP_MAX, and its body returned whole in *<resp> (NUL-terminated,
- * xmalloc'd: the caller frees it; NULL on error).
- */
-int run_admin_request(const char *sock, const char *method, const char *path, const char *body, size_t max,
-                      int *status, char **resp, char *err, size_t errcap);
 
 /*
  * Parses the JSON documents bubblewrap writes on --json-status-fd, as read

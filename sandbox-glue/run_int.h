@@ -25,7 +25,6 @@ struct run_common {
 
 /* "sluice run: " <fmt> "\n" on stderr. */
 void run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t run_now_ns(void);
 /* milliseconds from <a> to <b> (0 when b <= a) */
 double run_ms(uint64_t a, uint64_t b);
 

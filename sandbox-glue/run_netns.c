@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "sandbox-glue/netns.h"
 #include "sandbox-glue/proc.h"
@@ -123,7 +124,7 @@ status_read(struct run_nsx *r)
 	}
 	run_status_parse(r->status, &r->child_pid, &r->exit_code);
 	if (r->exit_code >= 0 && r->t_exit == 0)
-		r->t_exit = run_now_ns();
+		r->t_exit = clock_mono_ns();
 	return 0;
 }
 
@@ -151,10 +152,10 @@ supervise(struct run_nsx *r)
 		pid_t w;
 
 		/* watching for the exec costs a wake-up per ms: only with --timing, and for 5 s at most */
-		if (r->c->o->timing && r->t_exec == 0 && run_now_ns() - r->t_spawn < 5000000000u)
+		if (r->c->o->timing && r->t_exec == 0 && clock_mono_ns() - r->t_spawn < 5000000000u)
 			timeout = 1;
 		if (deadline != 0) {
-			uint64_t now = run_now_ns();
+			uint64_t now = clock_mono_ns();
 			int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
 
 			timeout = timeout == -1 || left < timeout ? left : timeout;
@@ -164,20 +165,20 @@ supervise(struct run_nsx *r)
 		if (pf[1].revents != 0 && status_read(r))
 			eof = 1;
 		if (r->c->o->timing && r->t_exec == 0 && r->child_pid > 0 && netns_command_pid(r->child_pid, 1) > 0)
-			r->t_exec = run_now_ns();
+			r->t_exec = clock_mono_ns();
 		if (pf[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
 			if (read(r->c->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo != SIGCHLD) {
 				if (signals++ == 0) {
 					forward(r, (int)si.ssi_signo);
-					deadline = run_now_ns() + (uint64_t)RUN_GRACE_MS * 1000000u;
+					deadline = clock_mono_ns() + (uint64_t)RUN_GRACE_MS * 1000000u;
 				} else {
 					kill(r->bwrap, SIGKILL);
 				}
 			}
 		}
-		if (deadline != 0 && run_now_ns() >= deadline) {
+		if (deadline != 0 && clock_mono_ns() >= deadline) {
 			kill(r->bwrap, SIGKILL);
 			deadline = 0;
 		}
@@ -236,7 +237,7 @@ run_netns(struct run_common *c)
 		run_say("%s", err);
 		goto out;
 	}
-	c->t_net = run_now_ns();
+	c->t_net = clock_mono_ns();
 	if (run_register(c) != 0)
 		goto out;
 	/* a SIGINT/SIGTERM during setup: the command never starts */
@@ -262,7 +263,7 @@ run_netns(struct run_common *c)
 		run_say("%s", err);
 		goto out;
 	}
-	r->t_spawn = run_now_ns();
+	r->t_spawn = clock_mono_ns();
 	st = supervise(r);
 	if (r->exit_code >= 0)
 		ret = r->exit_code;

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <grp.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "sandbox-glue/firecracker.h"
 #include "sandbox-glue/netns.h"
@@ -277,7 +278,7 @@ fc_prepare(struct run_vmx *v, const char **envv, gid_t gid, char **argv)
 	const char *why = NULL;
 	int ret, fd = -1, n;
 
-	memcpy(args, "quiet ", 6);
+	memcpy(args, SLUICE_LIT("quiet "));
 	n = qemu_guest_args(&v->c->sb.net, envv, (const char *const *)o->argv, args + 6, sizeof(args) - 6);
 	if (n < 0) {
 		args_error(n);
@@ -442,7 +443,7 @@ console_read(struct run_vmx *v, char *buf)
 	run_console_feed(&v->con, buf, (size_t)n);
 	if (v->con.started_now) {
 		v->con.started_now = 0;
-		v->t_start = run_now_ns();
+		v->t_start = clock_mono_ns();
 	}
 }
 
@@ -458,7 +459,7 @@ signals_read(struct run_vmx *v, uint64_t *deadline)
 		if (v->signalled == 0) {
 			v->signalled = (int)si.ssi_signo;
 			kill(v->pid, SIGTERM);
-			*deadline = run_now_ns() + (uint64_t)RUN_GRACE_MS * 1000000u;
+			*deadline = clock_mono_ns() + (uint64_t)RUN_GRACE_MS * 1000000u;
 		} else {
 			kill(v->pid, SIGKILL);
 		}
@@ -478,7 +479,7 @@ supervise(struct run_vmx *v)
 		int timeout = -1;
 
 		if (deadline != 0) {
-			uint64_t now = run_now_ns();
+			uint64_t now = clock_mono_ns();
 
 			timeout = now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
 		}
@@ -488,7 +489,7 @@ supervise(struct run_vmx *v)
 			console_read(v, buf);
 		if (pf[0].revents & POLLIN)
 			signals_read(v, &deadline);
-		if (deadline != 0 && run_now_ns() >= deadline) {
+		if (deadline != 0 && clock_mono_ns() >= deadline) {
 			kill(v->pid, SIGKILL);
 			deadline = 0;
 		}
@@ -594,7 +595,7 @@ run_vm(struct run_common *c)
 		run_say("%s", err);
 		goto out;
 	}
-	c->t_net = run_now_ns();
+	c->t_net = clock_mono_ns();
 	if (run_register(c) != 0)
 		goto out;
 	/* a SIGINT/SIGTERM during setup: the VM never starts */
@@ -624,14 +625,14 @@ run_vm(struct run_common *c)
 			goto out;
 		}
 	}
-	v->t_files = run_now_ns();
+	v->t_files = clock_mono_ns();
 	/* the console goes to our stdout: a reader that went away must not kill us before the teardown */
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	pipe_saved = sigaction(SIGPIPE, &ign, &old_pipe) == 0;
 	if (spawn(v, argv, o->uid, gid, extra) != 0)
 		goto out;
-	v->t_spawn = run_now_ns();
+	v->t_spawn = clock_mono_ns();
 	if (v->tap_fd != -1) {
 		close(v->tap_fd);  /* QEMU holds it now */
 		v->tap_fd = -1;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/rand.h>
+#include "common/hex.h"
 #include "common/sluice.h"
 #include "secrets/secrets.h"
 
@@ -29,15 +30,14 @@ static int
 create(const char *path, uint8_t key[SECRET_KEY_BYTES], const char **err)
 {
 	char hex[KEY_HEX + 1];
-	int fd, i;
+	int fd;
 	ssize_t n;
 
 	if (RAND_bytes(key, SECRET_KEY_BYTES) != 1) {
 		*err = "no randomness for the placeholder key";
 		return SLUICE_EIO;
 	}
-	for (i = 0; i < SECRET_KEY_BYTES; i++)
-		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	hex_encode(hex, key, SECRET_KEY_BYTES);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd == -1) {
 		sluice_wipe(hex, sizeof(hex));

@@ -8,36 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/b64.h"
+#include "common/json.h"
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "secrets/scrub.h"
 #include "secrets/scrub_int.h"
-
-static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Standard base64 of <in> with '=' padding into <out> (room for 4 * ceil(n / 3)); returns its length. */
-static size_t
-b64_encode(const uint8_t *in, size_t n, uint8_t *out)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-
-		out[o++] = (uint8_t)b64_alphabet[v >> 18];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 12) & 63];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 6) & 63];
-		out[o++] = (uint8_t)b64_alphabet[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
-
-		out[o++] = (uint8_t)b64_alphabet[v >> 18];
-		out[o++] = (uint8_t)b64_alphabet[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? (uint8_t)b64_alphabet[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	return o;
-}
 
 /*
  * The base64 characters of <v>/<n> placed at offset <align> (0..2) of an
@@ -55,7 +31,7 @@ b64_form(const uint8_t *v, size_t n, unsigned align, int terminal, uint8_t *tmp,
 
 	memset(tmp, 0, align);
 	memcpy(tmp + align, v, n);
-	total = b64_encode(tmp, align + n, out);
+	total = b64_encode((char *)out, tmp, align + n);
 	if (terminal)
 		last = total;
 	if (last <= first)
@@ -88,28 +64,22 @@ pct_keeps(uint8_t c, int style)
 	return c != 0 && strchr(keep[style], c) != NULL;
 }
 
+static int keep_rfc3986(unsigned char c) { return pct_keeps(c, PCT_RFC3986); }
+static int keep_uri_component(unsigned char c) { return pct_keeps(c, PCT_URI_COMPONENT); }
+static int keep_path(unsigned char c) { return pct_keeps(c, PCT_PATH); }
+static int keep_plus(unsigned char c) { return pct_keeps(c, PCT_PLUS); }
+static int keep_whatwg(unsigned char c) { return pct_keeps(c, PCT_WHATWG); }
+static int keep_php(unsigned char c) { return pct_keeps(c, PCT_PHP); }
+
 /* Percent-encoding of <v>/<n> in <style> into <out> (room for 3n). */
 static size_t
 pct_form(const uint8_t *v, size_t n, int style, int lower, uint8_t *out)
 {
-	const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+	static pct_keep_fn *const keep[PCT_STYLES] = {keep_rfc3986, keep_uri_component, keep_path,
+	                                              keep_plus,    keep_whatwg,        keep_php};
 	int plus = style == PCT_PLUS || style == PCT_WHATWG || style == PCT_PHP;
-	size_t i, o = 0;
 
-	for (i = 0; i < n; i++) {
-		if (pct_keeps(v[i], style)) {
-			out[o++] = v[i];
-			continue;
-		}
-		if (plus && v[i] == ' ') {
-			out[o++] = '+';
-			continue;
-		}
-		out[o++] = '%';
-		out[o++] = (uint8_t)hex[v[i] >> 4];
-		out[o++] = (uint8_t)hex[v[i] & 15];
-	}
-	return o;
+	return pct_encode((char *)out, v, n, keep[style], (lower ? PCT_LOWER : PCT_UPPER) | (plus ? PCT_SPACE_PLUS : 0));
 }
 
 enum { JSON_PLAIN = 0, JSON_SLASH = 1, JSON_HTML = 2 };
@@ -122,37 +92,10 @@ enum { JSON_PLAIN = 0, JSON_SLASH = 1, JSON_HTML = 2 };
 static size_t
 json_form(const uint8_t *v, size_t n, int variant, uint8_t *out)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
+	unsigned flags = JSON_ESC_SHORT | (variant == JSON_SLASH ? JSON_ESC_SLASH : 0) |
+	                 (variant == JSON_HTML ? JSON_ESC_HTML : 0);
 
-	for (i = 0; i < n; i++) {
-		uint8_t c = v[i];
-		uint8_t e = 0;
-
-		switch (c) {
-		case '"': e = '"'; break;
-		case '\\': e = '\\'; break;
-		case '\b': e = 'b'; break;
-		case '\f': e = 'f'; break;
-		case '\n': e = 'n'; break;
-		case '\r': e = 'r'; break;
-		case '\t': e = 't'; break;
-		case '/': e = variant == JSON_SLASH ? '/' : 0; break;
-		default: break;
-		}
-		if (e != 0) {
-			out[o++] = '\\';
-			out[o++] = e;
-		} else if (c < 0x20 || (variant == JSON_HTML && (c == '<' || c == '>' || c == '&'))) {
-			memcpy(out + o, "\\u00", 4);
-			out[o + 4] = (uint8_t)hex[c >> 4];
-			out[o + 5] = (uint8_t)hex[c & 15];
-			o += 6;
-		} else {
-			out[o++] = c;
-		}
-	}
-	return o;
+	return json_escape((char *)out, JSON_ESCAPED_MAX(n), v, n, flags);
 }
 
 /*
@@ -308,8 +251,8 @@ scrub_set_add_basic(struct scrub_set *s, const uint8_t *cred, size_t len, const 
 		return SLUICE_EINVAL;
 	fb = xmalloc(4 * (len / 3 + 1));
 	tb = xmalloc(4 * (ph_len / 3 + 1));
-	fl = b64_encode(cred, len, fb);
-	tl = b64_encode(cred_ph, ph_len, tb);
+	fl = b64_encode((char *)fb, cred, len);
+	tl = b64_encode((char *)tb, cred_ph, ph_len);
 	ret = scrub_set_add(s, fb, fl, tb, tl, tag);
 	sluice_wipe(fb, fl);
 	sluice_wipe(tb, tl);

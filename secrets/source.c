@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "secrets/secrets.h"
 
@@ -148,7 +149,6 @@ finish(struct secret_buf *b, const char **err)
 static int
 read_all(int fd, struct secret_buf *b, uint64_t deadline_ms, const char **err)
 {
-	struct timespec ts;
 	struct pollfd pfd = {fd, POLLIN, 0};
 	uint64_t now;
 	ssize_t n;
@@ -156,8 +156,7 @@ read_all(int fd, struct secret_buf *b, uint64_t deadline_ms, const char **err)
 
 	for (;;) {
 		if (deadline_ms != 0) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+			now = clock_mono_ms();
 			if (now >= deadline_ms) {
 				*err = "the secret's program did not finish in time";
 				return SLUICE_ETIMEDOUT;
@@ -196,7 +195,6 @@ fetch_exec(const char *cmdline, unsigned timeout_ms, struct secret_buf *b, const
 {
 	char *line = xstrdup(cmdline), *argv[EXEC_ARGS_MAX + 1], *save = NULL, *tok;
 	posix_spawn_file_actions_t fa;
-	struct timespec ts;
 	int fds[2] = {-1, -1}, argc = 0, status, ret;
 	pid_t pid = -1;
 
@@ -228,9 +226,7 @@ fetch_exec(const char *cmdline, unsigned timeout_ms, struct secret_buf *b, const
 		ret = SLUICE_EIO;
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ret = read_all(fds[0], b, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 +
-	                              (timeout_ms ? timeout_ms : SECRET_EXEC_TIMEOUT_MS), err);
+	ret = read_all(fds[0], b, clock_mono_ms() + (timeout_ms ? timeout_ms : SECRET_EXEC_TIMEOUT_MS), err);
 	if (ret != 0)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)

@@ -8,13 +8,13 @@
  * stricter of RFC 9113 section 8 and what h1_parse accepts, and the framing
  * line is always written by this file, never copied from the peer.
  */
+#include "common/b64.h"
 #include "proxy/codec/h2conv.h"
 #include "proxy/codec/h2conv_int.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #define WS_KEY_RAW 16       /* RFC 6455 4.1: a nonce of 16 random bytes */
@@ -233,9 +233,9 @@ static void
 put_field(struct wr *w, const void *name, size_t nlen, const void *value, size_t vlen)
 {
 	put(w, name, nlen);
-	put(w, ": ", 2);
+	put(w, SLUICE_LIT(": "));
 	put(w, value, vlen);
-	put(w, "\r\n", 2);
+	put(w, SLUICE_LIT("\r\n"));
 	w->lines++;
 }
 
@@ -403,20 +403,20 @@ request_write(const nghttp2_nv *nva, size_t nvlen, const struct reqscan *s,
 	const nghttp2_nv *a = s->ps[P_AUTHORITY] != NULL ? s->ps[P_AUTHORITY] : s->host;
 	size_t i, moff, poff, aoff, ncookie = 0;
 	uint8_t raw[WS_KEY_RAW];
-	unsigned char key[H2CONV_WS_KEY_LEN + 1];   /* EVP_EncodeBlock adds a NUL */
+	char key[B64_ENCODED_LEN(WS_KEY_RAW)];
 
 	moff = w->len;
 	if (info->websocket)
 		put_str(w, "GET");
 	else
 		put(w, m->value, m->valuelen);
-	put(w, " ", 1);
+	put(w, SLUICE_LIT(" "));
 	poff = w->len;
 	put(w, p->value, p->valuelen);
 	put_str(w, " HTTP/1.1\r\nHost: ");
 	aoff = w->len;
 	put(w, a->value, a->valuelen);
-	put(w, "\r\n", 2);
+	put(w, SLUICE_LIT("\r\n"));
 	w->lines++;
 	if (info->websocket) {
 		put_line(w, "Connection: Upgrade\r\n");
@@ -438,7 +438,7 @@ request_write(const nghttp2_nv *nva, size_t nvlen, const struct reqscan *s,
 		put(w, nva[i].value, nva[i].valuelen);
 	}
 	if (ncookie > 0) {
-		put(w, "\r\n", 2);
+		put(w, SLUICE_LIT("\r\n"));
 		w->lines++;
 	}
 	if (info->websocket) {
@@ -447,20 +447,19 @@ request_write(const nghttp2_nv *nva, size_t nvlen, const struct reqscan *s,
 		if (opts->ws_key_generate) {
 			if (RAND_bytes(raw, sizeof(raw)) != 1)
 				return fail(e, SLUICE_EIO, 500, 0, "no randomness for Sec-WebSocket-Key");
-			EVP_EncodeBlock(key, raw, sizeof(raw));
-			put_field(w, "Sec-WebSocket-Key", 17, key, H2CONV_WS_KEY_LEN);
+			put_field(w, SLUICE_LIT("Sec-WebSocket-Key"), key, b64_encode(key, raw, sizeof(raw)));
 			info->ws_key_generated = 1;
 		}
 	} else if (s->cl >= 0) {
 		put_str(w, "Content-Length: ");
 		put_u64(w, (uint64_t)s->cl);
-		put(w, "\r\n", 2);
+		put(w, SLUICE_LIT("\r\n"));
 		w->lines++;
 	} else if (info->has_body) {
 		put_line(w, "Transfer-Encoding: chunked\r\n");
 		info->chunked = 1;
 	}
-	put(w, "\r\n", 2);
+	put(w, SLUICE_LIT("\r\n"));
 	if (w->over)
 		return fail(e, SLUICE_ETOOBIG, 431, 0, "request head too large");
 	info->method = (struct sluice_iov){w->p + moff, poff - 1 - moff};
@@ -611,9 +610,9 @@ h2conv_response_to_h1(const nghttp2_nv *nva, size_t nvlen, const struct h2conv_r
 
 	put_str(&w, "HTTP/1.1 ");
 	put_u64(&w, (uint64_t)status);
-	put(&w, " ", 1);
+	put(&w, SLUICE_LIT(" "));
 	put_str(&w, reason_phrase(status));
-	put(&w, "\r\n", 2);
+	put(&w, SLUICE_LIT("\r\n"));
 	for (i = 0; i < nvlen; i++) {
 		const nghttp2_nv *nv = &nva[i];
 
@@ -624,7 +623,7 @@ h2conv_response_to_h1(const nghttp2_nv *nva, size_t nvlen, const struct h2conv_r
 	if (cl >= 0) {
 		put_str(&w, "Content-Length: ");
 		put_u64(&w, (uint64_t)cl);
-		put(&w, "\r\n", 2);
+		put(&w, SLUICE_LIT("\r\n"));
 		w.lines++;
 		if (body_allowed && cl > 0)
 			info->framing = H1_BODY_LENGTH;
@@ -635,7 +634,7 @@ h2conv_response_to_h1(const nghttp2_nv *nva, size_t nvlen, const struct h2conv_r
 		put_line(&w, "Transfer-Encoding: chunked\r\n");
 		info->framing = H1_BODY_CHUNKED;
 	}
-	put(&w, "\r\n", 2);
+	put(&w, SLUICE_LIT("\r\n"));
 	if (w.over)
 		return fail(err, SLUICE_ETOOBIG, 502, 0, "response head too large");
 	info->status = status;
@@ -670,10 +669,10 @@ h2conv_trailers_to_h1(const nghttp2_nv *nva, size_t nvlen, size_t max_fields, ch
 		    eq(nv->name, nv->namelen, "te") || eq(nv->name, nv->namelen, "trailer"))
 			return fail(err, SLUICE_EINVAL, 400, 0, "framing or routing field in trailers");
 	}
-	put(&w, "0\r\n", 3);
+	put(&w, SLUICE_LIT("0\r\n"));
 	for (i = 0; i < nvlen; i++)
 		put_field(&w, nva[i].name, nva[i].namelen, nva[i].value, nva[i].valuelen);
-	put(&w, "\r\n", 2);
+	put(&w, SLUICE_LIT("\r\n"));
 	if (w.over)
 		return fail(err, SLUICE_ETOOBIG, 431, 0, "trailer section too large");
 	*out_len = w.len;

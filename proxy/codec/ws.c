@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include "common/b64.h"
 #include "proxy/codec/ws.h"
 
 #define WS_LEN16 126        /* 7-bit length value announcing a 16-bit length */
@@ -179,9 +180,10 @@ ws_reader_consume(struct ws_reader *rd, uint64_t n)
 int
 ws_accept(const char *key, size_t key_len, char out[WS_ACCEPT_LEN + 1])
 {
-	unsigned char in[WS_KEY_MAX + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE], b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+	unsigned char in[WS_KEY_MAX + sizeof(WS_GUID) - 1], md[EVP_MAX_MD_SIZE];
+	char b64[B64_ENCODED_LEN(EVP_MAX_MD_SIZE)];
 	unsigned int mdlen = 0;
-	int n;
+	size_t n;
 
 	if (key_len == 0 || key_len > WS_KEY_MAX)
 		return -1;
@@ -189,9 +191,10 @@ ws_accept(const char *key, size_t key_len, char out[WS_ACCEPT_LEN + 1])
 	memcpy(in + key_len, WS_GUID, sizeof(WS_GUID) - 1);
 	if (EVP_Digest(in, key_len + sizeof(WS_GUID) - 1, md, &mdlen, EVP_sha1(), NULL) != 1)
 		return -1;
-	n = EVP_EncodeBlock(b64, md, (int)mdlen);
+	n = b64_encode(b64, md, mdlen);
 	if (n != WS_ACCEPT_LEN)
 		return -1;
-	memcpy(out, b64, WS_ACCEPT_LEN + 1);
+	memcpy(out, b64, WS_ACCEPT_LEN);
+	out[WS_ACCEPT_LEN] = '\0';
 	return 0;
 }

@@ -89,6 +89,7 @@ struct worker {
 	unsigned nhscrubs;
 	struct conn_list conns;
 	unsigned nconns;
+	unsigned nlinger;                /* sockets in a lingering close (conn_linger_fd): a drain waits for them */
 	struct conn **dl;                /* deadline heap (deadline.c), earliest first */
 	size_t ndl, dl_cap;
 	struct event *dl_ev;             /* fires at dl[0]'s deadline */
@@ -97,6 +98,14 @@ struct worker {
 	struct event *drain_ev;
 	atomic_int finished;             /* set by the thread as its last act */
 };
+
+/* A draining worker's loop ends once its last connection and its last lingering close are gone. */
+static inline void
+worker_drain_check(struct worker *w)
+{
+	if (w->draining && w->nconns == 0 && w->nlinger == 0)
+		event_base_loopexit(w->base, NULL);
+}
 
 struct client_slot {
 	uint8_t addr[16];                /* IPv6 or v4-mapped */

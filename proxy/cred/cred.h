@@ -73,7 +73,8 @@ struct cred_use {
 	const struct policy_secret *s;
 	const struct cred_entry *e;
 	struct cred_value *v;
-	char place[POLICY_JSON_PATH_MAX + 16];  /* as bound: "header:authorization", "json:$.a[*].b" */
+	enum policy_inject_kind kind;           /* the bound place's kind: code tests this, never the text */
+	char place[POLICY_JSON_PATH_MAX + 16];  /* as bound, for the audit: "header:authorization", "json:$.a[*].b" */
 	struct secret_buf *basic;   /* "user:value" as injected, for scrubbing its echo; NULL if none */
 	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
 };

@@ -32,6 +32,7 @@
 #include <openssl/crypto.h>
 #include <event2/buffer.h>
 #include "common/fold.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
@@ -203,7 +204,7 @@ cred_hold_start(struct conn *c)
 {
 	conn_set_state(c, CONN_S_HOLD);
 	if (c->req->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
-		evbuffer_add(cio_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		evbuffer_add(cio_out(c), SLUICE_LIT("HTTP/1.1 100 Continue\r\n\r\n"));
 	conn_arm_timer(c, http_limits(c)->body_ms);
 }
 
@@ -427,20 +428,16 @@ wipe_json(json_t *j)
 	}
 }
 
-/* Appends <v> escaped for a JSON string. */
+/* Appends <v> escaped for a JSON string, written in place (no copy of the value to wipe). */
 static void
-json_escape(struct evbuffer *out, const uint8_t *v, size_t len)
+json_value_escape(struct evbuffer *out, const uint8_t *v, size_t len)
 {
-	size_t i;
+	struct evbuffer_iovec vec;
 
-	for (i = 0; i < len; i++) {
-		if (v[i] == '"' || v[i] == '\\')
-			evbuffer_add_printf(out, "\\%c", v[i]);
-		else if (v[i] < 0x20)
-			evbuffer_add_printf(out, "\\u%04x", v[i]);
-		else
-			evbuffer_add(out, &v[i], 1);
-	}
+	if (len == 0 || evbuffer_reserve_space(out, (ev_ssize_t)JSON_ESCAPED_MAX(len), &vec, 1) != 1)
+		return;
+	vec.iov_len = json_escape(vec.iov_base, vec.iov_len, v, len, JSON_ESC_PLAIN);
+	evbuffer_commit_space(out, &vec, 1);
 }
 
 static void
@@ -483,7 +480,7 @@ inject_json(const struct req *r, const json_t *orig, const char *body, size_t le
 	json_t *now;
 	int ok;
 
-	replace_uses(r, body, len, out, json_escape);
+	replace_uses(r, body, len, out, json_value_escape);
 	now = json_loadb((const char *)evbuffer_pullup(out, -1), evbuffer_get_length(out),
 	                 JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
 	if (now == NULL)
@@ -549,7 +546,7 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 	while (policy_form_next(&it, &n, &nl, &v, &vl)) {
 		dv = policy_form_decode(v, vl, scratch, len);
 		for (k = 0; dv > 0 && k < r->nuses; k++)
-			if (strncmp(r->uses[k].place, "form:", 5) == 0 &&
+			if (r->uses[k].kind == POLICY_INJECT_FORM &&
 			    count(scratch, (size_t)dv, cred_placeholder(r->uses[k].e), strlen(cred_placeholder(r->uses[k].e))) > 0)
 				break;
 		if (dv <= 0 || k == r->nuses)
@@ -756,7 +753,7 @@ hold_overflow(struct conn *c, struct refusal *rf)
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (cred_scan_begin(c) != 0)
 		return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
 	evbuffer_add_buffer(r->scan_in, r->hold);

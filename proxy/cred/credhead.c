@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <openssl/evp.h>
 #include <event2/buffer.h>
+#include "common/b64.h"
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
 #include "secrets/detect.h"
@@ -43,20 +45,13 @@ credhead_basic_decode(const char *v, size_t len, uint8_t *out, size_t cap)
 void
 credhead_pct_escape(struct evbuffer *out, const uint8_t *v, size_t len)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	char e[3] = {'%', 0, 0};
-	size_t i;
+	struct evbuffer_iovec vec;
 
-	for (i = 0; i < len; i++) {
-		if ((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= '0' && v[i] <= '9') ||
-		    v[i] == '-' || v[i] == '.' || v[i] == '_' || v[i] == '~') {
-			evbuffer_add(out, &v[i], 1);
-		} else {
-			e[1] = hex[v[i] >> 4];
-			e[2] = hex[v[i] & 15];
-			evbuffer_add(out, e, 3);
-		}
-	}
+	/* written in place (no copy of the value on the stack to wipe); the evbuffer is the caller's to wipe */
+	if (len == 0 || evbuffer_reserve_space(out, (ev_ssize_t)PCT_ENCODED_MAX(len), &vec, 1) != 1)
+		return;
+	vec.iov_len = pct_encode(vec.iov_base, v, len, pct_unreserved, PCT_UPPER);
+	evbuffer_commit_space(out, &vec, 1);
 }
 
 /* ---- the places of a rendered head ---- */
@@ -404,7 +399,7 @@ render_basic(const char *head, const struct credhead_span *s, const struct credh
 
 	if (cred == NULL)
 		return SLUICE_ENOMEM;
-	memcpy(hdr, "Basic ", 6);
+	memcpy(hdr, SLUICE_LIT("Basic "));
 	if (s->len > sizeof(hdr) - 7) {
 		evbuffer_free(cred);
 		return SLUICE_EINVAL;
@@ -433,14 +428,14 @@ render_basic(const char *head, const struct credhead_span *s, const struct credh
 	}
 	sluice_wipe(dec, sizeof(dec));
 	n = evbuffer_get_length(cred);
-	enc = try_malloc(4 * ((n + 2) / 3) + 1);
+	enc = try_malloc(B64_ENCODED_LEN(n) + 1);
 	if (enc == NULL) {
 		ret = SLUICE_ENOMEM;
 		goto done;
 	}
-	EVP_EncodeBlock((unsigned char *)enc, evbuffer_pullup(cred, -1), (int)n);
-	evbuffer_add(out, enc, strlen(enc));
-	sluice_wipe(enc, strlen(enc));
+	k = b64_encode(enc, evbuffer_pullup(cred, -1), n);
+	evbuffer_add(out, enc, k);
+	sluice_wipe(enc, k);
 	free(enc);
 	if (basic != NULL) {
 		/* the exact credential, for scrubbing its echo */

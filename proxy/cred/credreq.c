@@ -24,36 +24,23 @@
 
 /*
  * The place <place> is bound to for <s>: what a use records (for a JSON
- * field, the pattern that matched: "json:$.items[*].token"), or NULL.
+ * field, the pattern that matched: "json:$.items[*].token") and its kind in
+ * *<kind>, or 0.
  */
 static int
-place_bound(const struct policy_secret *s, const char *place, char *use, size_t cap)
+place_bound(const struct policy_secret *s, const char *place, char *use, size_t cap, enum policy_inject_kind *kind)
 {
 	size_t i;
 
 	for (i = 0; i < s->ninject; i++) {
 		const struct policy_inject *in = &s->inject[i];
-		switch (in->kind) {
-		case POLICY_INJECT_HEADER:
-			snprintf(use, cap, "header:%s", in->arg);
-			break;
-		case POLICY_INJECT_BASIC:
-			snprintf(use, cap, "basic");
-			break;
-		case POLICY_INJECT_QUERY:
-			snprintf(use, cap, "query:%s", in->arg);
-			break;
-		case POLICY_INJECT_FORM:
-			snprintf(use, cap, "form:%s", in->arg);
-			break;
-		case POLICY_INJECT_JSON:
-			snprintf(use, cap, "json:%s", in->arg);
-			if (strncmp(place, "json:", 5) == 0 && policy_json_path_match(in->arg, place + 5))
-				return 1;
-			continue;
-		}
-		if (strcmp(use, place) == 0)
+
+		policy_inject_format(in, use, cap);
+		if (in->kind == POLICY_INJECT_JSON ? strncmp(place, "json:", 5) == 0 && policy_json_path_match(in->arg, place + 5)
+		                                   : strcmp(use, place) == 0) {
+			*kind = in->kind;
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -78,7 +65,8 @@ cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, co
  * (then <use> names the bound place it is in, as a use records it).
  */
 static const char *
-why_not(struct conn *c, const struct policy_secret *s, const char *place, char *use, size_t cap)
+why_not(struct conn *c, const struct policy_secret *s, const char *place, char *use, size_t cap,
+        enum policy_inject_kind *kind)
 {
 	if (c->sandbox == NULL)
 		return "the client is not a known sandbox";
@@ -86,7 +74,7 @@ why_not(struct conn *c, const struct policy_secret *s, const char *place, char *
 		return "this sandbox may not use the secret";
 	if (!policy_secret_host_bound(s, c->host))
 		return "the host is not bound to the secret";
-	if (!place_bound(s, place, use, cap))
+	if (!place_bound(s, place, use, cap, kind))
 		return "the secret is not bound to this place";
 	if (!c->tls && (c->entry == NULL || !policy_host_allow_plaintext(c->entry)))
 		return "plain HTTP (the host entry has no allow_plaintext)";
@@ -105,9 +93,10 @@ admit(struct conn *c, const struct policy_secret *s, const struct cred_entry *e,
 	struct req *r = c->req;
 	struct cred_value *v;
 	char use[sizeof(r->uses[0].place)];
+	enum policy_inject_kind kind;
 	size_t i;
 
-	if ((*why = why_not(c, s, place, use, sizeof(use))) != NULL)
+	if ((*why = why_not(c, s, place, use, sizeof(use), &kind)) != NULL)
 		return -1;
 	for (i = 0; i < r->nuses; i++)
 		if (r->uses[i].s == s && strcmp(r->uses[i].place, use) == 0)
@@ -122,6 +111,7 @@ admit(struct conn *c, const struct policy_secret *s, const struct cred_entry *e,
 	r->uses[r->nuses].s = s;
 	r->uses[r->nuses].e = e;
 	r->uses[r->nuses].v = v;
+	r->uses[r->nuses].kind = kind;
 	snprintf(r->uses[r->nuses].place, sizeof(r->uses[r->nuses].place), "%s", use);
 	r->nuses++;
 	return 0;
@@ -155,7 +145,8 @@ int
 cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place, struct refusal *rf)
 {
 	char use[sizeof(c->req->uses[0].place)];
-	const char *why = why_not(c, s, place, use, sizeof(use));
+	enum policy_inject_kind kind;
+	const char *why = why_not(c, s, place, use, sizeof(use), &kind);
 
 	return cred_refuse(c, s, place,
 	                   why != NULL ? why
@@ -184,6 +175,7 @@ judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int
 	struct judge *j = arg;
 	struct req *r = j->c->req;
 	char use[sizeof(r->uses[0].place)];
+	enum policy_inject_kind ikind;
 	size_t k;
 	int ret;
 
@@ -191,7 +183,7 @@ judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int
 	j->refused = j->s[i];
 	snprintf(j->place, sizeof(j->place), "%s", place);
 	if (encoded) {
-		j->why = why_not(j->c, j->s[i], place, use, sizeof(use));
+		j->why = why_not(j->c, j->s[i], place, use, sizeof(use), &ikind);
 		if (j->why == NULL)
 			j->why = "the placeholder is encoded here (percent, base64 or escapes) or cut in pieces: only a "
 			         "placeholder written as it is is injected";
@@ -245,7 +237,7 @@ cred_check_head(struct conn *c, struct refusal *rf)
 			sub[k].ph = cred_placeholder(r->uses[k].e);
 			sub[k].phlen = strlen(sub[k].ph);
 			sub[k].val = cred_value_bytes(r->uses[k].v, &sub[k].vlen);
-			sub[k].basic = strcmp(r->uses[k].place, "basic") == 0;
+			sub[k].basic = r->uses[k].kind == POLICY_INJECT_BASIC;
 		}
 		out = evbuffer_new();
 		for (k = 0; k < r->nuses && !sub[k].basic; k++)
@@ -387,9 +379,9 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	evbuffer_remove_buffer(r->scan_in, uout, n);
 	r->scan_fed -= n;
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
-		evbuffer_add(uout, "\r\n", 2);
+		evbuffer_add(uout, SLUICE_LIT("\r\n"));
 	if (end && r->body == H1_BODY_CHUNKED)
-		evbuffer_add(uout, "0\r\n\r\n", 5);
+		evbuffer_add(uout, SLUICE_LIT("0\r\n\r\n"));
 	return 0;
 }
 

@@ -222,7 +222,7 @@ emit(struct req *r, struct evbuffer *cout)
 		evbuffer_add_printf(cout, "%zx\r\n", n);
 	evbuffer_add_buffer(cout, r->scrub_out);
 	if (r->scrub_chunked)
-		evbuffer_add(cout, "\r\n", 2);
+		evbuffer_add(cout, SLUICE_LIT("\r\n"));
 }
 
 /*
@@ -240,10 +240,10 @@ end_body(struct conn *c, struct evbuffer *cout)
 	int ret = 0;
 
 	if (r->scrub_chunked) {
-		evbuffer_add(cout, "0\r\n", 3);
+		evbuffer_add(cout, SLUICE_LIT("0\r\n"));
 		if (n > 0 && scrub_buffer(r->scrub, evbuffer_pullup(t, -1), n, cout, &r->scrub_hits) != 0)
 			ret = -1;
-		evbuffer_add(cout, "\r\n", 2);
+		evbuffer_add(cout, SLUICE_LIT("\r\n"));
 	} else if (n > 0 && conn_ops(c)->stream) {  /* HTTP/1.0 (unchunked): no framing carries them */
 		if ((s = evbuffer_new()) == NULL)
 			fatalx("out of memory");

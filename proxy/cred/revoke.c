@@ -157,7 +157,7 @@ void
 revoke_audit(struct conn *c, const char *action, const char *why)
 {
 	char peer[CONN_ADDR_STR];
-	struct audit_rec r = AUDIT_REC_INIT("revocation");
+	struct audit_rec r = AUDIT_REC_INIT(AUDIT_KIND_REVOCATION);
 	char esc[200];
 
 	r.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);

@@ -19,6 +19,7 @@
 #include <event2/dns.h>
 #include <event2/dns_struct.h>
 #include <event2/util.h>
+#include "common/clock.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -60,16 +61,6 @@ struct dns_responder {
 	struct dns_bucket *buckets;  /* DNS_RATE_CLIENTS */
 	uint64_t (*_now_ms)(void);   /* the clock; tests replace it */
 };
-
-static uint64_t
-monotonic_ms(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int
 dns_name_canon(const char *qname, char *out, size_t cap)
@@ -340,7 +331,7 @@ dns_responder_new(struct event_base *base, evutil_socket_t udp_fd, struct synth 
 	r->allow = allow;
 	r->audit = audit;
 	r->arg = arg;
-	r->_now_ms = monotonic_ms;
+	r->_now_ms = clock_mono_ms;
 	r->port = evdns_add_server_port_with_base(base, udp_fd, 0, on_request, r);
 	if (r->port == NULL) {
 		free(r->buckets);

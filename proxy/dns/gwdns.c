@@ -70,13 +70,13 @@ audit(void *arg, const struct sockaddr *client, const char *name, int qtype, con
 	if (qt[0] == '\0')
 		snprintf(qt, sizeof(qt), "TYPE%d", qtype);
 	struct audit_rec r = {
-		.type = "dns",
+		.kind = AUDIT_KIND_DNS,
 		.sandbox = sb != NULL ? sb->name : e != NULL ? e->name : peer,
 		.client = peer,
 		.host = name,
 		.dns_qtype = qt,
 		.dns_answer = answer,
-		.verdict = denied ? "deny" : "allow",
+		.verdict = denied ? AUDIT_VERDICT_DENY : AUDIT_VERDICT_ALLOW,
 		.status = -1,
 		.upstream_tls = -1,
 	};

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include "common/clock.h"
 #include "common/host.h"
 #include "common/sluice.h"
 #include "proxy/dns/synth.h"
@@ -41,16 +42,6 @@ struct synth {
 	uint64_t seed;
 	struct synth_entry *e; /* max + 1 entries; e[0] unused */
 };
-
-static uint64_t
-now_sec(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		return 0;
-	return (uint64_t)ts.tv_sec;
-}
 
 static uint64_t
 name_hash(uint64_t seed, const char *s)
@@ -143,7 +134,7 @@ lru_push_head(struct synth *m, uint32_t i)
 static void
 touch(struct synth *m, uint32_t i)
 {
-	m->e[i].used = now_sec();
+	m->e[i].used = clock_mono_s();
 	if (m->head == i)
 		return;
 	lru_unlink(m, i);
@@ -197,7 +188,7 @@ synth_lookup_name(struct synth *m, const char *name, struct in_addr *v4, struct 
 		} else {
 			/* full: take the least recently used slot, unless it is too fresh */
 			i = m->tail;
-			if (now_sec() - m->e[i].used < m->reuse_min) {
+			if (clock_mono_s() - m->e[i].used < m->reuse_min) {
 				ret = SLUICE_ETOOBIG;
 				goto out;
 			}

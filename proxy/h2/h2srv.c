@@ -52,6 +52,7 @@
  */
 #include <string.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/h2/h2srv_int.h"
@@ -130,7 +131,7 @@ vc_new(struct h2stream *st)
 	c->in = st->in;
 	c->out = st->out;
 	c->client_eof = st->ws && st->req_ended;  /* a WebSocket's END_STREAM came in the read that started it */
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	clock_mono(&c->t0);
 	return c;
 }
 
@@ -441,8 +442,8 @@ count_reset(struct h2srv *s)
 	struct timespec now;
 	double dt;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	dt = (double)(now.tv_sec - s->reset_t.tv_sec) + (double)(now.tv_nsec - s->reset_t.tv_nsec) / 1e9;
+	clock_mono(&now);
+	dt = clock_ts_diff(&s->reset_t, &now);
 	s->reset_t = now;
 	s->reset_tokens += dt * H2_RESETS_OURS_RATE;
 	if (s->reset_tokens > H2_RESETS_OURS_BURST)
@@ -451,7 +452,7 @@ count_reset(struct h2srv *s)
 	if (s->reset_tokens < 0.0 && nghttp2_session_want_read(s->ng)) {
 		log_info("c%llu: HTTP/2 client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)",
 		         (unsigned long long)s->c->id);
-		audit_conn(s->c, "deny", "http2", "the client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)", -1);
+		audit_conn(s->c, AUDIT_VERDICT_DENY, "http2", "the client reset streams too fast: GOAWAY (ENHANCE_YOUR_CALM)", -1);
 		nghttp2_session_terminate_session(s->ng, NGHTTP2_ENHANCE_YOUR_CALM);
 	}
 }
@@ -482,7 +483,7 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	else if (f->hd.type == NGHTTP2_DATA && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
 	         (st->vc != NULL || st->starting)) {
 		if (st->chunked)
-			evbuffer_add(st->in, "0\r\n\r\n", 5);
+			evbuffer_add(st->in, SLUICE_LIT("0\r\n\r\n"));
 		if (st->ws && st->vc != NULL)
 			st->vc->client_eof = 1;  /* the WebSocket tunnel's client side ended (vc_new if not started) */
 		if (st->vc != NULL)
@@ -511,7 +512,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 		evbuffer_add_printf(st->in, "%zx\r\n", len);
 	evbuffer_add(st->in, data, len);
 	if (st->chunked)
-		evbuffer_add(st->in, "\r\n", 2);
+		evbuffer_add(st->in, SLUICE_LIT("\r\n"));
 	st->data_unconsumed += len;
 	if (st->vc != NULL)
 		conn_pump(st->vc);
@@ -557,7 +558,7 @@ h2srv_start(struct conn *c)
 	LIST_INIT(&s->streams);
 	s->c = c;
 	s->reset_tokens = H2_RESETS_OURS_BURST;
-	clock_gettime(CLOCK_MONOTONIC, &s->reset_t);
+	clock_mono(&s->reset_t);
 	if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0)
 		fatalx("out of memory");
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
@@ -606,7 +607,7 @@ h2srv_pump(struct conn *c)
 		if (r < 0) {
 			log_info("c%llu: HTTP/2 session error: %s", (unsigned long long)c->id, nghttp2_strerror((int)r));
 			if (nghttp2_session_want_read(s->ng))  /* once: the session reads nothing after this */
-				audit_conn(c, "deny", "http2", nghttp2_strerror((int)r), -1);
+				audit_conn(c, AUDIT_VERDICT_DENY, "http2", nghttp2_strerror((int)r), -1);
 			nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
 			evbuffer_drain(in, n);
 		} else {

@@ -55,7 +55,7 @@ h2srv_audit_refusal(struct h2stream *st, int status, const char *reason)
 	if (!http_refusal_admit(p))
 		return;
 	snprintf(id, sizeof(id), "%llu-%d", (unsigned long long)p->id, (int)st->id);
-	a = AUDIT_REC_INIT("request");
+	a = AUDIT_REC_INIT(AUDIT_KIND_REQUEST);
 	a.sandbox = p->sandbox != NULL ? p->sandbox : conn_peer_str(p, peer);
 	a.id = id;
 	a.client = conn_peer_str(p, peer);
@@ -66,7 +66,7 @@ h2srv_audit_refusal(struct h2stream *st, int status, const char *reason)
 	/* a refused path is not normalised: written as sent (escaped), without its query unless audit.log_query */
 	a.path = field(st, ":path", path, sizeof(path));
 	a.http_version = "2";
-	a.verdict = "deny";
+	a.verdict = AUDIT_VERDICT_DENY;
 	a.rule = "http2";
 	a.reason = reason;
 	a.status = status;

@@ -232,7 +232,7 @@ upgraded_head(struct h2up_stream *st, struct evbuffer *out, const char *head, si
 	const char *eol = memchr(head, '\n', len);
 	size_t skip = eol != NULL ? (size_t)(eol - head) + 1 : len;
 
-	evbuffer_add(out, "HTTP/1.1 101 Switching Protocols\r\n", 34);
+	evbuffer_add(out, SLUICE_LIT("HTTP/1.1 101 Switching Protocols\r\n"));
 	if (len >= skip + 2)
 		evbuffer_add(out, head + skip, len - skip - 2);  /* the fields, without the final CRLF */
 	evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: %s\r\n\r\n",
@@ -314,7 +314,7 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	}
 	if (end && st->resp_head && st->up != NULL) {
 		if (st->resp_chunked)
-			evbuffer_add(bufferevent_get_output(st->pb), "0\r\n\r\n", 5);
+			evbuffer_add(bufferevent_get_output(st->pb), SLUICE_LIT("0\r\n\r\n"));
 		st->complete = 1;
 		if (st->tunnel)
 			h2up_stream_eof(st);  /* the upstream ended its side of the WebSocket: the relay's tunnel ends */
@@ -347,7 +347,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 		evbuffer_add_printf(out, "%zx\r\n", len);
 	evbuffer_add(out, data, len);
 	if (st->resp_chunked)
-		evbuffer_add(out, "\r\n", 2);
+		evbuffer_add(out, SLUICE_LIT("\r\n"));
 	return 0;
 }
 

@@ -13,6 +13,8 @@
 #include <sys/queue.h>
 #include <time.h>
 #include <openssl/rand.h>
+#include "common/clock.h"
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -27,7 +29,7 @@ struct approval {
 	struct approvals *a;
 	char id[APPROVALS_ID_LEN + 1];
 	enum ap_state state;
-	int decision;
+	enum approval_decision decision;
 	char by[APPROVALS_BY_MAX];
 	struct approval_info info;       /* strings and fields point into <text> */
 	struct policy_field fields[POLICY_FIELDS_MAX];
@@ -52,32 +54,22 @@ struct approvals {
 	void *note_arg;
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 const char *
-approvals_decision_name(int decision)
+approvals_decision_name(enum approval_decision decision)
 {
 	switch (decision) {
-	case 1:
+	case APPROVAL_APPROVED:
 		return "approved";
-	case 0:
+	case APPROVAL_REJECTED:
 		return "rejected";
-	case -1:
+	case APPROVAL_TIMEOUT:
 		return "timeout";
-	case -2:
+	case APPROVAL_SHUTDOWN:
 		return "shutdown";
 	case APPROVAL_CANCELLED:
 		return "cancelled";
-	default:
-		return "?";
 	}
+	return "?";
 }
 
 int
@@ -139,7 +131,7 @@ note(struct approvals *a, struct approval *ap)
 
 /* Under the mutex: a pending approval gets its outcome; its event fires (when <activate>) on the holder's thread. */
 static void
-settle(struct approvals *a, struct approval *ap, int decision, const char *by, int activate)
+settle(struct approvals *a, struct approval *ap, enum approval_decision decision, const char *by, int activate)
 {
 	ap->state = AP_DECIDED;
 	ap->decision = decision;
@@ -178,7 +170,7 @@ fire_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	pthread_mutex_lock(&a->mu);
 	if (ap->state == AP_PENDING)
-		settle(a, ap, -1, "timeout", 0);
+		settle(a, ap, APPROVAL_TIMEOUT, "timeout", 0);
 	unlink_live(a, ap);
 	pthread_mutex_unlock(&a->mu);
 	/* also drops an activation queued by a decision that came while the timeout was being run */
@@ -256,17 +248,11 @@ find(struct approvals *a, const char *id)
 static int
 id_make(char id[APPROVALS_ID_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t raw[APPROVALS_ID_LEN / 2];
-	size_t i;
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return SLUICE_EIO;
-	for (i = 0; i < sizeof(raw); i++) {
-		id[2 * i] = hex[raw[i] >> 4];
-		id[2 * i + 1] = hex[raw[i] & 15];
-	}
-	id[APPROVALS_ID_LEN] = '\0';
+	hex_encode(id, raw, sizeof(raw));
 	return 0;
 }
 
@@ -313,7 +299,7 @@ approvals_add(struct approvals *a, const struct approval_info *info, unsigned ti
 		pthread_mutex_unlock(&a->mu);
 		goto fail;
 	}
-	ap->added_ms = now_ms();
+	ap->added_ms = clock_mono_ms();
 	ap->deadline_ms = ap->added_ms + timeout_ms;
 	TAILQ_INSERT_TAIL(&a->list, ap, link);
 	a->nlive++;
@@ -368,7 +354,7 @@ approvals_decide(struct approvals *a, const char *id, int approve, const char *b
 	pthread_mutex_lock(&a->mu);
 	ap = find(a, id);
 	if (ap != NULL && ap->state == AP_PENDING) {
-		settle(a, ap, approve, by, 1);
+		settle(a, ap, approve ? APPROVAL_APPROVED : APPROVAL_REJECTED, by, 1);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&a->mu);
@@ -386,7 +372,7 @@ approvals_shutdown(struct approvals *a)
 	a->closed = 1;
 	TAILQ_FOREACH(ap, &a->list, link)
 		if (ap->state == AP_PENDING)
-			settle(a, ap, -2, "shutdown", 1);
+			settle(a, ap, APPROVAL_SHUTDOWN, "shutdown", 1);
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -431,7 +417,6 @@ entry_cap(const struct approval *ap)
 static int
 entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 {
-	static const char hex[] = "0123456789abcdef";
 	char sha[65];
 	struct jbuf jb;
 	size_t cap = entry_cap(ap), i;
@@ -440,11 +425,7 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 
 	if (buf == NULL)
 		return -1;
-	for (i = 0; i < 32; i++) {
-		sha[2 * i] = hex[ap->info.body_sha256[i] >> 4];
-		sha[2 * i + 1] = hex[ap->info.body_sha256[i] & 15];
-	}
-	sha[64] = '\0';
+	hex_encode(sha, ap->info.body_sha256, 32);
 	jb_init(&jb, buf, cap);
 	jb_str(&jb, "id", ap->id);
 	jb_int(&jb, "age_ms", (int64_t)(now - ap->added_ms));
@@ -462,7 +443,7 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 	}
 	/* the object without its "}", then "fields" (an array, [] when none), then "}" */
 	evbuffer_add(out, buf, (size_t)n - 1);
-	evbuffer_add(out, ",\"fields\":[", 11);
+	evbuffer_add(out, SLUICE_LIT(",\"fields\":["));
 	for (i = 0; i < ap->info.nfields; i++) {
 		jb_init(&jb, buf, cap);
 		jb_str(&jb, "place", ap->fields[i].place);
@@ -471,10 +452,10 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 		if (n < 0)
 			n = snprintf(buf, cap, "{\"place\":\"?\",\"value\":\"?\"}");
 		if (i > 0)
-			evbuffer_add(out, ",", 1);
+			evbuffer_add(out, SLUICE_LIT(","));
 		evbuffer_add(out, buf, (size_t)n);
 	}
-	evbuffer_add(out, "]}", 2);
+	evbuffer_add(out, SLUICE_LIT("]}"));
 	free(buf);
 	return 0;
 }
@@ -483,16 +464,16 @@ void
 approvals_list_json(struct approvals *a, struct evbuffer *out)
 {
 	struct approval *ap;
-	uint64_t now = now_ms();
+	uint64_t now = clock_mono_ms();
 	int first = 1;
 
-	evbuffer_add(out, "[", 1);
+	evbuffer_add(out, SLUICE_LIT("["));
 	pthread_mutex_lock(&a->mu);
 	TAILQ_FOREACH(ap, &a->list, link) {
 		if (ap->state != AP_PENDING)
 			continue;
 		if (!first)
-			evbuffer_add(out, ",", 1);
+			evbuffer_add(out, SLUICE_LIT(","));
 		if (entry_json(ap, now, out) != 0) {
 			/* out of memory for one entry: still list its id, so it can be decided */
 			evbuffer_add_printf(out, "{\"id\":\"%s\",\"error\":\"cannot format\"}", ap->id);
@@ -500,5 +481,5 @@ approvals_list_json(struct approvals *a, struct evbuffer *out)
 		first = 0;
 	}
 	pthread_mutex_unlock(&a->mu);
-	evbuffer_add(out, "]\n", 2);
+	evbuffer_add(out, SLUICE_LIT("]\n"));
 }

@@ -58,9 +58,21 @@ struct approval_info {                 /* what the operator sees; all copied by 
 	/* Extension: the held request's id ("<conn>-<n>"), written in the approval's audit record; may be NULL. */
 	const char *request_id;
 };
-/* decision: 1 approved, 0 rejected, -1 timed out, -2 the gateway is stopping. <by>: who decided ("uid:N(name)"
- * from SO_PEERCRED, "timeout", "shutdown"); valid during the call. Runs on the thread of <base>. */
-typedef void (*approval_cb)(void *arg, int decision, const char *by);
+/*
+ * How an approval ended.  The values are fixed (the admin API's "approve"
+ * is 1 or 0); the text ("approved", ...) is approvals_decision_name()'s, for
+ * the audit line and logs only.
+ */
+enum approval_decision {
+	APPROVAL_REJECTED = 0,
+	APPROVAL_APPROVED = 1,
+	APPROVAL_TIMEOUT = -1,    /* the hold's timeout ran out */
+	APPROVAL_SHUTDOWN = -2,   /* the gateway is stopping */
+	APPROVAL_CANCELLED = -3,  /* approvals_cancel: the client went away */
+};
+/* <by>: who decided ("uid:N(name)" from SO_PEERCRED, "timeout", "shutdown"); valid during the call. Runs on the
+ * thread of <base>; never with APPROVAL_CANCELLED. */
+typedef void (*approval_cb)(void *arg, enum approval_decision decision, const char *by);
 struct approvals *approvals_new(size_t max_pending);   /* APPROVALS_MAX_PENDING default 1024 */
 /*
  * Pending ones get -2 first (as approvals_shutdown); the registry itself is
@@ -83,7 +95,7 @@ void approvals_cancel(struct approvals *a, const char *id);
 /* Admin side (main thread): list as JSON into <out>; decide by id (returns 0, SLUICE_ENOENT when no such
  * pending approval, SLUICE_EINVAL). */
 void approvals_list_json(struct approvals *a, struct evbuffer *out);
-int approvals_decide(struct approvals *a, const char *id, int approve, const char *by);
+int approvals_decide(struct approvals *a, const char *id, int approve, const char *by);  /* <approve>: 1 or 0 */
 
 /* ---- extensions ---- */
 
@@ -96,20 +108,19 @@ int approvals_decide(struct approvals *a, const char *id, int approve, const cha
  * \u00XX, so a peer's bytes cannot forge a member.
  */
 
-/* Text of a decision: "approved", "rejected", "timeout", "shutdown", "cancelled" (-3), "?" otherwise. */
-#define APPROVAL_CANCELLED (-3)
-const char *approvals_decision_name(int decision);
+/* Text of a decision: "approved", "rejected", "timeout", "shutdown", "cancelled"; "?" otherwise. */
+const char *approvals_decision_name(enum approval_decision decision);
 
 /*
- * Called for every outcome, once per approval: 1 and 0 (on the thread that
- * decided), -1 (timeout, on <base>'s thread), -2 (approvals_shutdown or
- * approvals_free) and APPROVAL_CANCELLED (approvals_cancel of one still
- * pending).  <info> and <id> are valid during the call.  Runs with the
+ * Called for every outcome, once per approval: APPROVAL_APPROVED and
+ * APPROVAL_REJECTED (on the thread that decided), APPROVAL_TIMEOUT (on
+ * <base>'s thread), APPROVAL_SHUTDOWN (approvals_shutdown or approvals_free)
+ * and APPROVAL_CANCELLED (approvals_cancel of one still pending).  <info> and <id> are valid during the call.  Runs with the
  * registry's mutex held: it must not call approvals_*; the gateway writes the
  * `approval` audit record from it.
  */
-typedef void (*approval_note_fn)(void *arg, const char *id, const struct approval_info *info, int decision,
-                                 const char *by);
+typedef void (*approval_note_fn)(void *arg, const char *id, const struct approval_info *info,
+                                 enum approval_decision decision, const char *by);
 /* Sets the note hook (before any approvals_add). */
 void approvals_set_note(struct approvals *a, approval_note_fn fn, void *arg);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits_int.h"
@@ -409,15 +410,6 @@ limits_unsaveable(struct limits *l)
 	return l != NULL && atomic_load(&l->unsaveable);
 }
 
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* "<dir>/name" -> "<dir>" ("." when there is no slash, "/" for "/name"). */
 static char *
 dir_of(const char *path)
@@ -448,7 +440,7 @@ limits_open(const char *state_file, char *err, size_t errcap)
 	l->path = xstrdup(state_file);
 	l->tmp = xmalloc(n + 5);
 	memcpy(l->tmp, state_file, n);
-	memcpy(l->tmp + n, ".tmp", 5);
+	memcpy(l->tmp + n, ".tmp", sizeof(".tmp"));
 	l->dir = dir_of(state_file);
 	if (limits_state_load(l, err, errcap) != 0) {
 		limits_free(l);
@@ -501,7 +493,7 @@ limits_persist(struct limits *l)
 	unsaveable = atomic_load(&l->unsaveable);
 	if (seen == l->saved && !unsaveable && !l->failing)
 		return 0;
-	now = wall_ms();
+	now = clock_wall_ms();
 	if (limits_state_format(l, now, &buf, &len) != 0)
 		ret = SLUICE_EIO;
 	else

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "proxy/judge/limits_int.h"
 
@@ -40,21 +41,7 @@ safe_byte(unsigned char c)
 static size_t
 escape(char *out, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = 0;
-
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (safe_byte(c)) {
-			out[n++] = (char)c;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[c >> 4];
-			out[n++] = hex[c & 15];
-		}
-	}
-	return n;
+	return pct_encode(out, s, strlen(s), safe_byte, PCT_UPPER);
 }
 
 /* Decodes field <f>/<len> into <out> (capacity <cap>, NUL-terminated): 0, or -1 with *<why>. */
@@ -331,12 +318,14 @@ room(struct sbuf *b, size_t n)
 static int
 put_line(struct sbuf *b, const struct limits_ctr *c)
 {
+	const char *kw;
 	size_t n;
 
 	if (room(b, 16 + 3 * strlen(c->key) + 3 * strlen(c->sandbox) + 48) != 0)
 		return SLUICE_ENOMEM;
-	n = c->kind == LIMITS_RATE ? 5 : 7;
-	memcpy(b->p + b->len, c->kind == LIMITS_RATE ? "rate " : "budget ", n);
+	kw = c->kind == LIMITS_RATE ? "rate " : "budget ";
+	n = strlen(kw);
+	memcpy(b->p + b->len, kw, n);
 	b->len += n;
 	b->len += escape(b->p + b->len, c->key);
 	b->p[b->len++] = ' ';

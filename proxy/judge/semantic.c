@@ -37,7 +37,7 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 
-static void approval_done(void *arg, int decision, const char *by);
+static void approval_done(void *arg, enum approval_decision decision, const char *by);
 
 struct sem_req *
 sem_req_of(struct req *r)
@@ -302,7 +302,7 @@ park(struct conn *c, const struct policy_decision *d, struct refusal *rf)
 
 /* An operator decided (or the hold timed out, or the gateway stops): on the worker's thread. */
 static void
-approval_done(void *arg, int decision, const char *by)
+approval_done(void *arg, enum approval_decision decision, const char *by)
 {
 	struct conn *c = arg;
 	struct req *r = c->req;
@@ -316,17 +316,19 @@ approval_done(void *arg, int decision, const char *by)
 	snprintf(s->hold_by, sizeof(s->hold_by), "%s", by != NULL ? by : "?");
 	log_info("c%llu: held request %s %s by %s", (unsigned long long)c->id, s->hold_id, s->hold_outcome, s->hold_by);
 	switch (decision) {
-	case 1:
+	case APPROVAL_APPROVED:
 		/* exactly the request that was approved: the body held, whose hash the operator saw */
 		rc = r->hold != NULL ? cred_hold_done(c, &rf) : relay_dial(c, &rf);
 		break;
-	case 0:
+	case APPROVAL_REJECTED:
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "rejected by %s", s->hold_by);
 		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, r->rule_buf);
 		break;
-	case -1:
+	case APPROVAL_TIMEOUT:
 		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 		break;
+	case APPROVAL_SHUTDOWN:
+	case APPROVAL_CANCELLED:  /* never given to a callback; fails closed if it were */
 	default:
 		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule,
 		                 "the gateway is stopping: the held request was not sent");
@@ -360,7 +362,7 @@ sem_timeout(struct conn *c, struct refusal *rf)
 		approvals_cancel(c->w->gw->approvals, s->hold_id);
 	s->parked = 0;
 	s->phase = SEM_P_NONE;
-	s->hold_outcome = "timeout";
+	s->hold_outcome = approvals_decision_name(APPROVAL_TIMEOUT);
 	snprintf(s->hold_by, sizeof(s->hold_by), "timeout");
 	refusal_set(rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 	return 1;
@@ -453,7 +455,7 @@ git_stream(struct conn *c, struct refusal *rf)
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n\r\n", 30);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (policy_secret_count(c->pol) > 0) {
 		/* the whole body goes through the placeholder search, the held part first */
 		if (cred_scan_begin(c) != 0)
@@ -464,7 +466,7 @@ git_stream(struct conn *c, struct refusal *rf)
 			evbuffer_add_printf(r->up_head, "%zx\r\n", len);
 		evbuffer_add_buffer(r->up_head, r->hold);
 		if (r->body == H1_BODY_CHUNKED && len > 0)
-			evbuffer_add(r->up_head, "\r\n", 2);
+			evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
 	}
 	evbuffer_free(r->hold);
 	r->hold = NULL;
@@ -585,7 +587,7 @@ sem_req_free(struct conn *c)
 		snprintf(s->hold_by, sizeof(s->hold_by), "client");
 		if (!r->audit_decided) {
 			r->reason = "the client went away while the request waited for approval";
-			http_audit_request(c, "deny");
+			http_audit_request(c, AUDIT_VERDICT_DENY);
 		}
 	}
 	if (s->budget_taken && !s->sent)

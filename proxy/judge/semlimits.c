@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/sluice.h"
 #include "policy/judge.h"
@@ -19,15 +20,6 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 #include "proxy/core/context.h"
-
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
 static int
@@ -107,14 +99,14 @@ sem_admit(struct conn *c, struct refusal *rf)
 		if (k < i || (lim = policy_secret_limit(c->pol, r->uses[i].s->name)) == NULL)
 			continue;
 		if (now == 0)
-			now = wall_ms();
+			now = clock_wall_ms();
 		if (take_rate(c, lim, lim->key, sbx, now, rf) != 0)
 			return -1;
 	}
 	s = sem_req_of(r);
 	s->admitted = 1;
 	if (now == 0)
-		now = wall_ms();
+		now = clock_wall_ms();
 	if (s->limit != NULL && take_rate(c, s->limit, s->rule, sbx, now, rf) != 0)
 		return -1;
 	if (s->budget != NULL) {
@@ -143,5 +135,5 @@ sem_budget_refund(struct conn *c)
 
 	if (c->w->gw->limits != NULL)
 		limits_budget_refund(c->w->gw->limits, s->budget, c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		                     s->amount, wall_ms());
+		                     s->amount, clock_wall_ms());
 }

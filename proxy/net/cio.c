@@ -366,7 +366,6 @@ cio_shutdown(struct conn *c)
 		SSL_shutdown(c->ssl);
 		ERR_clear_error();
 	}
-	shutdown(c->fd, SHUT_WR);
 }
 
 void

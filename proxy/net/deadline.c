@@ -11,18 +11,10 @@
  */
 #include <stdlib.h>
 #include <time.h>
+#include "common/clock.h"
 #include "common/sluice.h"
 #include "proxy/session/session.h"
 #include "proxy/core/context.h"
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void
 place(struct worker *w, size_t i, struct conn *c)
@@ -79,7 +71,7 @@ schedule(struct worker *w)
 	if (at == w->dl_at)
 		return;
 	w->dl_at = at;
-	now = now_ms();
+	now = clock_mono_ms();
 	at = at > now ? at - now : 0;
 	tv.tv_sec = (time_t)(at / 1000);
 	tv.tv_usec = (suseconds_t)(at % 1000) * 1000;
@@ -107,7 +99,7 @@ conn_arm_timer(struct conn *c, unsigned ms)
 
 	if (c->state == CONN_S_DEAD)
 		return;  /* a dead connection is about to be freed: it must not stay in the heap */
-	c->deadline = now_ms() + ms;
+	c->deadline = clock_mono_ms() + ms;
 	if (c->dl_pos == 0) {
 		if (w->ndl == w->dl_cap) {
 			w->dl_cap = w->dl_cap ? 2 * w->dl_cap : 64;
@@ -135,7 +127,7 @@ static void
 fire(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	uint64_t now = now_ms();
+	uint64_t now = clock_mono_ms();
 	size_t budget = w->ndl;  /* a deadline re-armed for "now" by its handler waits for the next round */
 	struct conn *c;
 

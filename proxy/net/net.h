@@ -158,7 +158,7 @@ void cio_read(struct conn *c, int on);
 void cio_kick(struct conn *c);
 /* Runs the I/O for a wake-up of the connection's event. */
 void cio_event(struct conn *c, short what);
-/* Ends our sending side: close_notify on TLS, then a FIN; reading goes on. */
+/* Ends our sending side of TLS: close_notify (the FIN is the lingering close's, conn_linger_fd). */
 void cio_shutdown(struct conn *c);
 /* Frees the SSL and the buffers (not the socket, not the event). */
 void cio_free(struct conn *c);

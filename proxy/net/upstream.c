@@ -178,7 +178,7 @@ finish(struct upstream *up, int failed, int status)
 		evtimer_del(up->timer);
 	up->state = failed ? UP_S_FAILED : UP_S_READY;
 	if (failed && up->errbuf[0] == '\0')
-		memcpy(up->errbuf, "upstream failed", 16);
+		memcpy(up->errbuf, "upstream failed", sizeof("upstream failed"));
 	if (up->in_dial || up->cb == NULL)
 		return;
 	up->cb(up, failed ? up->errbuf : NULL, status, up->cb_arg);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
@@ -26,6 +27,7 @@
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
+#include "proxy/net/linger.h"
 #include "proxy/session/conn_ops.h"
 
 /* from linux/netfilter_ipv4.h and ip6_tables.h, which clash with netinet/in.h */
@@ -39,15 +41,6 @@
 static const char *state_names[] = {
 	"?", "peek", "tls-accept", "request-head", "dial", "relay", "tunnel", "closing", "dead", "hold-body", "h2",
 };
-
-int64_t
-proxy_ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
 
 #define B(s) (1u << (s))
 /*
@@ -140,7 +133,7 @@ audit_no_request(struct conn *c)
 {
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR], esc[200];
 	struct audit_rec r = {
-		.type = "no_request",
+		.kind = AUDIT_KIND_NO_REQUEST,
 		.rule = "tls",
 		.reason = "the client closed after the TLS handshake without sending a request (a client that does not "
 		          "trust the Sluice CA often does: see the operator guide, troubleshooting)",
@@ -158,7 +151,7 @@ audit_no_request(struct conn *c)
 	r.dest = conn_dest_str(c, dest);
 	r.sni = c->sni;
 	r.host = c->host[0] ? c->host : NULL;
-	r.duration_ms = proxy_ms_since(&c->t0);
+	r.duration_ms = clock_ms_since(&c->t0);
 	r.conn_id = c->id;
 	log_info("c%llu: %s closed after the TLS handshake without a request (%s): does it trust the Sluice CA?",
 	         (unsigned long long)c->id, r.client, log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
@@ -201,11 +194,11 @@ conn_close(struct conn *c)
 }
 
 void
-audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status)
+audit_conn(struct conn *c, enum audit_verdict verdict, const char *rule, const char *reason, int status)
 {
 	char peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
 	struct audit_rec r = {
-		.type = "connection",
+		.kind = AUDIT_KIND_CONNECTION,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
@@ -217,7 +210,7 @@ audit_conn(struct conn *c, const char *verdict, const char *rule, const char *re
 		.status = status,
 		.bytes_up = -1,
 		.bytes_down = -1,
-		.duration_ms = proxy_ms_since(&c->t0),
+		.duration_ms = clock_ms_since(&c->t0),
 		.upstream_tls = -1,
 		.conn_id = c->id,
 	};
@@ -241,7 +234,7 @@ conn_refuse(struct conn *c, int status, const char *error, const char *rule, con
 
 	log_info("c%llu: %s refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer), reason,
 	         log_escape(esc, sizeof(esc), c->host, strlen(c->host)));
-	audit_conn(c, "deny", rule, reason, status > 0 ? status : -1);
+	audit_conn(c, AUDIT_VERDICT_DENY, rule, reason, status > 0 ? status : -1);
 	atomic_fetch_add(&c->w->gw->ndenied, 1);
 	if (status <= 0) {
 		conn_close(c);
@@ -261,7 +254,7 @@ conn_tls_failed(struct conn *c, const char *why)
 	char peer[CONN_ADDR_STR];
 
 	log_info("c%llu: TLS handshake with %s failed: %s", (unsigned long long)c->id, conn_peer_str(c, peer), why);
-	audit_conn(c, "deny", "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
+	audit_conn(c, AUDIT_VERDICT_DENY, "tls", "client TLS handshake failed (does the sandbox trust the Sluice CA?)", -1);
 	metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 	conn_close(c);
 }
@@ -297,18 +290,20 @@ conn_pump(struct conn *c)
 		/*
 		 * Lingering close: the client may still be sending bytes we will not
 		 * read (a request body, the rest of a refused head).  Closing now would
-		 * answer them with a RST that can destroy our answer in flight, so end
-		 * our side (the FIN also ends close-delimited bodies), discard what
-		 * arrives, and close on the client's EOF or when the timer ends.
+		 * answer them with a RST that can destroy our answer in flight, so
+		 * after TLS's close_notify the socket goes to the one lingering close
+		 * (net/linger.h) and the connection itself is freed now.
 		 */
-		if (!c->shut_wr) {
+		{
+			struct worker *w = c->w;
+			int fd = c->fd;
+
 			c->shut_wr = 1;
 			cio_shutdown(c);
-			conn_arm_timer(c, PROXY_LINGER_MS);
-			cio_read(c, 1);
+			c->fd = -1;
+			conn_close(c);
+			conn_linger_fd(w, fd);
 		}
-		if (c->in != NULL)
-			evbuffer_drain(c->in, evbuffer_get_length(c->in));
 		return;
 	default:
 		return;
@@ -325,14 +320,14 @@ conn_expired(struct conn *c)
 			            "request head not received in time (limits.request_head)");
 			return;
 		}
-		audit_conn(c, "deny", "limits.request_head",
+		audit_conn(c, AUDIT_VERDICT_DENY, "limits.request_head",
 		           c->mode == CONN_MODE_EXPLICIT ? "timed out waiting for the proxy request (limits.request_head)"
 		                                         : "timed out waiting for the ClientHello (limits.request_head)",
 		           -1);
 		conn_close(c);
 		return;
 	case CONN_S_TLS_ACCEPT:
-		audit_conn(c, "deny", "limits.tls_handshake", "TLS handshake timed out (limits.tls_handshake)", -1);
+		audit_conn(c, AUDIT_VERDICT_DENY, "limits.tls_handshake", "TLS handshake timed out (limits.tls_handshake)", -1);
 		metrics_tls_failure(c->w->gw->metrics, METRICS_SIDE_CLIENT);
 		conn_close(c);
 		return;
@@ -419,7 +414,7 @@ passthrough_ready(struct upstream *up, const char *err, int status, void *arg)
 	plain_start(c);
 	if (c->mode == CONN_MODE_EXPLICIT)
 		evbuffer_add(cio_out(c), established, sizeof(established) - 1);
-	audit_conn(c, "allow", c->entry ? policy_host_key(c->entry) : "default", "passthrough", -1);
+	audit_conn(c, AUDIT_VERDICT_ALLOW, c->entry ? policy_host_key(c->entry) : "default", "passthrough", -1);
 	conn_set_state(c, CONN_S_TUNNEL);
 	relay_own_upstream(c);
 	conn_arm_timer(c, c->w->gw->cfg->limits.idle_ms);
@@ -622,6 +617,22 @@ original_dest(struct conn *c)
 	return 0;
 }
 
+static void
+linger_done(void *arg)
+{
+	struct worker *w = arg;
+
+	w->nlinger--;
+	worker_drain_check(w);
+}
+
+void
+conn_linger_fd(struct worker *w, int fd)
+{
+	w->nlinger++;
+	net_linger(w->base, fd, PROXY_LINGER_MS, linger_done, w);
+}
+
 void
 conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const struct sockaddr *sa, socklen_t salen)
 {
@@ -638,7 +649,7 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	c->mode = mode;
 	c->fd = fd;
 	c->state = CONN_S_PEEK;
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	clock_mono(&c->t0);
 	memcpy(&c->peer, sa, salen < sizeof(c->peer) ? salen : sizeof(c->peer));
 	c->host = host_none;
 	c->pol = policy_ref(w->pol);

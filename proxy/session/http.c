@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <stdlib.h>
 #include <event2/buffer.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/judge.h"
@@ -65,7 +66,7 @@ req_new(struct conn *c)
 	c->req = xcalloc(1, sizeof(*c->req));
 	c->req->minor_version = -1;   /* unknown until the head parses */
 	c->req->upstream_tls = -1;    /* unknown until an upstream is dialled */
-	clock_gettime(CLOCK_MONOTONIC, &c->req->t0);
+	clock_mono(&c->req->t0);
 	return c->req;
 }
 
@@ -88,7 +89,7 @@ http_req_id(struct conn *c)
 
 /* The request record: at the decision (allow, no status), or a refusal's only record (deny and the status). */
 static uint64_t
-audit_request_rec(struct conn *c, const char *verdict, int with_status)
+audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 {
 	struct req *r = c->req;
 	char pathbuf[1024], peer[CONN_ADDR_STR], dest[CONN_ADDR_STR];
@@ -104,7 +105,7 @@ audit_request_rec(struct conn *c, const char *verdict, int with_status)
 		places[i] = r->uses[i].place;
 	}
 	struct audit_rec a = {
-		.type = "request",
+		.kind = AUDIT_KIND_REQUEST,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
 		.client = conn_peer_str(c, peer),
@@ -140,7 +141,7 @@ audit_exfil_rec(struct conn *c)
 	struct req *r = c->req;
 	char peer[CONN_ADDR_STR];
 	struct audit_rec a = {
-		.type = "exfiltration_attempt",
+		.kind = AUDIT_KIND_EXFILTRATION_ATTEMPT,
 		.event = "exfiltration_attempt",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
@@ -173,7 +174,7 @@ audit_response_rec(struct conn *c)
 		if (scrub_hits_has(&r->scrub_hits, (unsigned)i))
 			scrubbed[n++] = policy_secret_get(c->pol, i)->name;
 	struct audit_rec a = {
-		.type = "scrub",
+		.kind = AUDIT_KIND_SCRUB,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
 		.host = c->host[0] ? c->host : NULL,
@@ -188,11 +189,11 @@ audit_response_rec(struct conn *c)
 	};
 	if (n > 0)
 		audit_write(c->w->gw->audit, &a);
-	a.type = "response";
+	a.kind = AUDIT_KIND_RESPONSE;
 	a.status = r->status > 0 ? r->status : -1;
 	a.bytes_up = (int64_t)r->bytes_up;
 	a.bytes_down = (int64_t)r->bytes_down;
-	a.duration_ms = proxy_ms_since(&r->t0);
+	a.duration_ms = clock_ms_since(&r->t0);
 	a.upstream_tls = r->upstream_tls;
 	a.rule = r->rule;
 	a.reason = r->reason;
@@ -206,7 +207,7 @@ http_audit_decide(struct conn *c)
 
 	if (r->audit_decided)
 		return 0;
-	r->audit_seq = audit_request_rec(c, "allow", 0);
+	r->audit_seq = audit_request_rec(c, AUDIT_VERDICT_ALLOW, 0);
 	r->audit_decided = 1;
 	/* recorded: from now on they describe the outcome (an upstream failure, a cut transfer) */
 	r->rule = NULL;
@@ -238,7 +239,7 @@ http_refusals_flush(struct conn *c)
 		return;
 	snprintf(why, sizeof(why), "%u more refusals on this connection, past the %u recorded one by one",
 	         (unsigned)c->nrefused_quiet, (unsigned)PROXY_REFUSALS_AUDITED);
-	struct audit_rec a = AUDIT_REC_INIT("denial");
+	struct audit_rec a = AUDIT_REC_INIT(AUDIT_KIND_DENIAL);
 
 	a.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
 	a.client = conn_peer_str(c, peer);
@@ -254,14 +255,14 @@ http_refusals_flush(struct conn *c)
 }
 
 void
-http_audit_request(struct conn *c, const char *verdict)
+http_audit_request(struct conn *c, enum audit_verdict verdict)
 {
 	struct req *r = c->req;
 	int quiet = 0;
 
 	if (!r->audit_decided) {
 		/* refused (or failed) before its decision: nothing went upstream, this is its one record */
-		verdict = "deny";
+		verdict = AUDIT_VERDICT_DENY;
 		quiet = !http_refusal_admit(c);
 		if (!quiet)
 			r->audit_seq = audit_request_rec(c, verdict, 1);
@@ -280,7 +281,7 @@ http_audit_request(struct conn *c, const char *verdict)
 	atomic_fetch_add(&c->w->gw->nrequests, 1);
 	if (c->sbx != NULL)
 		atomic_fetch_add(&c->sbx->requests, 1);
-	if (strcmp(verdict, "deny") == 0) {
+	if (verdict == AUDIT_VERDICT_DENY) {
 		atomic_fetch_add(&c->w->gw->ndenied, 1);
 		if (c->sbx != NULL)
 			atomic_fetch_add(&c->sbx->denied, 1);
@@ -342,7 +343,7 @@ http_answer_end(struct conn *c, int status, const char *rule, const char *reason
 	r->reason = reason;
 	if (audit)
 		/* a refusal of the gateway's is a deny; an allowed request whose upstream failed stays allow */
-		http_audit_request(c, status < 500 || r->refused ? "deny" : "allow");
+		http_audit_request(c, status < 500 || r->refused ? AUDIT_VERDICT_DENY : AUDIT_VERDICT_ALLOW);
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;
@@ -391,7 +392,7 @@ http_truncate(struct conn *c, const char *why)
 	conn_ops(c)->abort(c);
 	r->reason = why;
 	r->client_keep_alive = 0;
-	http_audit_request(c, "allow");
+	http_audit_request(c, AUDIT_VERDICT_ALLOW);
 	if (c->up != NULL) {
 		upstream_free(c->up);
 		c->up = NULL;
@@ -740,21 +741,21 @@ read_request(struct conn *c)
 		evbuffer_add(r->up_head, AE_SCRUBBABLE, sizeof(AE_SCRUBBABLE) - 1);
 	/* "TE: trailers" says the client takes trailers (gRPC needs it said upstream); other TE codings stay hop-by-hop */
 	if ((te = h1_find_header(m, "te")) != NULL && sluice_iov_ieq(te->value, te->value_len, "trailers"))
-		evbuffer_add(r->up_head, "TE: trailers\r\n", 14);
+		evbuffer_add(r->up_head, SLUICE_LIT("TE: trailers\r\n"));
 	if (hold)
 		;  /* the framing follows the body (credbody.c) */
 	else if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
 	else if (r->body == H1_BODY_CHUNKED)
-		evbuffer_add(r->up_head, "Transfer-Encoding: chunked\r\n", 28);
+		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
 	if (r->websocket) {
 		const struct h1_header *u = h1_find_header(m, "upgrade");
-		evbuffer_add(r->up_head, "Connection: Upgrade\r\n", 21);
+		evbuffer_add(r->up_head, SLUICE_LIT("Connection: Upgrade\r\n"));
 		if (u != NULL)
 			http_append_header(r->up_head, u);
 	}
 	if (!hold)
-		evbuffer_add(r->up_head, "\r\n", 2);
+		evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
 	/*
 	 * placeholders (credreq.c): searched in the head as it will leave, in every decoded view;
 	 * values written only inside bound places, a placeholder anywhere else refused

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <event2/buffer.h>
 #include "common/log.h"
+#include "common/pct.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
@@ -35,7 +36,6 @@
 #include "proxy/session/refusal.h"
 #include "proxy/session/conn_ops.h"
 
-#define LIT(s) (s), (sizeof(s) - 1)
 #define GIT_PKT_MAX 65520       /* git's LARGE_PACKET_MAX: side-band-64k */
 #define GIT_PKT_SMALL 1000      /* side-band (not -64k) */
 #define GIT_LINE_MAX (4096 + REFUSE_TEXT_MAX + 8) /* "ng <ref> <reason>\n": policy bounds a ref to 4096 bytes */
@@ -95,19 +95,19 @@ refuse_proto_of(const struct conn *c, const struct h1_message *m, const char *pa
 		q++;
 		qlen = (hash != NULL ? (size_t)(hash - q) : path_len - plen - 1);
 	}
-	if (m->method_len == 3 && memcmp(m->method, "GET", 3) == 0 && ends_with(path, plen, LIT("/info/refs"))) {
+	if (m->method_len == 3 && memcmp(m->method, "GET", 3) == 0 && ends_with(path, plen, SLUICE_LIT("/info/refs"))) {
 		/* the query (without '?', up to a '#') has "service=<svc>" */
-		if (has_item(q, qlen, '&', LIT("service=git-upload-pack")))
+		if (has_item(q, qlen, '&', SLUICE_LIT("service=git-upload-pack")))
 			return REFUSE_PROTO_GIT_ADV_UPLOAD;
-		if (has_item(q, qlen, '&', LIT("service=git-receive-pack")))
+		if (has_item(q, qlen, '&', SLUICE_LIT("service=git-receive-pack")))
 			return REFUSE_PROTO_GIT_ADV_RECEIVE;
 		return REFUSE_PROTO_HTTP;
 	}
 	if (m->method_len != 4 || memcmp(m->method, "POST", 4) != 0)
 		return REFUSE_PROTO_HTTP;
-	if (ends_with(path, plen, LIT("/git-upload-pack")) && content_type_is(m, "application/x-git-upload-pack-request"))
+	if (ends_with(path, plen, SLUICE_LIT("/git-upload-pack")) && content_type_is(m, "application/x-git-upload-pack-request"))
 		return REFUSE_PROTO_GIT_UPLOAD;
-	if (ends_with(path, plen, LIT("/git-receive-pack")) &&
+	if (ends_with(path, plen, SLUICE_LIT("/git-receive-pack")) &&
 	    content_type_is(m, "application/x-git-receive-pack-request"))
 		return REFUSE_PROTO_GIT_RECEIVE;
 	/* gRPC is HTTP/2 only: "application/grpc", "application/grpc+proto", "application/grpc;..." */
@@ -167,16 +167,16 @@ git_report(struct refuse_git *g, struct evbuffer *body)
 	sec = policy_git_refs(buf, len, refs, lens, REFUSE_GIT_REFS_MAX, &n, &caps, &caps_len);
 	if (sec > 0 && n > 0) {
 		/* every ref is refused: the push is refused whole */
-		pkt(rep, LIT("unpack ok\n"));
+		pkt(rep, SLUICE_LIT("unpack ok\n"));
 		for (i = 0; i < n; i++) {
 			int l = snprintf(line, sizeof(line), "ng %.*s %s\n", (int)lens[i], refs[i], g->text);
 
 			if (l > 0 && (size_t)l < sizeof(line))
 				pkt(rep, line, (size_t)l);
 		}
-		if (has_item(caps, caps_len, ' ', LIT("side-band-64k")))
+		if (has_item(caps, caps_len, ' ', SLUICE_LIT("side-band-64k")))
 			band = GIT_PKT_MAX;
-		else if (has_item(caps, caps_len, ' ', LIT("side-band")))
+		else if (has_item(caps, caps_len, ' ', SLUICE_LIT("side-band")))
 			band = GIT_PKT_SMALL;
 	} else {
 		/* the refs are not known (the body's start is gone or malformed): git prints "remote unpack failed: ..." */
@@ -184,7 +184,7 @@ git_report(struct refuse_git *g, struct evbuffer *body)
 
 		pkt(rep, line, (size_t)l);
 	}
-	evbuffer_add(rep, "0000", 4);
+	evbuffer_add(rep, SLUICE_LIT("0000"));
 	if (band == 0) {
 		evbuffer_add_buffer(body, rep);
 	} else {
@@ -195,7 +195,7 @@ git_report(struct refuse_git *g, struct evbuffer *body)
 		chunk[0] = '\001';
 		while ((got = evbuffer_remove(rep, chunk + 1, band - 5)) > 0)
 			pkt(body, chunk, (size_t)got + 1);
-		evbuffer_add(body, "0000", 4);
+		evbuffer_add(body, SLUICE_LIT("0000"));
 	}
 	evbuffer_free(rep);
 }
@@ -217,24 +217,19 @@ git_err(struct conn *c, const char *ctype, const char *text, int keep)
 }
 
 /* grpc-message: percent-encoded (gRPC's spec: bytes outside 0x20-0x7e, and '%'). */
+static int
+grpc_keeps(unsigned char b)
+{
+	return b >= 0x20 && b <= 0x7e && b != '%';
+}
+
 static void
 grpc_answer(struct conn *c, int status, const char *text)
 {
-	char msg[3 * REFUSE_TEXT_MAX + 1];
-	size_t i, o = 0;
+	char msg[PCT_ENCODED_MAX(REFUSE_TEXT_MAX) + 1];
 
-	for (i = 0; text[i] != '\0' && o + 4 <= sizeof(msg); i++) {
-		unsigned char b = (unsigned char)text[i];
-
-		if (b < 0x20 || b > 0x7e || b == '%') {
-			snprintf(msg + o, 4, "%%%02X", b);
-			o += 3;
-		} else {
-			msg[o++] = (char)b;
-		}
-	}
-	msg[o] = '\0';
-	/* trailers-only: a HEADERS frame that ends the stream (the h2 stream sends no body after it) */
+	msg[pct_encode(msg, text, strnlen(text, REFUSE_TEXT_MAX), grpc_keeps, PCT_UPPER)] = '\0';
+	/* trailers-only: a HEADERS frame that ends the stream (h2srv_head_submit: no body) */
 	evbuffer_add_printf(cio_out(c),
 	                    "HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\ngrpc-status: %d\r\n"
 	                    "grpc-message: %s\r\nContent-Length: 0\r\n\r\n",
@@ -335,7 +330,7 @@ refuse_proto_answer(struct conn *c, const struct refusal *rf, struct refusal *en
 		r->rule = g->rule;
 		r->reason = g->text;
 		if (audit)
-			http_audit_request(c, "deny");
+			http_audit_request(c, AUDIT_VERDICT_DENY);
 		if (r->body_done || r->body == H1_BODY_NONE ||
 		    (c->state != CONN_S_REQ_HEAD && c->state != CONN_S_HOLD)) {
 			git_finish(c, end);

@@ -262,7 +262,7 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 		evbuffer_drain(in, off);
 		evbuffer_remove_buffer(in, out, dlen);
 		if (reencode)
-			evbuffer_add(out, "\r\n", 2);
+			evbuffer_add(out, SLUICE_LIT("\r\n"));
 		*bytes += dlen;
 	}
 	if (*done && trailers != NULL) {
@@ -272,10 +272,10 @@ chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, i
 			evbuffer_add(*trailers, tbuf, tlen);
 		}
 	} else if (*done && reencode) {
-		evbuffer_add(out, "0\r\n", 3);
+		evbuffer_add(out, SLUICE_LIT("0\r\n"));
 		if (tlen > 0)
 			evbuffer_add(out, tbuf, tlen);
-		evbuffer_add(out, "\r\n", 2);
+		evbuffer_add(out, SLUICE_LIT("\r\n"));
 	}
 	evbuffer_drain(in, (size_t)n - off - dlen);
 	return 1;
@@ -401,16 +401,16 @@ response_head(struct conn *c)
 			hout = r->hscrub != NULL ? evbuffer_new() : cout;
 			if (conn_ops(c)->ws_as_200) {
 				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
-				evbuffer_add(hout, "HTTP/1.1 200 OK\r\n", 17);
+				evbuffer_add(hout, SLUICE_LIT("HTTP/1.1 200 OK\r\n"));
 				http_copy_headers(hout, m, "sec-websocket-accept", NULL);
 			} else {
 				evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
 				http_copy_headers(hout, m, NULL, NULL);
-				evbuffer_add(hout, "Connection: Upgrade\r\n", 21);
+				evbuffer_add(hout, SLUICE_LIT("Connection: Upgrade\r\n"));
 				if ((cl = h1_find_header(m, "upgrade")) != NULL)
 					http_append_header(hout, cl);
 			}
-			evbuffer_add(hout, "\r\n", 2);
+			evbuffer_add(hout, SLUICE_LIT("\r\n"));
 			evbuffer_drain(uin, (size_t)n);
 			if (hout != cout) {
 				int sr = cred_resp_scrub_head(c, hout, cout);
@@ -421,7 +421,7 @@ response_head(struct conn *c)
 				}
 			}
 			r->status = 101;
-			http_audit_request(c, "allow");
+			http_audit_request(c, AUDIT_VERDICT_ALLOW);
 			conn_set_state(c, CONN_S_TUNNEL);
 			conn_arm_timer(c, lim->idle_ms);
 			if (ws_tunnel_start(c) != 0) {
@@ -441,7 +441,7 @@ response_head(struct conn *c)
 			hout = r->hscrub != NULL ? evbuffer_new() : cout;
 			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
 			http_copy_headers(hout, m, NULL, NULL);
-			evbuffer_add(hout, "\r\n", 2);
+			evbuffer_add(hout, SLUICE_LIT("\r\n"));
 			if (hout != cout) {
 				int sr = cred_resp_scrub_head(c, hout, cout);
 				evbuffer_free(hout);
@@ -497,7 +497,7 @@ response_head(struct conn *c)
 		if (cred_resp_holds(m)) {
 			r->scrub_whole = 1;
 		} else if (r->minor_version == 1) {
-			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
+			evbuffer_add(hout, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
 			r->scrub_chunked = 1;
 		} else {
 			r->client_keep_alive = 0;
@@ -512,7 +512,7 @@ response_head(struct conn *c)
 	case H1_BODY_CHUNKED:
 	case H1_BODY_UNTIL_CLOSE:
 		if (r->minor_version == 1) {
-			evbuffer_add(hout, "Transfer-Encoding: chunked\r\n", 28);
+			evbuffer_add(hout, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
 			r->resp_chunked_out = 1;
 		} else {
 			r->client_keep_alive = 0;
@@ -524,14 +524,14 @@ response_head(struct conn *c)
 			if (cl != NULL && m->status != 204)
 				http_append_header(hout, cl);
 		} else {
-			evbuffer_add(hout, "Content-Length: 0\r\n", 19);
+			evbuffer_add(hout, SLUICE_LIT("Content-Length: 0\r\n"));
 		}
 		break;
 	}
 framed:
 	if (!r->client_keep_alive)
-		evbuffer_add(hout, "Connection: close\r\n", 19);
-	evbuffer_add(hout, "\r\n", 2);
+		evbuffer_add(hout, SLUICE_LIT("Connection: close\r\n"));
+	evbuffer_add(hout, SLUICE_LIT("\r\n"));
 	if (hout != cout) {
 		int sr = cred_resp_head(c, hout, m, cout);
 		evbuffer_free(hout);
@@ -555,7 +555,7 @@ finish_request(struct conn *c)
 	struct req *r = c->req;
 	int keep_up = r->upstream_keep_alive && r->body_done && !c->up_eof;
 
-	http_audit_request(c, "allow");
+	http_audit_request(c, AUDIT_VERDICT_ALLOW);
 	if (keep_up)
 		upstream_release(c->up);
 	else
@@ -577,10 +577,10 @@ resp_body_end(struct conn *c)
 	struct evbuffer *cout = cio_out(c), *t = r->resp_trailers;
 
 	if (r->resp_chunked_out) {
-		evbuffer_add(cout, "0\r\n", 3);
+		evbuffer_add(cout, SLUICE_LIT("0\r\n"));
 		if (t != NULL)
 			evbuffer_add_buffer(cout, t);
-		evbuffer_add(cout, "\r\n", 2);
+		evbuffer_add(cout, SLUICE_LIT("\r\n"));
 	} else if (t != NULL && evbuffer_get_length(t) > 0) {
 		(void)conn_ops(c)->trailers(c, t);  /* an h2 stream: a trailing HEADERS frame; HTTP/1.0: dropped */
 	}
@@ -673,7 +673,7 @@ relay_pump(struct conn *c)
 					evbuffer_add_printf(cout, "%zx\r\n", n);
 				evbuffer_remove_buffer(uin, bout, n);
 				if (r->resp_chunked_out)
-					evbuffer_add(cout, "\r\n", 2);
+					evbuffer_add(cout, SLUICE_LIT("\r\n"));
 				r->bytes_down += n;
 			}
 			progress = 1;
@@ -688,7 +688,7 @@ relay_pump(struct conn *c)
 				return;
 			}
 			if (r->resp_chunked_out)
-				evbuffer_add(cout, "0\r\n\r\n", 5);
+				evbuffer_add(cout, SLUICE_LIT("0\r\n\r\n"));
 			r->resp = RESP_S_DONE;
 		}
 		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {

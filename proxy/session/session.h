@@ -38,6 +38,7 @@
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/sbxreg.h"
+#include "proxy/audit_api.h"
 #include "secrets/scrub.h"
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
@@ -337,7 +338,7 @@ int http_audit_decide(struct conn *c);
  * exfiltration attempt (r->event) gets its own record, once.  <verdict>
  * ("allow"/"deny") only counts.
  */
-void http_audit_request(struct conn *c, const char *verdict);
+void http_audit_request(struct conn *c, enum audit_verdict verdict);
 /* Ends the current request: REQ_HEAD for the next one when <keep>, else a (deferred) lingering close. */
 void http_next_request(struct conn *c, int keep);
 /*
@@ -380,7 +381,7 @@ void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);
 /* The rule to report for a head parser refusal: the limit it enforces, or "http". */
 const char *http_refusal_rule(int status, const char *err);
-void audit_conn(struct conn *c, const char *verdict, const char *rule, const char *reason, int status);
+void audit_conn(struct conn *c, enum audit_verdict verdict, const char *rule, const char *reason, int status);
 /*
  * The audit's bound on refusals per client connection (rapid resets, floods
  * of bad streams or denied requests must not fill the disk): 1 when this
@@ -415,10 +416,11 @@ struct ws_tunnel;
 int ws_tunnel_start(struct conn *c);
 void ws_tunnel_pump(struct conn *c);
 void ws_tunnel_free(struct req *r);
+/* Takes <fd> (our answer handed to the kernel) into the lingering close of PROXY_LINGER_MS (net/linger.h),
+ * counted in <w>->nlinger so that a drain waits for it. */
+void conn_linger_fd(struct worker *w, int fd);
 /* Makes <c> the owner of its READY upstream's callbacks (relay and tunnel). */
 void relay_own_upstream(struct conn *c);
-/* Milliseconds since <t0> (CLOCK_MONOTONIC). */
-int64_t proxy_ms_since(const struct timespec *t0);
 
 /*
  * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit

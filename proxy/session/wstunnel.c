@@ -370,7 +370,7 @@ exfiltration(struct conn *c, size_t idx)
 	snprintf(r->event_place, sizeof(r->event_place), "websocket");
 	r->rule = "secrets";
 	r->reason = r->rule_buf;
-	http_audit_request(c, "deny");
+	http_audit_request(c, AUDIT_VERDICT_DENY);
 	ws_tunnel_close_client(r->ws, cio_out(c), WS_CLOSE_POLICY);
 	tunnel_end(c);
 }

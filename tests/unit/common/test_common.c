@@ -1,6 +1,6 @@
 /*
  * tests/unit/common/test_common.c - runs every group of the common/ unit
- * tests: host, netaddr, json, log, mem, fold (each in its own test_<file>.c).
+ * tests: host, netaddr, json, log, mem, fold, encode, admin_client (each in its own test_<file>.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,8 @@ int test_json_run(void);
 int test_log_run(void);
 int test_mem_run(void);
 int test_fold_run(void);
+int test_encode_run(void);
+int test_admin_client_run(void);
 
 int
 main(void)
@@ -26,5 +28,7 @@ main(void)
 	failed += test_log_run();
 	failed += test_mem_run();
 	failed += test_fold_run();
+	failed += test_encode_run();
+	failed += test_admin_client_run();
 	return failed == 0 ? 0 : 1;
 }

@@ -44,7 +44,7 @@ static struct audit_rec
 base_rec(void)
 {
 	struct audit_rec r = {
-		.type = "request",
+		.kind = AUDIT_KIND_REQUEST,
 		.sandbox = "10.200.1.2",
 		.id = "42-1",
 		.client = "10.200.1.2",
@@ -54,7 +54,7 @@ base_rec(void)
 		.method = "GET",
 		.path = "/ok/x",
 		.http_version = "1.1",
-		.verdict = "allow",
+		.verdict = AUDIT_VERDICT_ALLOW,
 		.rule = "api.example.test/rules/0",
 		.status = -1,
 		.bytes_up = -1,
@@ -113,6 +113,41 @@ members(const struct audit_rec *r, char *buf, size_t cap)
 	return t + 3;
 }
 
+/*
+ * The one table of record kinds: every kind has its own name (the "type"
+ * member docs/audit-schema.md lists), a value outside the enum is "unknown",
+ * and a record's type member is exactly that name.
+ */
+static void
+test_kind_and_verdict_names(void **state)
+{
+	static const char *const want[AUDIT_KIND_COUNT] = {
+		"unknown", "connection", "denial", "request", "response", "dns", "exfiltration_attempt", "scrub",
+		"config_reload", "checkpoint", "start", "stop", "no_request", "approval", "revocation",
+	};
+	char buf[1024];
+	unsigned k;
+
+	(void)state;
+	for (k = 0; k < AUDIT_KIND_COUNT; k++) {
+		struct audit_rec r = AUDIT_REC_INIT((enum audit_kind)k);
+		json_t *j;
+
+		assert_string_equal(audit_kind_name((enum audit_kind)k), want[k]);
+		assert_true(audit_rec_format(&r, buf, sizeof(buf), (size_t)-1) > 0);
+		j = json_loads(buf, 0, NULL);
+		assert_non_null(j);
+		assert_string_equal(json_string_value(json_object_get(j, "type")), want[k]);
+		json_decref(j);
+	}
+	assert_string_equal(audit_kind_name(AUDIT_KIND_COUNT), "unknown");
+	assert_string_equal(audit_kind_name((enum audit_kind)-1), "unknown");
+	assert_string_equal(audit_verdict_name(AUDIT_VERDICT_ALLOW), "allow");
+	assert_string_equal(audit_verdict_name(AUDIT_VERDICT_DENY), "deny");
+	assert_null(audit_verdict_name(AUDIT_VERDICT_NONE));
+	assert_null(audit_verdict_name((enum audit_verdict)7));
+}
+
 static void
 test_members_by_type(void **state)
 {
@@ -132,13 +167,13 @@ test_members_by_type(void **state)
 	                    "\"rule\":\"api.example.test/rules/0\",\"secrets\":[{\"name\":\"gh\","
 	                    "\"place\":\"header:authorization\"}],\"conn\":42}");
 	/* a denied request carries the status it was answered */
-	r.verdict = "deny";
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.status = 403;
 	r.nsecrets = 0;
 	assert_non_null(strstr(members(&r, buf, sizeof(buf)), ",\"verdict\":\"deny\",\"rule\":\"api.example.test/rules/0\",\"status\":403,\"conn\":42}"));
 	/* a response: its own fields only (the host is for the metrics, not written) */
 	r = base_rec();
-	r.type = "response";
+	r.kind = AUDIT_KIND_RESPONSE;
 	r.status = 200;
 	r.bytes_up = 0;
 	r.bytes_down = 6;
@@ -151,11 +186,11 @@ test_members_by_type(void **state)
 	                    "type\":\"response\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"status\":200,\"bytes_up\":0,"
 	                    "\"bytes_down\":6,\"duration_ms\":3,\"upstream_tls\":true,\"scrubbed\":[\"gh\",\"npm\"],"
 	                    "\"conn\":42}");
-	r.type = "scrub";
+	r.kind = AUDIT_KIND_SCRUB;
 	assert_string_equal(members(&r, buf, sizeof(buf)),
 	                    "type\":\"scrub\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"secrets\":[\"gh\",\"npm\"]}");
 	r = base_rec();
-	r.type = "exfiltration_attempt";
+	r.kind = AUDIT_KIND_EXFILTRATION_ATTEMPT;
 	r.secret = "gh";
 	r.place = "query:token";
 	r.rule = "secrets";
@@ -163,16 +198,16 @@ test_members_by_type(void **state)
 	                    "type\":\"exfiltration_attempt\",\"sandbox\":\"10.200.1.2\",\"id\":\"42-1\",\"secret\":\"gh\","
 	                    "\"place\":\"query:token\",\"host\":\"api.example.test\",\"rule\":\"secrets\"}");
 	r = base_rec();
-	r.type = "dns";
+	r.kind = AUDIT_KIND_DNS;
 	r.dns_qtype = "A";
 	r.dns_answer = "NXDOMAIN";
-	r.verdict = "deny";
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.conn_id = 0;
 	assert_string_equal(members(&r, buf, sizeof(buf)),
 	                    "type\":\"dns\",\"sandbox\":\"10.200.1.2\",\"client\":\"10.200.1.2\","
 	                    "\"host\":\"api.example.test\",\"qtype\":\"A\",\"answer\":\"NXDOMAIN\",\"verdict\":\"deny\"}");
 	r = base_rec();
-	r.type = "denial";
+	r.kind = AUDIT_KIND_DENIAL;
 	r.sandbox = NULL;
 	r.reason = "SNI is not a valid host name";
 	r.rule = "tls";
@@ -222,14 +257,14 @@ test_records_are_json_lines(void **state)
 	/* a hostile path and SNI: newline, quote, backslash, ESC, control and high bytes */
 	r.path = "/a\"b\\c\nd\r\x01\x1b[31m\x7f\xff{\"x\":1}";
 	r.sni = "evil\r\n{\"verdict\":\"allow\"}\x1b]0;x\x07";
-	r.verdict = "deny";
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.reason = "denied by rule";
 	r.status = 403;
 	assert_int_equal(audit_write(a, &r), 3);
 	/* a refused connection is written as a denial, without a verdict */
 	r = base_rec();
-	r.type = "connection";
-	r.verdict = "deny";
+	r.kind = AUDIT_KIND_CONNECTION;
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.method = NULL;
 	assert_int_equal(audit_write(a, &r), 4);
 	audit_stop(a, "test");
@@ -393,6 +428,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kind_and_verdict_names),
 		cmocka_unit_test(test_members_by_type),
 		cmocka_unit_test(test_records_are_json_lines),
 		cmocka_unit_test(test_long_path_is_cut_not_lost),

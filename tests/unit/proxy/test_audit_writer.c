@@ -94,8 +94,8 @@ static uint64_t
 put(struct audit *a, const char *host)
 {
 	struct audit_rec r = {
-		.type = "dns", .sandbox = "sb", .client = "10.0.0.2", .host = host, .dns_qtype = "A",
-		.dns_answer = "NXDOMAIN", .verdict = "deny", .status = -1, .bytes_up = -1, .bytes_down = -1,
+		.kind = AUDIT_KIND_DNS, .sandbox = "sb", .client = "10.0.0.2", .host = host, .dns_qtype = "A",
+		.dns_answer = "NXDOMAIN", .verdict = AUDIT_VERDICT_DENY, .status = -1, .bytes_up = -1, .bytes_down = -1,
 		.duration_ms = -1, .upstream_tls = -1,
 	};
 

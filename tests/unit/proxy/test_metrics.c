@@ -78,17 +78,17 @@ has_line(const char *text, const char *line)
 }
 
 static struct audit_rec
-rec(const char *type)
+rec(enum audit_kind kind)
 {
-	struct audit_rec r = {.type = type, .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,
+	struct audit_rec r = {.kind = kind, .status = -1, .bytes_up = -1, .bytes_down = -1, .duration_ms = -1,
 	                      .upstream_tls = -1};
 	return r;
 }
 
 static void
-req(struct metrics *m, const char *host, const char *verdict, const char *rule)
+req(struct metrics *m, const char *host, enum audit_verdict verdict, const char *rule)
 {
-	struct audit_rec r = rec("request");
+	struct audit_rec r = rec(AUDIT_KIND_REQUEST);
 
 	r.host = host;
 	r.verdict = verdict;
@@ -99,7 +99,7 @@ req(struct metrics *m, const char *host, const char *verdict, const char *rule)
 static void
 resp(struct metrics *m, const char *host, int status)
 {
-	struct audit_rec r = rec("response");
+	struct audit_rec r = rec(AUDIT_KIND_RESPONSE);
 
 	r.host = host;
 	r.status = status;
@@ -109,11 +109,11 @@ resp(struct metrics *m, const char *host, int status)
 static void
 dns(struct metrics *m, const char *answer)
 {
-	struct audit_rec r = rec("dns");
+	struct audit_rec r = rec(AUDIT_KIND_DNS);
 
 	r.host = "x.example";
 	r.dns_answer = answer;
-	r.verdict = "allow";
+	r.verdict = AUDIT_VERDICT_ALLOW;
 	metrics_audit(m, &r);
 }
 
@@ -205,36 +205,36 @@ test_render_exact(void **state)
 
 	(void)state;
 	policy_unref(pol);  /* the metrics hold their own reference */
-	req(m, "api.example.test", "allow", NULL);
-	req(m, "api.example.test", "allow", NULL);
-	req(m, "api.example.test", "allow", NULL);
-	req(m, "api.example.test", "deny", "api.example.test/rules/0");
-	req(m, "files.pypi.org", "allow", NULL);
-	req(m, "a.b.pypi.org", "allow", NULL);
-	req(m, "10.1.2.3", "allow", NULL);
-	req(m, "not-in-policy.example", "allow", NULL);  /* default: allow, but no entry: other */
-	req(m, "pypi.org", "deny", "default");           /* "*.pypi.org" needs one label more */
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_DENY, "api.example.test/rules/0");
+	req(m, "files.pypi.org", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "a.b.pypi.org", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "10.1.2.3", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "not-in-policy.example", AUDIT_VERDICT_ALLOW, NULL);  /* default: allow, but no entry: other */
+	req(m, "pypi.org", AUDIT_VERDICT_DENY, "default");           /* "*.pypi.org" needs one label more */
 	resp(m, "api.example.test", 200);
 	resp(m, "api.example.test", 204);
 	resp(m, "api.example.test", 502);
 	resp(m, "elsewhere.example", 404);
 	resp(m, "elsewhere.example", 999);
-	r = rec("connection");
-	r.verdict = "deny";
+	r = rec(AUDIT_KIND_CONNECTION);
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.rule = "tls";
 	metrics_audit(m, &r);
-	r = rec("denial");
+	r = rec(AUDIT_KIND_DENIAL);
 	r.rule = "tls";
 	metrics_audit(m, &r);
-	r = rec("connection");          /* an allowed connection (passthrough) is no denial */
-	r.verdict = "allow";
+	r = rec(AUDIT_KIND_CONNECTION);          /* an allowed connection (passthrough) is no denial */
+	r.verdict = AUDIT_VERDICT_ALLOW;
 	r.rule = "api.example.test";
 	metrics_audit(m, &r);
-	r = rec("exfiltration_attempt");
+	r = rec(AUDIT_KIND_EXFILTRATION_ATTEMPT);
 	r.secret = "gh";
 	r.host = "evil.example";
 	metrics_audit(m, &r);
-	r = rec("scrub");
+	r = rec(AUDIT_KIND_SCRUB);
 	r.scrubbed = scrubbed;
 	r.nscrubbed = 2;
 	metrics_audit(m, &r);
@@ -276,7 +276,7 @@ test_render_unknown_gauges_left_out(void **state)
 	assert_true(has_line(out, "sluice_tls_handshake_failures_total{side=\"upstream\"} 0"));
 	/* no policy: every host is other */
 	free(out);
-	req(m, "api.example.test", "allow", NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);
 	out = render(m, &g);
 	assert_true(has_line(out, "sluice_requests_total{verdict=\"allow\",host=\"other\"} 1"));
 	free(out);
@@ -312,7 +312,7 @@ test_render_escapes_labels(void **state)
 
 	(void)state;
 	metrics_gauges_init(&g);
-	req(m, "h", "deny", "id \"x\"\\y\nz");
+	req(m, "h", AUDIT_VERDICT_DENY, "id \"x\"\\y\nz");
 	out = render(m, &g);
 	assert_true(has_line(out, "sluice_denials_total{rule=\"id \\\"x\\\"\\\\y\\nz\"} 1"));
 	free(out);
@@ -333,14 +333,14 @@ test_host_bucketing(void **state)
 	metrics_gauges_init(&g);
 	for (i = 0; i < 1000; i++) {
 		snprintf(host, sizeof(host), "h%d.attacker.example", i);
-		req(m, host, "allow", NULL);
+		req(m, host, AUDIT_VERDICT_ALLOW, NULL);
 		resp(m, host, 200);
 	}
-	req(m, "pypi.org.attacker.example", "allow", NULL);
-	req(m, "x.pypi.org", "deny", "r");
-	req(m, NULL, "deny", "r");
-	req(m, "", "deny", "r");
-	req(m, "API.EXAMPLE.TEST", "allow", NULL);  /* not canonical: no entry matches it */
+	req(m, "pypi.org.attacker.example", AUDIT_VERDICT_ALLOW, NULL);
+	req(m, "x.pypi.org", AUDIT_VERDICT_DENY, "r");
+	req(m, NULL, AUDIT_VERDICT_DENY, "r");
+	req(m, "", AUDIT_VERDICT_DENY, "r");
+	req(m, "API.EXAMPLE.TEST", AUDIT_VERDICT_ALLOW, NULL);  /* not canonical: no entry matches it */
 	out = render(m, &g);
 	assert_true(has_line(out, "sluice_requests_total{verdict=\"allow\",host=\"other\"} 1002"));
 	assert_true(has_line(out, "sluice_responses_total{host=\"other\",class=\"2xx\"} 1000"));
@@ -365,32 +365,31 @@ test_verdicts_and_scrub_forms(void **state)
 
 	(void)state;
 	metrics_gauges_init(&g);
-	req(m, "api.example.test", "error", NULL);
-	req(m, "api.example.test", "weird", NULL);
-	req(m, "api.example.test", NULL, NULL);
-	r = rec("scrub");             /* names as secret_names */
+	req(m, "api.example.test", (enum audit_verdict)42, NULL);  /* out of range: other */
+	req(m, "api.example.test", AUDIT_VERDICT_NONE, NULL);
+	r = rec(AUDIT_KIND_SCRUB);             /* names as secret_names */
 	r.secret_names = names;
 	r.nsecrets = 2;
 	metrics_audit(m, &r);
-	r = rec("scrub");             /* one name as secret */
+	r = rec(AUDIT_KIND_SCRUB);             /* one name as secret */
 	r.secret = "a";
 	metrics_audit(m, &r);
-	r = rec("request");           /* an event on a request record is not counted (the separate record is) */
+	r = rec(AUDIT_KIND_REQUEST);           /* an event on a request record is not counted (the separate record is) */
 	r.host = "api.example.test";
-	r.verdict = "deny";
+	r.verdict = AUDIT_VERDICT_DENY;
 	r.rule = "secrets";
 	r.event = "exfiltration_attempt";
 	r.secret = "a";
 	metrics_audit(m, &r);
-	r = rec("exfiltration_attempt");  /* no secret name: other */
+	r = rec(AUDIT_KIND_EXFILTRATION_ATTEMPT);  /* no secret name: other */
 	metrics_audit(m, &r);
-	r = rec("start");
+	r = rec(AUDIT_KIND_START);
 	metrics_audit(m, &r);
-	r = rec(NULL);
+	r = rec(AUDIT_KIND_UNKNOWN);
 	metrics_audit(m, &r);
 	metrics_audit(m, NULL);
 	out = render(m, &g);
-	assert_true(has_line(out, "sluice_requests_total{verdict=\"error\",host=\"api.example.test\"} 1"));
+	assert_null(strstr(out, "sluice_requests_total{verdict=\"error\""));  /* no record has that verdict */
 	assert_true(has_line(out, "sluice_requests_total{verdict=\"other\",host=\"api.example.test\"} 2"));
 	assert_true(has_line(out, "sluice_requests_total{verdict=\"deny\",host=\"api.example.test\"} 1"));
 	assert_true(has_line(out, "sluice_scrubs_total{secret=\"a\"} 2"));
@@ -417,17 +416,17 @@ test_label_bounds(void **state)
 	metrics_gauges_init(&g);
 	for (i = 0; i < METRICS_RULES_MAX + 50; i++) {
 		snprintf(name, sizeof(name), "rule-%04d", i);
-		req(m, "h", "deny", name);
-		req(m, "h", "deny", name);
+		req(m, "h", AUDIT_VERDICT_DENY, name);
+		req(m, "h", AUDIT_VERDICT_DENY, name);
 	}
 	memset(name, 'x', METRICS_LABEL_MAX + 1);
 	name[METRICS_LABEL_MAX + 1] = '\0';
-	req(m, "h", "deny", name);                     /* too long: other */
+	req(m, "h", AUDIT_VERDICT_DENY, name);                     /* too long: other */
 	name[METRICS_LABEL_MAX] = '\0';
-	req(m, "h", "deny", name);                     /* exactly the bound: but the table is full: other */
+	req(m, "h", AUDIT_VERDICT_DENY, name);                     /* exactly the bound: but the table is full: other */
 	for (i = 0; i < METRICS_SECRETS_MAX + 3; i++) {
 		snprintf(name, sizeof(name), "s%d", i);
-		r = rec("exfiltration_attempt");
+		r = rec(AUDIT_KIND_EXFILTRATION_ATTEMPT);
 		r.secret = name;
 		metrics_audit(m, &r);
 	}
@@ -488,7 +487,7 @@ test_reload_and_healthz(void **state)
 	assert_non_null(strstr(out, "{\"status\":\"degraded\",\"audit\":\"failing\",\"policy_generation\":1,"));
 	free(out);
 
-	req(m, "api.example.test", "allow", NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);
 	metrics_reload_failed(m, "m.yaml:3:1: bad \"thing\"\n\x1b[31m\xff");
 	out = render(m, &g);
 	assert_true(has_line(out, "sluice_policy_last_reload_success 0"));
@@ -509,8 +508,8 @@ test_reload_and_healthz(void **state)
 	metrics_policy_loaded(m, p2);
 	policy_unref(p2);
 	policy_unref(p1);  /* the metrics dropped theirs at the swap: this frees it */
-	req(m, "api.example.test", "allow", NULL);  /* no longer in the policy: other */
-	req(m, "new.example.test", "allow", NULL);
+	req(m, "api.example.test", AUDIT_VERDICT_ALLOW, NULL);  /* no longer in the policy: other */
+	req(m, "new.example.test", AUDIT_VERDICT_ALLOW, NULL);
 	out = render(m, &g);
 	assert_true(has_line(out, "sluice_policy_last_reload_success 1"));
 	assert_true(has_line(out, "sluice_policy_generation 2"));
@@ -533,7 +532,7 @@ test_reload_and_healthz(void **state)
 static void
 test_null_is_noop(void **state)
 {
-	struct audit_rec r = rec("request");
+	struct audit_rec r = rec(AUDIT_KIND_REQUEST);
 	struct metrics_gauges g;
 	struct evbuffer *b = evbuffer_new();
 
@@ -567,7 +566,7 @@ counter_thread(void *arg)
 
 	for (i = 0; i < PER_THREAD; i++) {
 		snprintf(host, sizeof(host), "%s", i % 2 ? "api.example.test" : "x.pypi.org");
-		req(a->m, host, "allow", NULL);
+		req(a->m, host, AUDIT_VERDICT_ALLOW, NULL);
 		metrics_tls_failure(a->m, METRICS_SIDE_UPSTREAM);
 	}
 	return NULL;

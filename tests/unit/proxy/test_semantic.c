@@ -22,7 +22,7 @@ static struct audit_rec
 base_rec(void)
 {
 	struct audit_rec r = {
-		.type = "request",
+		.kind = AUDIT_KIND_REQUEST,
 		.sandbox = "sb1",
 		.id = "7-1",
 		.client = "10.200.1.2",
@@ -30,7 +30,7 @@ base_rec(void)
 		.method = "POST",
 		.path = "/v1/payment_intents",
 		.http_version = "1.1",
-		.verdict = "deny",
+		.verdict = AUDIT_VERDICT_DENY,
 		.rule = "small-payments",
 		.reason = "rate limit rule:small-payments (2/second, per sandbox) is exhausted: resets in 1 s (x)",
 		.status = 429,

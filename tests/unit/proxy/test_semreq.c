@@ -162,7 +162,7 @@ cred_scan_begin(struct conn *c)
 }
 
 void
-http_audit_request(struct conn *c, const char *verdict)
+http_audit_request(struct conn *c, enum audit_verdict verdict)
 {
 	(void)c, (void)verdict;
 }
