@@ -7,8 +7,8 @@
  * (revoke.c).
  *
  * Ownership: a struct cred_value is a reference (cred_value_take ..
- * cred_value_drop); the request's injected values live in r->uses[] and its
- * scrub state in r->scrub*, r->scan*, r->hold: all taken here and all
+ * cred_value_drop); the request's injected values live in r->cred->uses[] and its
+ * scrub state in r->cred->scrub*, r->cred->scan*, r->hold: all taken here and all
  * dropped and wiped by cred_release / cred_resp_free / cred_hold_free, which
  * the session calls when the request ends.
  */
@@ -78,11 +78,47 @@ struct cred_use {
 	struct secret_buf *basic;   /* "user:value" as injected, for scrubbing its echo; NULL if none */
 	char *basic_ph;             /* the same credential as the client sent it (with the placeholder) */
 };
+
+/*
+ * What cred/ keeps for one request (r->cred): the secrets it uses, the
+ * searches of its body, the scrubbers of its response, the exfiltration
+ * attempt it made.  Allocated by cred_req_new() when the session creates the
+ * request, freed (values dropped, buffers wiped) by cred_release(), which the
+ * session calls once at the request's end.  Never NULL while the request lives.
+ */
+struct cred_req {
+	int body_injectable;            /* a secret may be injected into this body (a json: or form: place bound here) */
+	struct cred_use uses[CRED_USES_MAX];  /* credreq.c */
+	size_t nuses;
+	struct host_scrub *hscrub;      /* credscrub.c: the host's scrub set; NULL (no secret bound to the host): none */
+	const struct scrub_set *scrub;  /* credresp.c: what the response is scrubbed with (hscrub's, or scrub_own) */
+	struct scrub_set *scrub_own;    /* the host's set plus what only this request holds (its Basic credential) */
+	struct scrub_stream *scrub_st;  /* the body's scrubber, NULL when the body is not scrubbed */
+	struct unzip *unzip;            /* the body's Content-Encoding decoder, or NULL */
+	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
+	struct scrub_hits scrub_hits;   /* tag i: the value of policy secret i was scrubbed */
+	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
+	int scrub_whole;                /* a small body scrubbed whole: the head waits for it and its Content-Length */
+	struct evbuffer *scrub_head;    /* that head, scrubbed, without its last CRLF */
+	struct ph_stream *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
+	struct evbuffer *scan_in;       /* decoded body bytes: the first scan_fed were searched, the rest not yet */
+	size_t scan_fed;
+	int scan_done;                  /* the search was flushed at the body's end */
+	const char *event;              /* "exfiltration_attempt" or NULL */
+	const char *event_secret;
+	char event_place[256];
+	size_t hold_max;
+	unsigned char body_type;        /* enum cred_body_type, from Content-Type */
+	unsigned char expect_continue;  /* the client waits for a 100 before sending the body */
+	unsigned char grpc;             /* credresp.c: a gRPC response, scrubbed message by message */
+};
+/* A zeroed struct cred_req for a new request (aborts on out of memory, as every allocation of the session). */
+struct cred_req *cred_req_new(void);
 /*
  * credreq.c: placeholders in the request head that leaves.  cred_check_head()
  * searches r->up_head as built (every place, in every decoded view:
  * credhead.c), takes the values of placeholders written in bound places
- * (r->uses), rewrites r->up_head with each value only inside its place, and
+ * (r->cred->uses), rewrites r->up_head with each value only inside its place, and
  * refuses (403 or 503 in <rf>, returning -1) a placeholder anywhere else.
  * cred_release() drops the values and wipes the head.
  */
@@ -101,14 +137,14 @@ int cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_messag
  */
 #define CRED_RESP_WHOLE_MAX (64u << 10)
 int cred_resp_holds(const struct h1_message *m);
-/* Moves decoded body bytes (r->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
+/* Moves decoded body bytes (r->cred->scrub_in) through unzip and the scrubber to the client; <end> flushes. 0 or -1. */
 int cred_resp_pump(struct conn *c, int end);
 void cred_resp_free(struct req *r);
 /* Bytes the relay may queue for the scrubber: a gRPC message is scrubbed whole, so up to one message. */
 #define CRED_GRPC_MSG_MAX (4u << 20)    /* gRPC's default receive limit */
 size_t cred_resp_queue_max(const struct req *r);
 /*
- * The set c->req's response is scrubbed with (r->scrub, set up on first use):
+ * The set c->req's response is scrubbed with (r->cred->scrub, set up on first use):
  * the host's (credscrub.c), copied and extended when the request injected
  * what the host's set lacks (the exact Basic credential, or a value newer
  * than the set).  NULL when the host has no bound secret, and on an error
@@ -128,7 +164,7 @@ int cred_resp_scrub_head(struct conn *c, struct evbuffer *head, struct evbuffer 
  * policy's secret index, rebuilt when cred_store_gen() moves (a reload, an
  * exec: refresh on its ttl or after a 401, a new entry).
  *
- * cred_host_scrub() sets c->req->hscrub for c->host under c->pol (NULL when
+ * cred_host_scrub() sets c->req->cred->hscrub for c->host under c->pol (NULL when
  * no secret is bound to it): 0, or -1 when the set cannot be built (the
  * caller refuses the request: a bound host's response is never relayed
  * unscrubbed).  The request holds a reference until cred_release().
@@ -148,10 +184,10 @@ void cred_scrub_cache_free(struct worker *w);
  * (it matched none: the caller answers 407).
  */
 int cred_client_auth(struct conn *c, const struct h1_message *m);
-/* Sets up the streaming search of the request body (r->scan_in collects decoded body bytes). 0 or -1. */
+/* Sets up the streaming search of the request body (r->cred->scan_in collects decoded body bytes). 0 or -1. */
 int cred_scan_begin(struct conn *c);
 /*
- * Moves r->scan_in through the search into <uout> (chunk-framed for a
+ * Moves r->cred->scan_in through the search into <uout> (chunk-framed for a
  * chunked body; <end> also flushes and ends it).  0, 1 when a placeholder
  * was found (nothing of it was sent: the caller refuses the request), -1
  * out of memory.
@@ -160,13 +196,13 @@ int cred_scan_pump(struct conn *c, struct evbuffer *uout, int end);
 /*
  * One placeholder of <s> found at <place> ("header:x", "basic", "query:p",
  * "path", "json:$.a[0]", "form:f", "body", ...): allowed (its value taken into
- * r->uses) or refused.  0, or -1 refused (<rf>: 403, or 503 when the value is
+ * r->cred->uses) or refused.  0, or -1 refused (<rf>: 403, or 503 when the value is
  * unavailable).
  */
 int cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entry *e, const char *place,
                struct refusal *rf);
 /*
- * The request is an exfiltration attempt of <s> at <place>, because <why>: r->event is set (its record is
+ * The request is an exfiltration attempt of <s> at <place>, because <why>: r->cred->event is set (its record is
  * written when the refusal is answered) and <rf> says 403; returns -1.
  */
 int cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, const char *why,
@@ -198,7 +234,7 @@ void cred_hold_start(struct conn *c);
 int cred_hold_pump(struct conn *c, struct refusal *rf);
 /*
  * The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse:
- * 0, or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but for r->event and rule_buf).
+ * 0, or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but for r->cred->event and rule_buf).
  */
 int cred_hold_done(struct conn *c, struct refusal *rf);
 void cred_hold_free(struct req *r);

@@ -137,13 +137,13 @@ cred_hold_begin(struct conn *c, const struct h1_message *m)
 
 	if (r->body == H1_BODY_NONE || (policy_secret_count(c->pol) == 0 && !sem))
 		return 0;
-	r->body_type = body_type(m);
-	r->body_injectable = injectable(c, r->body_type);
-	r->hold_max = r->body_injectable ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
-	if (!sem && r->body == H1_BODY_LENGTH && r->body_left > r->hold_max)
+	r->cred->body_type = body_type(m);
+	r->cred->body_injectable = injectable(c, r->cred->body_type);
+	r->cred->hold_max = r->cred->body_injectable ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
+	if (!sem && r->body == H1_BODY_LENGTH && r->body_left > r->cred->hold_max)
 		return 0;  /* streams through the search */
 	r->body_total = r->body_left;
-	r->expect_continue = m->minor_version == 1 && h1_find_header(m, "expect") != NULL;
+	r->cred->expect_continue = m->minor_version == 1 && h1_find_header(m, "expect") != NULL;
 	r->hold = evbuffer_new();
 	return r->hold != NULL ? 1 : -1;
 }
@@ -203,7 +203,7 @@ void
 cred_hold_start(struct conn *c)
 {
 	conn_set_state(c, CONN_S_HOLD);
-	if (c->req->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
+	if (c->req->cred->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
 		evbuffer_add(cio_out(c), SLUICE_LIT("HTTP/1.1 100 Continue\r\n\r\n"));
 	conn_arm_timer(c, http_limits(c)->body_ms);
 }
@@ -326,15 +326,15 @@ walk_json(struct walk *w, const json_t *j, size_t plen_path)
 	}
 }
 
-/* The use whose placeholder starts <p> (<len> bytes on), with its length in *plen; r->nuses if none. */
+/* The use whose placeholder starts <p> (<len> bytes on), with its length in *plen; r->cred->nuses if none. */
 static size_t
 use_at(const struct req *r, const char *p, size_t len, size_t *plen)
 {
 	const char *ph;
 	size_t k;
 
-	for (k = 0; k < r->nuses; k++) {
-		ph = cred_placeholder(r->uses[k].e);
+	for (k = 0; k < r->cred->nuses; k++) {
+		ph = cred_placeholder(r->cred->uses[k].e);
 		*plen = strlen(ph);
 		if (len >= *plen && memcmp(p, ph, *plen) == 0)
 			break;
@@ -351,8 +351,8 @@ replaced_eq(const struct req *r, const char *a, size_t alen, const char *b, size
 
 	while (i < alen) {
 		k = use_at(r, a + i, alen - i, &plen);
-		if (k < r->nuses) {
-			val = cred_value_bytes(r->uses[k].v, &vlen);
+		if (k < r->cred->nuses) {
+			val = cred_value_bytes(r->cred->uses[k].v, &vlen);
 			if (blen - j < vlen || CRYPTO_memcmp(b + j, val, vlen) != 0)
 				return 0;
 			i += plen;
@@ -460,12 +460,12 @@ replace_uses(const struct req *r, const char *in, size_t len, struct evbuffer *o
 
 	while (i < len) {
 		k = use_at(r, in + i, len - i, &plen);
-		if (k == r->nuses) {
+		if (k == r->cred->nuses) {
 			i++;
 			continue;
 		}
 		evbuffer_add(out, in + start, i - start);
-		val = cred_value_bytes(r->uses[k].v, &vlen);
+		val = cred_value_bytes(r->cred->uses[k].v, &vlen);
 		esc(out, val, vlen);
 		i += plen;
 		start = i;
@@ -545,11 +545,11 @@ inject_form(const struct req *r, const char *body, size_t len, char *scratch, st
 
 	while (policy_form_next(&it, &n, &nl, &v, &vl)) {
 		dv = policy_form_decode(v, vl, scratch, len);
-		for (k = 0; dv > 0 && k < r->nuses; k++)
-			if (r->uses[k].kind == POLICY_INJECT_FORM &&
-			    count(scratch, (size_t)dv, cred_placeholder(r->uses[k].e), strlen(cred_placeholder(r->uses[k].e))) > 0)
+		for (k = 0; dv > 0 && k < r->cred->nuses; k++)
+			if (r->cred->uses[k].kind == POLICY_INJECT_FORM &&
+			    count(scratch, (size_t)dv, cred_placeholder(r->cred->uses[k].e), strlen(cred_placeholder(r->cred->uses[k].e))) > 0)
 				break;
-		if (dv <= 0 || k == r->nuses)
+		if (dv <= 0 || k == r->cred->nuses)
 			continue;
 		evbuffer_add(out, from, (size_t)(v - from));
 		replace_uses(r, scratch, (size_t)dv, val, credhead_pct_escape);
@@ -595,16 +595,16 @@ static int
 inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out, struct refusal *rf)
 {
 	struct req *r = c->req;
-	enum cred_body_type type = r->body_type;
+	enum cred_body_type type = r->cred->body_type;
 	json_t *doc = NULL;
 	char *scratch = NULL;
 	struct walk w;
-	size_t i, raw, before = r->nuses;
+	size_t i, raw, before = r->cred->nuses;
 	unsigned char *found;
 	int bad = 0, ret = 0;
 
 	/* the form is read here anyway: a _method field would run it as another request (policy/screen.c) */
-	if (type == CRED_BODY_FORM && r->body_injectable &&
+	if (type == CRED_BODY_FORM && r->cred->body_injectable &&
 	    policy_form_overrides_method(r->method, r->method_len, body, len)) {
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "a _method form field names another method than the request's");
 		return refusal_set(rf, 403, REFUSAL_DENIED, "request", r->rule_buf);
@@ -651,10 +651,10 @@ inject_body(struct conn *c, const char *body, size_t len, struct evbuffer *out, 
 		else if (ret == 0 && raw != w.seen)
 			ret = cred_found(c, w.s, w.e, "body", rf);
 	}
-	if (ret == 0 && r->nuses > before) {
+	if (ret == 0 && r->cred->nuses > before) {
 		if (type == CRED_BODY_JSON && inject_json(r, doc, body, len, out) != 0) {
 			evbuffer_drain(out, evbuffer_get_length(out));
-			ret = cred_refuse(c, r->uses[before].s, "body",
+			ret = cred_refuse(c, r->cred->uses[before].s, "body",
 			                  "the placeholder could not be injected exactly (write it unescaped in a JSON string)", rf);
 		} else if (type == CRED_BODY_FORM) {
 			inject_form(r, body, len, scratch, out);
@@ -691,7 +691,7 @@ search_only(struct conn *c, const char *body, size_t len, struct refusal *rf)
 			continue;
 		free(found);
 		snprintf(why, sizeof(why), "a body too large to hold (over %zu bytes) is never injected into%s",
-		         c->req->hold_max, n < 0 ? " (and it could not be searched)" : "");
+		         c->req->cred->hold_max, n < 0 ? " (and it could not be searched)" : "");
 		return cred_refuse(c, s, "body", why, rf);
 	}
 	free(found);
@@ -728,11 +728,11 @@ cred_hold_done(struct conn *c, struct refusal *rf)
 	}
 	out = evbuffer_new();
 	body = len > 0 ? (const char *)evbuffer_pullup(r->hold, -1) : "";
-	if (len > r->hold_max ? search_only(c, body, len, rf) != 0 : inject_body(c, body, len, out, rf) != 0) {
+	if (len > r->cred->hold_max ? search_only(c, body, len, rf) != 0 : inject_body(c, body, len, out, rf) != 0) {
 		wipe_free(out);
 		return -1;
 	}
-	if (len > r->hold_max)
+	if (len > r->cred->hold_max)
 		evbuffer_add(out, body, len);  /* searched: nothing to inject */
 	len = evbuffer_get_length(out);
 	evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
@@ -756,7 +756,7 @@ hold_overflow(struct conn *c, struct refusal *rf)
 		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (cred_scan_begin(c) != 0)
 		return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
-	evbuffer_add_buffer(r->scan_in, r->hold);
+	evbuffer_add_buffer(r->cred->scan_in, r->hold);
 	evbuffer_free(r->hold);
 	r->hold = NULL;
 	return relay_dial(c, rf);
@@ -770,7 +770,7 @@ cred_hold_pump(struct conn *c, struct refusal *rf)
 	const char *err = NULL;
 	int p, progress = 0;
 
-	while (!r->body_done && evbuffer_get_length(r->hold) <= r->hold_max) {
+	while (!r->body_done && evbuffer_get_length(r->hold) <= r->cred->hold_max) {
 		p = relay_body_move(c, cin, r->hold, 0, &err);
 		if (p < 0)
 			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
@@ -780,7 +780,7 @@ cred_hold_pump(struct conn *c, struct refusal *rf)
 	}
 	if (r->body_done)
 		return cred_hold_done(c, rf);
-	if (evbuffer_get_length(r->hold) > r->hold_max)
+	if (evbuffer_get_length(r->hold) > r->cred->hold_max)
 		return hold_overflow(c, rf);
 	return cred_hold_wait(c, progress, rf);
 }

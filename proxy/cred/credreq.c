@@ -54,9 +54,9 @@ cred_refuse(struct conn *c, const struct policy_secret *s, const char *place, co
 	snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in %s: %s", s->name, place, why);
 	log_info("c%llu: %s exfiltration attempt refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer),
 	         r->rule_buf, c->host);
-	r->event = "exfiltration_attempt";
-	r->event_secret = s->name;
-	snprintf(r->event_place, sizeof(r->event_place), "%s", place);
+	r->cred->event = "exfiltration_attempt";
+	r->cred->event_secret = s->name;
+	snprintf(r->cred->event_place, sizeof(r->cred->event_place), "%s", place);
 	return refusal_set(rf, 403, REFUSAL_EXFILTRATION, "secrets", r->rule_buf);
 }
 
@@ -92,28 +92,28 @@ admit(struct conn *c, const struct policy_secret *s, const struct cred_entry *e,
 {
 	struct req *r = c->req;
 	struct cred_value *v;
-	char use[sizeof(r->uses[0].place)];
+	char use[sizeof(r->cred->uses[0].place)];
 	enum policy_inject_kind kind;
 	size_t i;
 
 	if ((*why = why_not(c, s, place, use, sizeof(use), &kind)) != NULL)
 		return -1;
-	for (i = 0; i < r->nuses; i++)
-		if (r->uses[i].s == s && strcmp(r->uses[i].place, use) == 0)
+	for (i = 0; i < r->cred->nuses; i++)
+		if (r->cred->uses[i].s == s && strcmp(r->cred->uses[i].place, use) == 0)
 			return 0;
-	if (r->nuses == CRED_USES_MAX) {
+	if (r->cred->nuses == CRED_USES_MAX) {
 		*why = "too many secrets in one request";
 		return -1;
 	}
 	v = cred_value_take(c->w->gw->creds, e, buf, cap);
 	if (v == NULL)
 		return -2;
-	r->uses[r->nuses].s = s;
-	r->uses[r->nuses].e = e;
-	r->uses[r->nuses].v = v;
-	r->uses[r->nuses].kind = kind;
-	snprintf(r->uses[r->nuses].place, sizeof(r->uses[r->nuses].place), "%s", use);
-	r->nuses++;
+	r->cred->uses[r->cred->nuses].s = s;
+	r->cred->uses[r->cred->nuses].e = e;
+	r->cred->uses[r->cred->nuses].v = v;
+	r->cred->uses[r->cred->nuses].kind = kind;
+	snprintf(r->cred->uses[r->cred->nuses].place, sizeof(r->cred->uses[r->cred->nuses].place), "%s", use);
+	r->cred->nuses++;
 	return 0;
 }
 
@@ -144,7 +144,7 @@ cred_found(struct conn *c, const struct policy_secret *s, const struct cred_entr
 int
 cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const char *place, struct refusal *rf)
 {
-	char use[sizeof(c->req->uses[0].place)];
+	char use[sizeof(c->req->cred->uses[0].place)];
 	enum policy_inject_kind kind;
 	const char *why = why_not(c, s, place, use, sizeof(use), &kind);
 
@@ -174,7 +174,7 @@ judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int
 {
 	struct judge *j = arg;
 	struct req *r = j->c->req;
-	char use[sizeof(r->uses[0].place)];
+	char use[sizeof(r->cred->uses[0].place)];
 	enum policy_inject_kind ikind;
 	size_t k;
 	int ret;
@@ -195,9 +195,9 @@ judge_found(void *arg, size_t i, enum credhead_kind kind, const char *place, int
 		return -1;
 	}
 	/* admitted: the use it is (header and query places are recorded as found) */
-	for (k = 0; k < r->nuses && !(r->uses[k].s == j->s[i] && strcmp(r->uses[k].place, place) == 0); k++)
+	for (k = 0; k < r->cred->nuses && !(r->cred->uses[k].s == j->s[i] && strcmp(r->cred->uses[k].place, place) == 0); k++)
 		;
-	if (k == r->nuses)
+	if (k == r->cred->nuses)
 		return -1;  /* cannot happen: admit recorded it */
 	j->refused = NULL;
 	*sub = k;
@@ -232,20 +232,20 @@ cred_check_head(struct conn *c, struct refusal *rf)
 	len = evbuffer_get_length(r->up_head);
 	head = (const char *)evbuffer_pullup(r->up_head, -1);
 	ret = credhead_plan(head, len, &nd, judge_found, &j, &plan);
-	if (ret == 0 && r->nuses > 0) {
-		for (k = 0; k < r->nuses; k++) {
-			sub[k].ph = cred_placeholder(r->uses[k].e);
+	if (ret == 0 && r->cred->nuses > 0) {
+		for (k = 0; k < r->cred->nuses; k++) {
+			sub[k].ph = cred_placeholder(r->cred->uses[k].e);
 			sub[k].phlen = strlen(sub[k].ph);
-			sub[k].val = cred_value_bytes(r->uses[k].v, &sub[k].vlen);
-			sub[k].basic = r->uses[k].kind == POLICY_INJECT_BASIC;
+			sub[k].val = cred_value_bytes(r->cred->uses[k].v, &sub[k].vlen);
+			sub[k].basic = r->cred->uses[k].kind == POLICY_INJECT_BASIC;
 		}
 		out = evbuffer_new();
-		for (k = 0; k < r->nuses && !sub[k].basic; k++)
+		for (k = 0; k < r->cred->nuses && !sub[k].basic; k++)
 			;
 		ret = out == NULL ? SLUICE_ENOMEM
-		                  : credhead_render(head, len, &plan, sub, r->nuses, CREDHEAD_DROP_GRPC_ENCODING, out,
-		                                    k < r->nuses ? &r->uses[k].basic : NULL,
-		                                    k < r->nuses ? &r->uses[k].basic_ph : NULL);
+		                  : credhead_render(head, len, &plan, sub, r->cred->nuses, CREDHEAD_DROP_GRPC_ENCODING, out,
+		                                    k < r->cred->nuses ? &r->cred->uses[k].basic : NULL,
+		                                    k < r->cred->nuses ? &r->cred->uses[k].basic_ph : NULL);
 		if (ret == 0) {
 			evbuffer_drain(r->up_head, len);
 			evbuffer_add_buffer(r->up_head, out);
@@ -314,16 +314,16 @@ cred_scan_begin(struct conn *c)
 	const char *ph;
 	size_t i;
 
-	r->scan = ph_stream_new();
-	r->scan_in = evbuffer_new();
-	if (r->scan == NULL || r->scan_in == NULL)
+	r->cred->scan = ph_stream_new();
+	r->cred->scan_in = evbuffer_new();
+	if (r->cred->scan == NULL || r->cred->scan_in == NULL)
 		return -1;
 	for (i = 0; i < policy_secret_count(c->pol); i++) {
 		e = cred_entry_of(c->w->gw->creds, policy_secret_get(c->pol, i));
 		if (e == NULL)
 			continue;
 		ph = cred_placeholder(e);
-		if (ph_stream_add(r->scan, ph, strlen(ph), i) != 0)
+		if (ph_stream_add(r->cred->scan, ph, strlen(ph), i) != 0)
 			return -1;
 	}
 	return 0;
@@ -334,24 +334,24 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 {
 	struct req *r = c->req;
 	const struct policy_secret *s;
-	size_t len = evbuffer_get_length(r->scan_in), n, id;
+	size_t len = evbuffer_get_length(r->cred->scan_in), n, id;
 	struct evbuffer_ptr pos;
 	uint8_t buf[4096];
 	int hit = 0, in_trailers;
 
 	/* search what arrived since the last round */
-	while (r->scan_fed < len && hit == 0) {
-		n = len - r->scan_fed < sizeof(buf) ? len - r->scan_fed : sizeof(buf);
-		if (evbuffer_ptr_set(r->scan_in, &pos, r->scan_fed, EVBUFFER_PTR_SET) != 0 ||
-		    evbuffer_copyout_from(r->scan_in, &pos, buf, n) != (ev_ssize_t)n)
+	while (r->cred->scan_fed < len && hit == 0) {
+		n = len - r->cred->scan_fed < sizeof(buf) ? len - r->cred->scan_fed : sizeof(buf);
+		if (evbuffer_ptr_set(r->cred->scan_in, &pos, r->cred->scan_fed, EVBUFFER_PTR_SET) != 0 ||
+		    evbuffer_copyout_from(r->cred->scan_in, &pos, buf, n) != (ev_ssize_t)n)
 			return -1;
-		hit = ph_stream_feed(r->scan, buf, n, &id);
+		hit = ph_stream_feed(r->cred->scan, buf, n, &id);
 		if (hit < 0)
 			return -1;
-		r->scan_fed += n;
+		r->cred->scan_fed += n;
 	}
 	/* at the end the held-back bytes are decided (an escape cut off by the end passes as it is) */
-	if (!hit && end && (hit = ph_stream_end(r->scan, &id)) < 0)
+	if (!hit && end && (hit = ph_stream_end(r->cred->scan, &id)) < 0)
 		return -1;
 	/* the trailers are searched at the end, before the last held-back bytes go */
 	in_trailers = 0;
@@ -365,19 +365,19 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 		else
 			snprintf(r->rule_buf, sizeof(r->rule_buf), "placeholder of secret '%s' in body: a body too large to "
 			         "hold (over %u bytes) is never injected into", s->name,
-			         r->hold_max > 0 ? (unsigned)r->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
-		r->event = "exfiltration_attempt";
-		r->event_secret = s->name;
-		snprintf(r->event_place, sizeof(r->event_place), "%s", in_trailers ? "trailers" : "body");
-		evbuffer_drain(r->scan_in, len);  /* never sent */
+			         r->cred->hold_max > 0 ? (unsigned)r->cred->hold_max : (unsigned)CRED_BODY_HOLD_MAX);
+		r->cred->event = "exfiltration_attempt";
+		r->cred->event_secret = s->name;
+		snprintf(r->cred->event_place, sizeof(r->cred->event_place), "%s", in_trailers ? "trailers" : "body");
+		evbuffer_drain(r->cred->scan_in, len);  /* never sent */
 		return 1;
 	}
 	/* what can no longer be part of a placeholder goes up; at the end, everything */
-	n = end ? len : len - ph_stream_held(r->scan);
+	n = end ? len : len - ph_stream_held(r->cred->scan);
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
 		evbuffer_add_printf(uout, "%zx\r\n", n);
-	evbuffer_remove_buffer(r->scan_in, uout, n);
-	r->scan_fed -= n;
+	evbuffer_remove_buffer(r->cred->scan_in, uout, n);
+	r->cred->scan_fed -= n;
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
 		evbuffer_add(uout, SLUICE_LIT("\r\n"));
 	if (end && r->body == H1_BODY_CHUNKED)
@@ -385,24 +385,33 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	return 0;
 }
 
+struct cred_req *
+cred_req_new(void)
+{
+	return xcalloc(1, sizeof(struct cred_req));
+}
+
 void
 cred_release(struct req *r)
 {
 	size_t i, n;
 
-	cred_resp_free(r);
-	ph_stream_free(r->scan);
-	if (r->scan_in != NULL)
-		evbuffer_free(r->scan_in);
-	r->scan = NULL;
-	r->scan_in = NULL;
-	for (i = 0; i < r->nuses; i++) {
-		cred_value_drop(r->uses[i].v);
-		secret_buf_free(r->uses[i].basic);
-		free(r->uses[i].basic_ph);
-	}
-	r->nuses = 0;
 	/* the head sent upstream held values */
 	if (r->up_head != NULL && (n = evbuffer_get_length(r->up_head)) > 0)
 		sluice_wipe(evbuffer_pullup(r->up_head, -1), n);
+	if (r->cred == NULL)
+		return;
+	cred_resp_free(r);
+	ph_stream_free(r->cred->scan);
+	if (r->cred->scan_in != NULL)
+		evbuffer_free(r->cred->scan_in);
+	r->cred->scan = NULL;
+	r->cred->scan_in = NULL;
+	for (i = 0; i < r->cred->nuses; i++) {
+		cred_value_drop(r->cred->uses[i].v);
+		secret_buf_free(r->cred->uses[i].basic);
+		free(r->cred->uses[i].basic_ph);
+	}
+	free(r->cred);
+	r->cred = NULL;
 }

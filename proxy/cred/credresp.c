@@ -57,35 +57,35 @@ cred_resp_set(struct conn *c, int *err)
 	int extra = 0;
 
 	*err = 0;
-	if (r->scrub != NULL)
-		return r->scrub;
-	if (r->hscrub == NULL) {
-		*err = r->nuses > 0;  /* injected toward a host with no set: never relay its answer unscrubbed */
+	if (r->cred->scrub != NULL)
+		return r->cred->scrub;
+	if (r->cred->hscrub == NULL) {
+		*err = r->cred->nuses > 0;  /* injected toward a host with no set: never relay its answer unscrubbed */
 		return NULL;
 	}
-	for (i = 0; i < r->nuses && !extra; i++)
-		extra = r->uses[i].basic != NULL || !host_scrub_has_value(r->hscrub, r->uses[i].v);
+	for (i = 0; i < r->cred->nuses && !extra; i++)
+		extra = r->cred->uses[i].basic != NULL || !host_scrub_has_value(r->cred->hscrub, r->cred->uses[i].v);
 	if (!extra)
-		return r->scrub = host_scrub_set(r->hscrub);
-	r->scrub_own = scrub_set_dup(host_scrub_set(r->hscrub));
-	for (i = 0; i < r->nuses; i++) {
-		u = &r->uses[i];
+		return r->cred->scrub = host_scrub_set(r->cred->hscrub);
+	r->cred->scrub_own = scrub_set_dup(host_scrub_set(r->cred->hscrub));
+	for (i = 0; i < r->cred->nuses; i++) {
+		u = &r->cred->uses[i];
 		if ((tag = secret_tag(c->pol, u->s)) == SCRUB_TAGS)
 			goto fail;
-		if (!host_scrub_has_value(r->hscrub, u->v)) {
+		if (!host_scrub_has_value(r->cred->hscrub, u->v)) {
 			val = cred_value_bytes(u->v, &vlen);
-			if (scrub_set_add_secret(r->scrub_own, val, vlen, cred_placeholder(u->e), tag) != 0)
+			if (scrub_set_add_secret(r->cred->scrub_own, val, vlen, cred_placeholder(u->e), tag) != 0)
 				goto fail;
 		}
 		if (u->basic != NULL && u->basic_ph != NULL &&
-		    scrub_set_add_basic(r->scrub_own, u->basic->p, u->basic->len, (const uint8_t *)u->basic_ph,
+		    scrub_set_add_basic(r->cred->scrub_own, u->basic->p, u->basic->len, (const uint8_t *)u->basic_ph,
 		                        strlen(u->basic_ph), tag) != 0)
 			goto fail;
 	}
-	return r->scrub = r->scrub_own;
+	return r->cred->scrub = r->cred->scrub_own;
 fail:
-	scrub_set_free(r->scrub_own);
-	r->scrub_own = NULL;
+	scrub_set_free(r->cred->scrub_own);
+	r->cred->scrub_own = NULL;
 	*err = 1;
 	return NULL;
 }
@@ -102,7 +102,7 @@ cred_resp_scrub_head(struct conn *c, struct evbuffer *head, struct evbuffer *cou
 	/* scrubbed aside: a failure leaves nothing of the head in <cout>, so the client can still get a 502 */
 	if ((t = evbuffer_new()) == NULL)
 		return -1;
-	ret = scrub_buffer(set, evbuffer_pullup(head, -1), evbuffer_get_length(head), t, &c->req->scrub_hits);
+	ret = scrub_buffer(set, evbuffer_pullup(head, -1), evbuffer_get_length(head), t, &c->req->cred->scrub_hits);
 	if (ret == 0)
 		ret = evbuffer_add_buffer(cout, t);
 	evbuffer_free(t);
@@ -137,8 +137,8 @@ body_decoder(struct req *r, const struct h1_message *m)
 		return -2;
 	memcpy(enc, ce->value, ce->value_len);
 	enc[ce->value_len] = '\0';
-	r->unzip = unzip_new(enc);  /* NULL for a list ("gzip, br") or a coding not asked for */
-	return r->unzip != NULL ? 0 : -2;
+	r->cred->unzip = unzip_new(enc);  /* NULL for a list ("gzip, br") or a coding not asked for */
+	return r->cred->unzip != NULL ? 0 : -2;
 }
 
 /* "Content-Type: application/grpc", "application/grpc+proto", "application/grpc;...". */
@@ -154,9 +154,9 @@ is_grpc(const struct h1_message *m)
 size_t
 cred_resp_queue_max(const struct req *r)
 {
-	if (r->scrub_whole)
+	if (r->cred->scrub_whole)
 		return CRED_RESP_WHOLE_MAX + 1;
-	return r->grpc ? CRED_GRPC_MSG_MAX + GRPC_PREFIX : PROXY_HIGH_WATER / 2;
+	return r->cred->grpc ? CRED_GRPC_MSG_MAX + GRPC_PREFIX : PROXY_HIGH_WATER / 2;
 }
 
 int
@@ -180,33 +180,33 @@ cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m
 	if (m->framing != H1_BODY_NONE && is_grpc(m)) {
 		/* messages are scrubbed whole and re-prefixed; compressed ones cannot be (grpc-accept-encoding was dropped) */
 		ce = h1_find_header(m, "grpc-encoding");
-		if (r->unzip != NULL || (ce != NULL && !sluice_iov_ieq(ce->value, ce->value_len, "identity")))
+		if (r->cred->unzip != NULL || (ce != NULL && !sluice_iov_ieq(ce->value, ce->value_len, "identity")))
 			return -2;
-		r->grpc = 1;
+		r->cred->grpc = 1;
 	}
-	if (r->scrub_whole) {
+	if (r->cred->scrub_whole) {
 		/* the head waits for the body: its Content-Length is known once the body is scrubbed */
 		struct evbuffer *t = evbuffer_new();
 		int ret;
 
-		r->scrub_head = evbuffer_new();
-		if (t == NULL || r->scrub_head == NULL)
+		r->cred->scrub_head = evbuffer_new();
+		if (t == NULL || r->cred->scrub_head == NULL)
 			fatalx("out of memory");
 		/* built ending in the blank line: the length goes before it */
 		evbuffer_remove_buffer(head, t, evbuffer_get_length(head) - 2);
-		ret = cred_resp_scrub_head(c, t, r->scrub_head);
+		ret = cred_resp_scrub_head(c, t, r->cred->scrub_head);
 		evbuffer_free(t);
-		if (ret != 0 || r->scrub == NULL)
+		if (ret != 0 || r->cred->scrub == NULL)
 			return -1;
-	} else if (cred_resp_scrub_head(c, head, cout) != 0 || r->scrub == NULL) {
+	} else if (cred_resp_scrub_head(c, head, cout) != 0 || r->cred->scrub == NULL) {
 		return -1;
 	}
 	if (m->framing == H1_BODY_NONE)
 		return 0;
-	r->scrub_st = scrub_stream_new(r->scrub);
-	r->scrub_in = evbuffer_new();
-	r->scrub_plain = evbuffer_new();
-	r->scrub_out = evbuffer_new();
+	r->cred->scrub_st = scrub_stream_new(r->cred->scrub);
+	r->cred->scrub_in = evbuffer_new();
+	r->cred->scrub_plain = evbuffer_new();
+	r->cred->scrub_out = evbuffer_new();
 	return 0;
 }
 
@@ -214,14 +214,14 @@ cred_resp_head(struct conn *c, struct evbuffer *head, const struct h1_message *m
 static void
 emit(struct req *r, struct evbuffer *cout)
 {
-	size_t n = evbuffer_get_length(r->scrub_out);
+	size_t n = evbuffer_get_length(r->cred->scrub_out);
 
-	if (n == 0 || r->scrub_whole)
+	if (n == 0 || r->cred->scrub_whole)
 		return;  /* nothing yet, or a body held whole until its end (whole_end) */
-	if (r->scrub_chunked)
+	if (r->cred->scrub_chunked)
 		evbuffer_add_printf(cout, "%zx\r\n", n);
-	evbuffer_add_buffer(cout, r->scrub_out);
-	if (r->scrub_chunked)
+	evbuffer_add_buffer(cout, r->cred->scrub_out);
+	if (r->cred->scrub_chunked)
 		evbuffer_add(cout, SLUICE_LIT("\r\n"));
 }
 
@@ -239,15 +239,15 @@ end_body(struct conn *c, struct evbuffer *cout)
 	size_t n = t != NULL ? evbuffer_get_length(t) : 0;
 	int ret = 0;
 
-	if (r->scrub_chunked) {
+	if (r->cred->scrub_chunked) {
 		evbuffer_add(cout, SLUICE_LIT("0\r\n"));
-		if (n > 0 && scrub_buffer(r->scrub, evbuffer_pullup(t, -1), n, cout, &r->scrub_hits) != 0)
+		if (n > 0 && scrub_buffer(r->cred->scrub, evbuffer_pullup(t, -1), n, cout, &r->cred->scrub_hits) != 0)
 			ret = -1;
 		evbuffer_add(cout, SLUICE_LIT("\r\n"));
 	} else if (n > 0 && conn_ops(c)->stream) {  /* HTTP/1.0 (unchunked): no framing carries them */
 		if ((s = evbuffer_new()) == NULL)
 			fatalx("out of memory");
-		if (scrub_buffer(r->scrub, evbuffer_pullup(t, -1), n, s, &r->scrub_hits) != 0)
+		if (scrub_buffer(r->cred->scrub, evbuffer_pullup(t, -1), n, s, &r->cred->scrub_hits) != 0)
 			ret = -1;
 		else
 			(void)conn_ops(c)->trailers(c, s);
@@ -273,32 +273,32 @@ grpc_pump(struct conn *c, int end, struct evbuffer *cout)
 	uint32_t len;
 	size_t n;
 
-	while (evbuffer_get_length(r->scrub_in) >= GRPC_PREFIX &&
+	while (evbuffer_get_length(r->cred->scrub_in) >= GRPC_PREFIX &&
 	       evbuffer_get_length(cout) < (end ? SCRUB_FINAL_MAX : PROXY_HIGH_WATER)) {
-		evbuffer_copyout(r->scrub_in, pre, GRPC_PREFIX);
+		evbuffer_copyout(r->cred->scrub_in, pre, GRPC_PREFIX);
 		len = (uint32_t)pre[1] << 24 | (uint32_t)pre[2] << 16 | (uint32_t)pre[3] << 8 | pre[4];
 		if (pre[0] != 0 || len > CRED_GRPC_MSG_MAX)
 			return -1;
-		if (evbuffer_get_length(r->scrub_in) < GRPC_PREFIX + (size_t)len)
+		if (evbuffer_get_length(r->cred->scrub_in) < GRPC_PREFIX + (size_t)len)
 			break;
-		evbuffer_drain(r->scrub_in, GRPC_PREFIX);
-		if (len > 0 && scrub_buffer(r->scrub, evbuffer_pullup(r->scrub_in, len), len, r->scrub_out,
-		                            &r->scrub_hits) != 0)
+		evbuffer_drain(r->cred->scrub_in, GRPC_PREFIX);
+		if (len > 0 && scrub_buffer(r->cred->scrub, evbuffer_pullup(r->cred->scrub_in, len), len, r->cred->scrub_out,
+		                            &r->cred->scrub_hits) != 0)
 			return -1;
-		evbuffer_drain(r->scrub_in, len);
-		n = evbuffer_get_length(r->scrub_out);
+		evbuffer_drain(r->cred->scrub_in, len);
+		n = evbuffer_get_length(r->cred->scrub_out);
 		if (n > UINT32_MAX)
 			return -1;
 		pre[1] = (uint8_t)(n >> 24);
 		pre[2] = (uint8_t)(n >> 16);
 		pre[3] = (uint8_t)(n >> 8);
 		pre[4] = (uint8_t)n;
-		evbuffer_prepend(r->scrub_out, pre, GRPC_PREFIX);
+		evbuffer_prepend(r->cred->scrub_out, pre, GRPC_PREFIX);
 		emit(r, cout);
 	}
 	if (!end)
 		return 0;
-	if (evbuffer_get_length(r->scrub_in) > 0)
+	if (evbuffer_get_length(r->cred->scrub_in) > 0)
 		return -1;  /* the body ended inside a message */
 	return end_body(c, cout);
 }
@@ -312,51 +312,51 @@ cred_resp_pump(struct conn *c, int end)
 	const uint8_t *p;
 	int z = 0;
 
-	if (r->grpc)
+	if (r->cred->grpc)
 		return grpc_pump(c, end, cout);
-	while ((len = evbuffer_get_length(r->scrub_in)) > 0 &&
+	while ((len = evbuffer_get_length(r->cred->scrub_in)) > 0 &&
 	       (end ? evbuffer_get_length(cout) < SCRUB_FINAL_MAX : evbuffer_get_length(cout) < PROXY_HIGH_WATER)) {
-		if (r->unzip == NULL) {
+		if (r->cred->unzip == NULL) {
 			/* unencoded: scrub straight from the queue's first chain, no copy */
 			struct evbuffer_iovec v;
-			if (evbuffer_peek(r->scrub_in, -1, NULL, &v, 1) < 1)
+			if (evbuffer_peek(r->cred->scrub_in, -1, NULL, &v, 1) < 1)
 				break;
-			if (scrub_stream_feed(r->scrub_st, v.iov_base, v.iov_len, r->scrub_out, &r->scrub_hits) != 0)
+			if (scrub_stream_feed(r->cred->scrub_st, v.iov_base, v.iov_len, r->cred->scrub_out, &r->cred->scrub_hits) != 0)
 				return -1;
-			evbuffer_drain(r->scrub_in, v.iov_len);
+			evbuffer_drain(r->cred->scrub_in, v.iov_len);
 			emit(r, cout);
 			continue;
 		}
 		n = len < SCRUB_STEP ? len : SCRUB_STEP;
-		p = evbuffer_pullup(r->scrub_in, (ev_ssize_t)n);
-		z = unzip_feed(r->unzip, p, n, r->scrub_plain, &consumed);
+		p = evbuffer_pullup(r->cred->scrub_in, (ev_ssize_t)n);
+		z = unzip_feed(r->cred->unzip, p, n, r->cred->scrub_plain, &consumed);
 		if (z < 0)
 			return -1;
-		evbuffer_drain(r->scrub_in, consumed);
-		if (z == 1 && evbuffer_get_length(r->scrub_in) > 0)
+		evbuffer_drain(r->cred->scrub_in, consumed);
+		if (z == 1 && evbuffer_get_length(r->cred->scrub_in) > 0)
 			return -1;  /* bytes after the end of the compressed stream */
-		n = evbuffer_get_length(r->scrub_plain);
-		if (n > 0 && scrub_stream_feed(r->scrub_st, evbuffer_pullup(r->scrub_plain, -1), n, r->scrub_out,
-		                               &r->scrub_hits) != 0)
+		n = evbuffer_get_length(r->cred->scrub_plain);
+		if (n > 0 && scrub_stream_feed(r->cred->scrub_st, evbuffer_pullup(r->cred->scrub_plain, -1), n, r->cred->scrub_out,
+		                               &r->cred->scrub_hits) != 0)
 			return -1;
-		evbuffer_drain(r->scrub_plain, n);
+		evbuffer_drain(r->cred->scrub_plain, n);
 		emit(r, cout);
 		if (consumed == 0 && z == 0)
 			break;  /* the decoder wants more input than there is */
 	}
 	if (!end)
 		return 0;
-	if (evbuffer_get_length(r->scrub_in) > 0)
+	if (evbuffer_get_length(r->cred->scrub_in) > 0)
 		return -1;  /* left over: a corrupt stream or an expansion past the bound */
-	if (scrub_stream_end(r->scrub_st, r->scrub_out, &r->scrub_hits) != 0)
+	if (scrub_stream_end(r->cred->scrub_st, r->cred->scrub_out, &r->cred->scrub_hits) != 0)
 		return -1;
-	if (r->scrub_whole) {
+	if (r->cred->scrub_whole) {
 		/* the whole scrubbed body: now its length is known, and the head goes out with it */
-		evbuffer_add_buffer(cout, r->scrub_head);
-		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(r->scrub_out));
-		evbuffer_add_buffer(cout, r->scrub_out);
-		evbuffer_free(r->scrub_head);
-		r->scrub_head = NULL;
+		evbuffer_add_buffer(cout, r->cred->scrub_head);
+		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(r->cred->scrub_out));
+		evbuffer_add_buffer(cout, r->cred->scrub_out);
+		evbuffer_free(r->cred->scrub_head);
+		r->cred->scrub_head = NULL;
 		return 0;
 	}
 	emit(r, cout);
@@ -366,23 +366,23 @@ cred_resp_pump(struct conn *c, int end)
 void
 cred_resp_free(struct req *r)
 {
-	scrub_stream_free(r->scrub_st);
-	scrub_set_free(r->scrub_own);
-	host_scrub_drop(r->hscrub);
-	r->scrub_own = NULL;
-	r->hscrub = NULL;
-	unzip_free(r->unzip);
-	if (r->scrub_in != NULL)
-		evbuffer_free(r->scrub_in);
-	if (r->scrub_plain != NULL)
-		evbuffer_free(r->scrub_plain);
-	if (r->scrub_out != NULL)
-		evbuffer_free(r->scrub_out);
-	if (r->scrub_head != NULL)
-		evbuffer_free(r->scrub_head);
-	r->scrub_head = NULL;
-	r->scrub_st = NULL;
-	r->scrub = NULL;
-	r->unzip = NULL;
-	r->scrub_in = r->scrub_plain = r->scrub_out = NULL;
+	scrub_stream_free(r->cred->scrub_st);
+	scrub_set_free(r->cred->scrub_own);
+	host_scrub_drop(r->cred->hscrub);
+	r->cred->scrub_own = NULL;
+	r->cred->hscrub = NULL;
+	unzip_free(r->cred->unzip);
+	if (r->cred->scrub_in != NULL)
+		evbuffer_free(r->cred->scrub_in);
+	if (r->cred->scrub_plain != NULL)
+		evbuffer_free(r->cred->scrub_plain);
+	if (r->cred->scrub_out != NULL)
+		evbuffer_free(r->cred->scrub_out);
+	if (r->cred->scrub_head != NULL)
+		evbuffer_free(r->cred->scrub_head);
+	r->cred->scrub_head = NULL;
+	r->cred->scrub_st = NULL;
+	r->cred->scrub = NULL;
+	r->cred->unzip = NULL;
+	r->cred->scrub_in = r->cred->scrub_plain = r->cred->scrub_out = NULL;
 }

@@ -149,7 +149,7 @@ cred_host_scrub(struct conn *c)
 	struct host_scrub *h, **pp, *prev = NULL;
 	unsigned gen;
 
-	c->req->hscrub = NULL;
+	c->req->cred->hscrub = NULL;
 	if (policy_secret_count(c->pol) == 0)
 		return 0;
 	gen = cred_store_gen(w->gw->creds);
@@ -163,7 +163,7 @@ cred_host_scrub(struct conn *c)
 			w->hscrubs = h;
 		}
 		h->refs++;
-		c->req->hscrub = h;
+		c->req->cred->hscrub = h;
 		return 0;
 	}
 	if (h != NULL) {  /* stale: out of the cache; requests still using it keep it */
@@ -186,7 +186,7 @@ cred_host_scrub(struct conn *c)
 	w->hscrubs = h;
 	w->nhscrubs++;
 	h->refs++;
-	c->req->hscrub = h;
+	c->req->cred->hscrub = h;
 	return 0;
 }
 

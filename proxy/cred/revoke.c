@@ -190,7 +190,7 @@ revoke_conn(struct conn *c, const char *why)
 		conn_ops(c)->revoke(c, why);
 		return;
 	case CONN_S_TUNNEL:
-		if (c->req == NULL || c->req->nuses == 0)
+		if (c->req == NULL || c->req->cred->nuses == 0)
 			return;  /* passthrough, or a WebSocket that carries no injected value */
 		c->revoked = why;
 		revoke_audit(c, "tunnel_closed", why);
@@ -307,7 +307,7 @@ revoke_send_check(struct conn *c, struct refusal *rf)
 	struct req *r = c->req;
 	const char *why;
 
-	if (r == NULL || r->nuses == 0 || (why = revoke_stale(c)) == NULL)
+	if (r == NULL || r->cred->nuses == 0 || (why = revoke_stale(c)) == NULL)
 		return 0;
 	if (c->revoked == NULL)
 		c->revoked = why;

@@ -71,7 +71,7 @@ vc_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 	if (info->n_added > 0) {
 		/* what the answer's head needs from the request, while it is there */
 		if (st->vc != NULL && st->vc->req != NULL) {
-			st->no_index |= st->vc->req->nuses > 0;
+			st->no_index |= st->vc->req->cred->nuses > 0;
 			st->head_req = st->vc->req->is_head != 0;
 		}
 		st->pending = 1;
@@ -672,7 +672,7 @@ h2srv_revoke(struct conn *c, const char *why)
 			continue;
 		st->vc->revoked = why;
 		/* a WebSocket whose upgrade carried an injected value ends now; others finish */
-		if (st->vc->state == CONN_S_TUNNEL && st->vc->req != NULL && st->vc->req->nuses > 0) {
+		if (st->vc->state == CONN_S_TUNNEL && st->vc->req != NULL && st->vc->req->cred->nuses > 0) {
 			revoke_audit(st->vc, "tunnel_closed", why);
 			h2srv_stream_reset(st, NGHTTP2_CANCEL);
 		}

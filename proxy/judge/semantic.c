@@ -460,7 +460,7 @@ git_stream(struct conn *c, struct refusal *rf)
 		/* the whole body goes through the placeholder search, the held part first */
 		if (cred_scan_begin(c) != 0)
 			return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
-		evbuffer_add_buffer(r->scan_in, r->hold);
+		evbuffer_add_buffer(r->cred->scan_in, r->hold);
 	} else {
 		if (r->body == H1_BODY_CHUNKED && len > 0)
 			evbuffer_add_printf(r->up_head, "%zx\r\n", len);

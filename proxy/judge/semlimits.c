@@ -90,13 +90,13 @@ sem_admit(struct conn *c, struct refusal *rf)
 
 	if (s != NULL && s->admitted)
 		return 0;
-	if (r->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)))
+	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)))
 		return 0;
 	/* each secret the request uses, once */
-	for (i = 0; i < r->nuses; i++) {
-		for (k = 0; k < i && r->uses[k].s != r->uses[i].s; k++)
+	for (i = 0; i < r->cred->nuses; i++) {
+		for (k = 0; k < i && r->cred->uses[k].s != r->cred->uses[i].s; k++)
 			;
-		if (k < i || (lim = policy_secret_limit(c->pol, r->uses[i].s->name)) == NULL)
+		if (k < i || (lim = policy_secret_limit(c->pol, r->cred->uses[i].s->name)) == NULL)
 			continue;
 		if (now == 0)
 			now = clock_wall_ms();

@@ -64,6 +64,7 @@ req_new(struct conn *c)
 {
 	http_req_reset(c);
 	c->req = xcalloc(1, sizeof(*c->req));
+	c->req->cred = cred_req_new();
 	c->req->minor_version = -1;   /* unknown until the head parses */
 	c->req->upstream_tls = -1;    /* unknown until an upstream is dialled */
 	clock_mono(&c->req->t0);
@@ -100,9 +101,9 @@ audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 		snprintf(pathbuf, sizeof(pathbuf), "%s%s", r->path, r->query);
 		path = pathbuf;
 	}
-	for (i = 0; i < r->nuses; i++) {
-		names[i] = r->uses[i].s->name;
-		places[i] = r->uses[i].place;
+	for (i = 0; i < r->cred->nuses; i++) {
+		names[i] = r->cred->uses[i].s->name;
+		places[i] = r->cred->uses[i].place;
 	}
 	struct audit_rec a = {
 		.kind = AUDIT_KIND_REQUEST,
@@ -114,7 +115,7 @@ audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 		.host = c->host[0] ? c->host : NULL,
 		.secret_names = names,
 		.secret_places = places,
-		.nsecrets = r->nuses,
+		.nsecrets = r->cred->nuses,
 		.method = r->method[0] ? r->method : NULL,
 		.path = path,
 		.http_version = conn_ops(c)->http_version != NULL ? conn_ops(c)->http_version
@@ -145,8 +146,8 @@ audit_exfil_rec(struct conn *c)
 		.event = "exfiltration_attempt",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
 		.id = http_req_id(c),
-		.secret = r->event_secret,
-		.place = r->event_place,
+		.secret = r->cred->event_secret,
+		.place = r->cred->event_place,
 		.host = c->host[0] ? c->host : NULL,
 		.rule = "secrets",
 		.status = -1,
@@ -171,7 +172,7 @@ audit_response_rec(struct conn *c)
 
 	/* tag i: policy secret i (credscrub.c), whether or not this request injected it */
 	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
-		if (scrub_hits_has(&r->scrub_hits, (unsigned)i))
+		if (scrub_hits_has(&r->cred->scrub_hits, (unsigned)i))
 			scrubbed[n++] = policy_secret_get(c->pol, i)->name;
 	struct audit_rec a = {
 		.kind = AUDIT_KIND_SCRUB,
@@ -269,7 +270,7 @@ http_audit_request(struct conn *c, enum audit_verdict verdict)
 		r->audit_decided = 1;
 		r->audit_done = 1;
 	}
-	if (r->event != NULL && !r->audit_exfil) {
+	if (r->cred->event != NULL && !r->audit_exfil) {
 		if (!quiet)
 			audit_exfil_rec(c);
 		r->audit_exfil = 1;
@@ -730,7 +731,7 @@ read_request(struct conn *c)
 	 * into pieces, none holding a whole value (Range, If-Range, and
 	 * Request-Range, which old servers honour).
 	 */
-	const int hs = r->hscrub != NULL;
+	const int hs = r->cred->hscrub != NULL;
 	const char *skip[] = {"host", hold ? "expect" : NULL,
 	                      r->websocket && policy_secret_count(c->pol) > 0 ? "sec-websocket-extensions" : NULL,
 	                      hs ? "grpc-accept-encoding" : NULL, hs ? "accept-encoding" : NULL, hs ? "range" : NULL,

@@ -107,7 +107,7 @@ send_head(struct conn *c)
 	struct evbuffer *uout = bufferevent_get_output(c->up->bev);
 	size_t n = evbuffer_get_length(r->up_head);
 
-	c->up->no_index = r->nuses > 0;  /* an h2 upstream never indexes a head that carries secrets */
+	c->up->no_index = r->cred->nuses > 0;  /* an h2 upstream never indexes a head that carries secrets */
 	bufferevent_setwatermark(c->up->bev, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
 	bufferevent_setwatermark(c->up->bev, EV_READ, 0, PROXY_HIGH_WATER);
 	/* keep the head for one resend if a pooled connection turns out stale */
@@ -308,7 +308,7 @@ relay_fail(struct conn *c, const struct refusal *rf)
 	struct req *r = c->req;
 
 	log_info("c%llu: %s", (unsigned long long)c->id, rf->reason);
-	if (r->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
+	if (r->cred->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
 		r->resp = RESP_S_HEAD;
 		r->status = 0;
 	}
@@ -398,7 +398,7 @@ response_head(struct conn *c)
 				return 1;
 			}
 			/* from a host secrets are bound to, its answer's head is scrubbed like any other */
-			hout = r->hscrub != NULL ? evbuffer_new() : cout;
+			hout = r->cred->hscrub != NULL ? evbuffer_new() : cout;
 			if (conn_ops(c)->ws_as_200) {
 				/* RFC 8441: the stream answers 200 (no 101 in HTTP/2) and then carries the byte stream */
 				evbuffer_add(hout, SLUICE_LIT("HTTP/1.1 200 OK\r\n"));
@@ -438,7 +438,7 @@ response_head(struct conn *c)
 		}
 		if (r->minor_version == 1 || conn_ops(c)->interim) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
 			/* a 103's Link fields, or any field of a 1xx, can echo a value too */
-			hout = r->hscrub != NULL ? evbuffer_new() : cout;
+			hout = r->cred->hscrub != NULL ? evbuffer_new() : cout;
 			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
 			http_copy_headers(hout, m, NULL, NULL);
 			evbuffer_add(hout, SLUICE_LIT("\r\n"));
@@ -461,7 +461,7 @@ response_head(struct conn *c)
 		relay_abort(c, "upstream answered the WebSocket upgrade without switching protocols", 502);
 		return 1;
 	}
-	if (m->status == 206 && r->hscrub != NULL) {
+	if (m->status == 206 && r->cred->hscrub != NULL) {
 		/*
 		 * Range and If-Range never reach a host secrets are bound to (http.c):
 		 * a 206 nobody asked for is a piece the sandbox could stitch a value
@@ -473,8 +473,8 @@ response_head(struct conn *c)
 	}
 	r->status = m->status;
 	if (m->status == 401)  /* an expired token: mint a new one (exec: sources) */
-		for (size_t i = 0; i < r->nuses; i++)
-			cred_entry_rejected(r->uses[i].e);
+		for (size_t i = 0; i < r->cred->nuses; i++)
+			cred_entry_rejected(r->cred->uses[i].e);
 	r->resp_body = m->framing;
 	r->resp_left = m->content_length;
 	/*
@@ -486,19 +486,19 @@ response_head(struct conn *c)
 	                                              strcmp(r->method, "OPTIONS") == 0));
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
 	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
-	hout = r->hscrub != NULL ? evbuffer_new() : cout;
+	hout = r->cred->hscrub != NULL ? evbuffer_new() : cout;
 	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-	if (r->hscrub != NULL && m->framing != H1_BODY_NONE) {
+	if (r->cred->hscrub != NULL && m->framing != H1_BODY_NONE) {
 		/*
 		 * the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded;
 		 * a small unencoded one is held whole and keeps a Content-Length (credresp.c)
 		 */
 		http_copy_headers(hout, m, "content-encoding", NULL);
 		if (cred_resp_holds(m)) {
-			r->scrub_whole = 1;
+			r->cred->scrub_whole = 1;
 		} else if (r->minor_version == 1) {
 			evbuffer_add(hout, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
-			r->scrub_chunked = 1;
+			r->cred->scrub_chunked = 1;
 		} else {
 			r->client_keep_alive = 0;
 		}
@@ -604,7 +604,7 @@ relay_pump(struct conn *c)
 		uout = bufferevent_get_output(c->up->bev);
 		/* request body, upward */
 		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
-		qout = r->scan != NULL ? r->scan_in : uout;
+		qout = r->cred->scan != NULL ? r->cred->scan_in : uout;
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
 			p = relay_body_move(c, cin, qout, qout == uout, &err);
 			if (p < 0) {
@@ -615,8 +615,8 @@ relay_pump(struct conn *c)
 				break;
 			progress = 1;
 		}
-		if (r->scan != NULL && (evbuffer_get_length(r->scan_in) > r->scan_fed || r->body_done) && !r->scan_done) {
-			r->scan_done = r->body_done;
+		if (r->cred->scan != NULL && (evbuffer_get_length(r->cred->scan_in) > r->cred->scan_fed || r->body_done) && !r->cred->scan_done) {
+			r->cred->scan_done = r->body_done;
 			p = cred_scan_pump(c, uout, r->body_done);
 			if (p != 0) {
 				struct refusal rf;
@@ -645,7 +645,7 @@ relay_pump(struct conn *c)
 			continue;
 		}
 		/* a scrubbed body goes through the scrubber's queue (credresp.c), else straight to the client */
-		bout = r->scrub_st != NULL ? r->scrub_in : cout;
+		bout = r->cred->scrub_st != NULL ? r->cred->scrub_in : cout;
 		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
 		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : cred_resp_queue_max(r)) &&
 		       evbuffer_get_length(uin) > 0) {
@@ -662,7 +662,7 @@ relay_pump(struct conn *c)
 				}
 				if (done) {
 					r->resp = RESP_S_DONE;
-					if (r->scrub_st == NULL)
+					if (r->cred->scrub_st == NULL)
 						resp_body_end(c);
 				}
 				if (p == 0)
@@ -677,7 +677,7 @@ relay_pump(struct conn *c)
 				r->bytes_down += n;
 			}
 			progress = 1;
-			if (r->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
+			if (r->cred->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
 				relay_abort(c, "cannot decode the response body to scrub it", 502);
 				return;
 			}
@@ -691,7 +691,7 @@ relay_pump(struct conn *c)
 				evbuffer_add(cout, SLUICE_LIT("0\r\n\r\n"));
 			r->resp = RESP_S_DONE;
 		}
-		if (r->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
+		if (r->cred->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
 			relay_abort(c, "cannot decode the response body to scrub it", 502);
 			return;
 		}

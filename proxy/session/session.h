@@ -15,7 +15,7 @@
  *    ends (http_next_request, conn_close).  Each module that keeps state for
  *    a request keeps it in its own member of struct req, allocates it, and
  *    frees it in its *_free / *_release function, which the session calls at
- *    the request's end (r->sem: semantic.h; r->uses, r->scrub*, r->hold:
+ *    the request's end (r->sem: semantic.h; r->cred, r->hold:
  *    cred.h; r->ws: wstunnel.c; r->refuse: refuse_proto.c).
  *  - Answering a request (http_answer and its kin) ends it: c->req may be
  *    gone on return, so a caller that answered returns at once and says so
@@ -179,7 +179,7 @@ struct req {
 	int refused;                    /* the gateway refused the upstream (a private address) */
 	int status;
 	int upstream_keep_alive;
-	int body_injectable;            /* a secret may be injected into this body (a json: or form: place bound here) */
+	struct cred_req *cred;          /* cred/: the secrets this request uses, its searches and scrubbers (cred.h) */
 	int up_no_reuse;                /* a request with a body (set for every such one; only GET/HEAD/OPTIONS use it) */
 	uint64_t bytes_up;
 	uint64_t bytes_down;
@@ -187,34 +187,11 @@ struct req {
 	const char *rule;
 	const char *reason;
 	char rule_buf[512];
-	struct cred_use uses[CRED_USES_MAX];  /* credreq.c */
-	size_t nuses;
-	struct host_scrub *hscrub;      /* credscrub.c: the host's scrub set; NULL (no secret bound to the host): none */
-	const struct scrub_set *scrub;  /* credresp.c: what the response is scrubbed with (hscrub's, or scrub_own) */
-	struct scrub_set *scrub_own;    /* the host's set plus what only this request holds (its Basic credential) */
-	struct scrub_stream *scrub_st;  /* the body's scrubber, NULL when the body is not scrubbed */
-	struct unzip *unzip;            /* the body's Content-Encoding decoder, or NULL */
-	struct evbuffer *scrub_in, *scrub_plain, *scrub_out;
-	struct scrub_hits scrub_hits;   /* tag i: the value of policy secret i was scrubbed */
-	int scrub_chunked;              /* the scrubbed body goes out chunked (else until close) */
-	int scrub_whole;                /* a small body scrubbed whole: the head waits for it and its Content-Length */
-	struct evbuffer *scrub_head;    /* that head, scrubbed, without its last CRLF */
-	struct ph_stream *scan;         /* credreq.c: the request body is searched for placeholders as it streams */
-	struct evbuffer *scan_in;       /* decoded body bytes: the first scan_fed were searched, the rest not yet */
-	size_t scan_fed;
-	int scan_done;                  /* the search was flushed at the body's end */
-	const char *event;              /* "exfiltration_attempt" or NULL */
-	const char *event_secret;
-	char event_place[256];
 	struct ws_tunnel *ws;           /* wstunnel.c: the frames of an upgraded WebSocket, or NULL */
 	struct evbuffer *hold;          /* credbody.c: the request body held before dialling (decoded) */
 	struct evbuffer *req_trailers;  /* the trailer lines of a held or searched chunked body (never sent), or NULL */
-	size_t hold_max;
 	uint64_t body_total;            /* the body's Content-Length as the client sent it */
-	unsigned char body_type;        /* enum cred_body_type, from Content-Type */
-	unsigned char expect_continue;  /* the client waits for a 100 before sending the body */
 	struct evbuffer *resp_trailers; /* relay.c: the raw trailer field lines of a chunked response, or NULL */
-	unsigned char grpc;             /* credresp.c: a gRPC response, scrubbed message by message */
 	uint64_t audit_seq;             /* the seq of its request record (0: not queued, or the log is off) */
 	char audit_id[32];              /* "<conn>-<n>": its records' "id" */
 	unsigned char audit_decided;    /* the request record is queued */
@@ -335,7 +312,7 @@ int http_audit_decide(struct conn *c);
  * Records the current request's outcome: a request refused before its
  * decision gets its one request record (deny, with the status answered);
  * one let through gets its response record (and a scrub record).  An
- * exfiltration attempt (r->event) gets its own record, once.  <verdict>
+ * exfiltration attempt (r->cred->event) gets its own record, once.  <verdict>
  * ("allow"/"deny") only counts.
  */
 void http_audit_request(struct conn *c, enum audit_verdict verdict);
@@ -409,7 +386,7 @@ void relay_backpressure(struct conn *c);
  * the policy declares secrets it sets r->ws, and from then on frames from the
  * client are searched for placeholders (one found: audited as an
  * exfiltration attempt, connection closed) and text frames from the upstream
- * are scrubbed of the values r->uses injected.  0, or -1 (the caller closes).
+ * are scrubbed of the values r->cred->uses injected.  0, or -1 (the caller closes).
  * tunnel_pump() hands over to ws_tunnel_pump() while r->ws is set.
  */
 struct ws_tunnel;

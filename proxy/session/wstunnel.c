@@ -365,9 +365,9 @@ exfiltration(struct conn *c, size_t idx)
 	         "placeholders are not injected into WebSocket frames", s->name);
 	log_info("c%llu: %s exfiltration attempt refused: %s (%s)", (unsigned long long)c->id, conn_peer_str(c, peer),
 	         r->rule_buf, c->host);
-	r->event = "exfiltration_attempt";
-	r->event_secret = s->name;
-	snprintf(r->event_place, sizeof(r->event_place), "websocket");
+	r->cred->event = "exfiltration_attempt";
+	r->cred->event_secret = s->name;
+	snprintf(r->cred->event_place, sizeof(r->cred->event_place), "websocket");
 	r->rule = "secrets";
 	r->reason = r->rule_buf;
 	http_audit_request(c, AUDIT_VERDICT_DENY);
@@ -438,10 +438,10 @@ ws_tunnel_pump(struct conn *c)
 	b = ws_tunnel_from_server(t, uin, cout, PROXY_HIGH_WATER, &hits, &err);
 	r->bytes_down += evbuffer_get_length(cout) - before;
 	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
-		if (scrub_hits_has(&hits, (unsigned)i) && !scrub_hits_has(&r->scrub_hits, (unsigned)i))
+		if (scrub_hits_has(&hits, (unsigned)i) && !scrub_hits_has(&r->cred->scrub_hits, (unsigned)i))
 			log_info("c%llu: secret '%s' scrubbed from a WebSocket frame", (unsigned long long)c->id,
 			         policy_secret_get(c->pol, i)->name);
-	scrub_hits_or(&r->scrub_hits, &hits);
+	scrub_hits_or(&r->cred->scrub_hits, &hits);
 	if (b == WS_RELAY_BAD) {
 		refuse_framing(c, "upstream", err);
 		return;

@@ -171,6 +171,7 @@ cf_conn(struct cf *f, const char *sandbox, const char *host, int tls, const char
 
 	memset(&f->c, 0, sizeof(f->c));
 	memset(&f->r, 0, sizeof(f->r));
+	f->r.cred = cred_req_new();
 	fake_answer_reset();
 	cf_store.e[0].val = &cf_val_tok;
 	cf_val_tok.refs = cf_val_other.refs = 0;   /* a failed case before does not fail the next */

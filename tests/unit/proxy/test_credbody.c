@@ -121,9 +121,9 @@ held(struct cf *f, const char *sandbox, enum cred_body_type type, const char *bo
 	memcpy(f->r.method, "POST", 5);
 	f->r.method_len = 4;
 	f->r.body = H1_BODY_LENGTH;
-	f->r.body_type = (unsigned char)type;
-	f->r.body_injectable = type != CRED_BODY_OTHER;
-	f->r.hold_max = type != CRED_BODY_OTHER ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
+	f->r.cred->body_type = (unsigned char)type;
+	f->r.cred->body_injectable = type != CRED_BODY_OTHER;
+	f->r.cred->hold_max = type != CRED_BODY_OTHER ? CRED_BODY_INJECT_MAX : CRED_BODY_HOLD_MAX;
 	f->r.hold = evbuffer_new();
 	evbuffer_add(f->r.hold, body, strlen(body));
 	if (trailers != NULL) {
@@ -170,8 +170,8 @@ test_json_injected(void **state)
 	char *b;
 
 	assert_int_equal(held(f, "agent-1", CRED_BODY_JSON, "{ \"auth\": {\"token\": \"" PH "\"}, \"n\": 1.50 }", NULL), 0);
-	assert_int_equal(f->r.nuses, 1);
-	assert_string_equal(f->r.uses[0].place, "json:$.auth.token");
+	assert_int_equal(f->r.cred->nuses, 1);
+	assert_string_equal(f->r.cred->uses[0].place, "json:$.auth.token");
 	b = body_sent(f);
 	assert_non_null(strstr(b, "\"n\": 1.50 }"));   /* never re-serialised */
 	assert_null(strstr(b, PH));
@@ -208,7 +208,7 @@ test_clean_passes(void **state)
 		char *b;
 
 		assert_int_equal(held(f, "agent-1", types[i], bodies[i], NULL), 0);
-		assert_int_equal(f->r.nuses, 0);
+		assert_int_equal(f->r.cred->nuses, 0);
 		b = body_sent(f);
 		assert_string_equal(b, bodies[i]);
 		free(b);
@@ -224,7 +224,7 @@ test_refused(void **state)
 		enum cred_body_type type;
 		const char *body;
 		const char *trailers;
-		const char *place;    /* r->event_place */
+		const char *place;    /* r->cred->event_place */
 		const char *why;      /* in the reason */
 	} cases[] = {
 		{"agent-1", CRED_BODY_JSON, "{\"other\":\"" PH "\"}", NULL, "json:$.other", "not bound to this place"},
@@ -254,9 +254,9 @@ test_refused(void **state)
 			fail_msg("case %zu was sent on", i);
 		assert_int_equal(fake_ans.status, 403);
 		assert_string_equal(fake_ans.error, "exfiltration attempt");
-		assert_string_equal(f->r.event_secret, "tok");
-		if (strcmp(f->r.event_place, cases[i].place) != 0 || strstr(fake_ans.reason, cases[i].why) == NULL)
-			fail_msg("case %zu: refused at '%s' because '%s'", i, f->r.event_place, fake_ans.reason);
+		assert_string_equal(f->r.cred->event_secret, "tok");
+		if (strcmp(f->r.cred->event_place, cases[i].place) != 0 || strstr(fake_ans.reason, cases[i].why) == NULL)
+			fail_msg("case %zu: refused at '%s' because '%s'", i, f->r.cred->event_place, fake_ans.reason);
 		end(f);
 	}
 	/* a form that would run as another method (_method) is refused before any placeholder is looked at */

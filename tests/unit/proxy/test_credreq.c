@@ -71,13 +71,13 @@ test_bound_places(void **state)
 
 		assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), 0);
 		assert_int_equal(fake_ans.n, 0);
-		assert_int_equal(f->r.nuses, 1);
-		assert_string_equal(f->r.uses[0].place, cases[i].place);
+		assert_int_equal(f->r.cred->nuses, 1);
+		assert_string_equal(f->r.cred->uses[0].place, cases[i].place);
 		assert_int_equal(cf_val_tok.refs, 1);
 		out = cf_head(f);
 		assert_non_null(strstr(out, cases[i].want));
 		assert_null(strstr(out, PH));
-		assert_null(f->r.event);
+		assert_null(f->r.cred->event);
 		free(out);
 		cf_done(f);
 	}
@@ -92,7 +92,7 @@ test_plaintext(void **state)
 	                          "GET / HTTP/1.1\r\nHost: plain.test\r\nAuthorization: " PH "\r\n\r\n");
 
 	assert_int_equal(fake_ret(c, cred_check_head(c, &fake_rf)), 0);
-	assert_int_equal(f->r.nuses, 1);
+	assert_int_equal(f->r.cred->nuses, 1);
 	cf_done(f);
 	c = conn_for(f, "agent-1", "api.example.test", 0,
 	             "GET / HTTP/1.1\r\nHost: api.example.test\r\nAuthorization: " PH "\r\n\r\n");
@@ -109,7 +109,7 @@ test_unbound_places(void **state)
 {
 	static const struct {
 		const char *head;
-		const char *place;   /* the place the refusal names (r->event_place) */
+		const char *place;   /* the place the refusal names (r->cred->event_place) */
 	} cases[] = {
 		{"GET /repos/" PH " HTTP/1.1\r\nHost: api.example.test\r\n\r\n", "path"},
 		{"GET /v1?other=" PH " HTTP/1.1\r\nHost: api.example.test\r\n\r\n", "query:other"},
@@ -133,11 +133,11 @@ test_unbound_places(void **state)
 		assert_int_equal(fake_ans.status, 403);
 		assert_string_equal(fake_ans.error, "exfiltration attempt");
 		assert_string_equal(fake_ans.rule, "secrets");
-		assert_non_null(f->r.event);
-		assert_string_equal(f->r.event, "exfiltration_attempt");
-		assert_string_equal(f->r.event_secret, "tok");
-		if (strncmp(f->r.event_place, cases[i].place, strlen(cases[i].place)) != 0)
-			fail_msg("case %zu: refused at '%s', expected '%s'", i, f->r.event_place, cases[i].place);
+		assert_non_null(f->r.cred->event);
+		assert_string_equal(f->r.cred->event, "exfiltration_attempt");
+		assert_string_equal(f->r.cred->event_secret, "tok");
+		if (strncmp(f->r.cred->event_place, cases[i].place, strlen(cases[i].place)) != 0)
+			fail_msg("case %zu: refused at '%s', expected '%s'", i, f->r.cred->event_place, cases[i].place);
 		/* nothing was rewritten: no value in the head */
 		out = cf_head(f);
 		assert_null(strstr(out, VAL));
@@ -169,7 +169,7 @@ test_who_may_use(void **state)
 		assert_int_equal(fake_ans.status, 403);
 		if (strstr(fake_ans.reason, cases[i].why) == NULL)
 			fail_msg("case %zu: reason '%s', expected '%s'", i, fake_ans.reason, cases[i].why);
-		assert_int_equal(f->r.nuses, 0);
+		assert_int_equal(f->r.cred->nuses, 0);
 		cf_done(f);
 	}
 	/* the other secret in its own bound place on its own host passes; tok's placeholder beside it does not */
@@ -180,7 +180,7 @@ test_who_may_use(void **state)
 	conn_for(f, "agent-1", "other.test", 1,
 	         "GET / HTTP/1.1\r\nHost: other.test\r\nX-Api-Key: " PH_OTHER "\r\nAuthorization: " PH "\r\n\r\n");
 	assert_int_equal(fake_ret(&f->c, cred_check_head(&f->c, &fake_rf)), -1);
-	assert_string_equal(f->r.event_secret, "tok");
+	assert_string_equal(f->r.cred->event_secret, "tok");
 	cf_done(f);
 }
 
@@ -206,7 +206,7 @@ test_encoded(void **state)
 			fail_msg("case %zu: an encoded placeholder was not refused", i);
 		assert_int_equal(fake_ans.status, 403);
 		assert_non_null(strstr(fake_ans.reason, "encoded"));
-		assert_int_equal(f->r.nuses, 0);
+		assert_int_equal(f->r.cred->nuses, 0);
 		cf_done(f);
 	}
 }
@@ -224,7 +224,7 @@ test_unavailable(void **state)
 	assert_int_equal(fake_ans.status, 503);
 	assert_string_equal(fake_ans.error, "secret unavailable");
 	assert_non_null(strstr(fake_ans.reason, "not fetched yet"));
-	assert_null(f->r.event);   /* not an exfiltration attempt */
+	assert_null(f->r.cred->event);   /* not an exfiltration attempt */
 	out = cf_head(f);
 	assert_non_null(strstr(out, PH));
 	free(out);
@@ -243,10 +243,10 @@ scan_split(struct cf *f, const char *body, size_t cut, enum h1_framing framing, 
 	conn_for(f, "agent-1", "api.example.test", 1, "POST / HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
 	f->r.body = framing;
 	assert_int_equal(cred_scan_begin(&f->c), 0);
-	evbuffer_add(f->r.scan_in, body, cut);
+	evbuffer_add(f->r.cred->scan_in, body, cut);
 	r = cred_scan_pump(&f->c, sent, 0);
 	if (r == 0) {
-		evbuffer_add(f->r.scan_in, body + cut, len - cut);
+		evbuffer_add(f->r.cred->scan_in, body + cut, len - cut);
 		r = cred_scan_pump(&f->c, sent, 1);
 	}
 	return r;
@@ -278,7 +278,7 @@ test_scan_split_anywhere(void **state)
 		assert_int_equal(scan_split(f, dirty, cut, H1_BODY_LENGTH, sent), 1);
 		assert_false(cf_has(sent, PH));
 		assert_false(cf_has(sent, "sluice_ph_Unit"));   /* not even its start went up */
-		assert_string_equal(f->r.event_place, "body");
+		assert_string_equal(f->r.cred->event_place, "body");
 		assert_non_null(strstr(f->r.rule_buf, "too large to hold"));
 		evbuffer_free(sent);
 		cf_done(f);
@@ -315,9 +315,9 @@ test_scan_chunked_and_trailers(void **state)
 	f->r.body = H1_BODY_CHUNKED;
 	assert_int_equal(cred_scan_begin(&f->c), 0);
 	trailers_hit = 1;
-	evbuffer_add(f->r.scan_in, body, sizeof(body) - 1);
+	evbuffer_add(f->r.cred->scan_in, body, sizeof(body) - 1);
 	assert_int_equal(cred_scan_pump(&f->c, sent, 1), 1);
-	assert_string_equal(f->r.event_place, "trailers");
+	assert_string_equal(f->r.cred->event_place, "trailers");
 	assert_false(cf_has(sent, "0\r\n\r\n"));   /* the body was not ended: the caller refuses it */
 	evbuffer_free(sent);
 	cf_done(f);

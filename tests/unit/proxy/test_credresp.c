@@ -2,7 +2,7 @@
  * test_credresp.c - scrubbing a response (proxy/cred/credresp.c over the
  * host's set, credscrub.c) without a gateway: the credfake.h store, a
  * response head parsed by the real parser, the decoded body put in
- * r->scrub_in in two pieces split at every byte, and the bytes toward the
+ * r->cred->scrub_in in two pieces split at every byte, and the bytes toward the
  * client read from a test buffer (cio_out).  Covered: the value in the head,
  * in a chunked body, in a body held whole (its new Content-Length), in a
  * gzip body whose compressed bytes are split anywhere, and in the trailers,
@@ -60,9 +60,9 @@ response(struct cf *f, const char *head, const char *built, int whole, int chunk
 	evbuffer_drain(client_out, evbuffer_get_length(client_out));
 	assert_int_equal(h1_parse_response(head, strlen(head), &lim, "GET", 3, m, &err), (int)strlen(head));
 	assert_int_equal(cred_host_scrub(c), 0);
-	assert_non_null(f->r.hscrub);
-	f->r.scrub_whole = whole;
-	f->r.scrub_chunked = chunked;
+	assert_non_null(f->r.cred->hscrub);
+	f->r.cred->scrub_whole = whole;
+	f->r.cred->scrub_chunked = chunked;
 	if (built == NULL)
 		built = head;
 	evbuffer_add(h, built, strlen(built));
@@ -146,7 +146,7 @@ test_head(void **state)
 	assert_null(strstr(out, VAL));
 	assert_non_null(strstr(out, "X-Echo: Bearer " PH "\r\n"));
 	assert_non_null(strstr(out, "X-Two: " PH PH "\r\n"));
-	assert_true(scrub_hits_has(&f->r.scrub_hits, 0));   /* tag 0: secret tok */
+	assert_true(scrub_hits_has(&f->r.cred->scrub_hits, 0));   /* tag 0: secret tok */
 	free(out);
 	finish(f);
 }
@@ -164,9 +164,9 @@ test_body_split_anywhere(void **state)
 		char *out;
 
 		assert_int_equal(response(f, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", NULL, 0, 1, &m), 0);
-		evbuffer_add(f->r.scrub_in, body, cut);
+		evbuffer_add(f->r.cred->scrub_in, body, cut);
 		assert_int_equal(cred_resp_pump(&f->c, 0), 0);
-		evbuffer_add(f->r.scrub_in, body + cut, sizeof(body) - 1 - cut);
+		evbuffer_add(f->r.cred->scrub_in, body + cut, sizeof(body) - 1 - cut);
 		assert_int_equal(cred_resp_pump(&f->c, 1), 0);
 		out = client_text();
 		if (strstr(out, VAL) != NULL)
@@ -193,10 +193,10 @@ test_body_whole(void **state)
 	/* relay.c leaves the length out of the head it builds: it is known once the body is scrubbed */
 	assert_int_equal(response(f, head, "HTTP/1.1 200 OK\r\n\r\n", 1, 0, &m), 0);
 	assert_int_equal(evbuffer_get_length(client_out), 0);   /* nothing before the body is whole */
-	evbuffer_add(f->r.scrub_in, body, 9);
+	evbuffer_add(f->r.cred->scrub_in, body, 9);
 	assert_int_equal(cred_resp_pump(&f->c, 0), 0);
 	assert_int_equal(evbuffer_get_length(client_out), 0);
-	evbuffer_add(f->r.scrub_in, body + 9, sizeof(body) - 1 - 9);
+	evbuffer_add(f->r.cred->scrub_in, body + 9, sizeof(body) - 1 - 9);
 	assert_int_equal(cred_resp_pump(&f->c, 1), 0);
 	out = client_text();
 	snprintf(want, sizeof(want), "Content-Length: %zu\r\n\r\ntoken=" PH, strlen("token=" PH));
@@ -236,9 +236,9 @@ test_gzip_split_anywhere(void **state)
 
 		assert_int_equal(response(f, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
 		                          NULL, 0, 1, &m), 0);
-		evbuffer_add(f->r.scrub_in, gz, cut);
+		evbuffer_add(f->r.cred->scrub_in, gz, cut);
 		assert_int_equal(cred_resp_pump(&f->c, 0), 0);
-		evbuffer_add(f->r.scrub_in, gz + cut, n - cut);
+		evbuffer_add(f->r.cred->scrub_in, gz + cut, n - cut);
 		assert_int_equal(cred_resp_pump(&f->c, 1), 0);
 		out = client_text();
 		if (strstr(out, VAL) != NULL || unchunk(out) == NULL || strstr(out, VAL) != NULL ||
@@ -259,7 +259,7 @@ test_trailers(void **state)
 	assert_int_equal(response(f, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", NULL, 0, 1, &m), 0);
 	f->r.resp_trailers = evbuffer_new();
 	evbuffer_add(f->r.resp_trailers, "X-Sig: " VAL "\r\n", strlen("X-Sig: " VAL "\r\n"));
-	evbuffer_add(f->r.scrub_in, "ok", 2);
+	evbuffer_add(f->r.cred->scrub_in, "ok", 2);
 	assert_int_equal(cred_resp_pump(&f->c, 1), 0);
 	out = client_text();
 	assert_null(strstr(out, VAL));
@@ -289,7 +289,7 @@ test_refused_codings(void **state)
 	}
 	cf_conn(f, "agent-1", "unbound.test", 1, "GET / HTTP/1.1\r\nHost: unbound.test\r\n\r\n");
 	assert_int_equal(cred_host_scrub(&f->c), 0);
-	assert_null(f->r.hscrub);
+	assert_null(f->r.cred->hscrub);
 	finish(f);
 }
 

@@ -110,13 +110,14 @@ held(struct fixture *f, const char *body, enum cred_body_type type)
 {
 	struct req *r = calloc(1, sizeof(*r));
 
+	r->cred = cred_req_new();
 	r->minor_version = 1;
 	r->client_keep_alive = 1;
 	r->body = H1_BODY_LENGTH;
 	r->body_done = 1;
-	r->body_type = (unsigned char)type;
-	r->body_injectable = 1;
-	r->hold_max = CRED_BODY_INJECT_MAX;
+	r->cred->body_type = (unsigned char)type;
+	r->cred->body_injectable = 1;
+	r->cred->hold_max = CRED_BODY_INJECT_MAX;
 	memcpy(r->method, "POST", 5);
 	r->method_len = 4;
 	r->up_head = evbuffer_new();
@@ -188,10 +189,10 @@ refused_at(struct fixture *f, const char *fmt, enum cred_body_type type, const c
 	assert_non_null(r->hold);
 	assert_int_equal(evbuffer_get_length(r->hold), hold_len);
 	assert_int_equal(evbuffer_get_length(r->up_head), head_len);
-	assert_int_equal(r->nuses, nuses);  /* a bound place met first: its value taken, dropped with the request */
-	assert_string_equal(r->event, "exfiltration_attempt");
-	assert_string_equal(r->event_secret, "tok");
-	assert_string_equal(r->event_place, place);
+	assert_int_equal(r->cred->nuses, nuses);  /* a bound place met first: its value taken, dropped with the request */
+	assert_string_equal(r->cred->event, "exfiltration_attempt");
+	assert_string_equal(r->cred->event_secret, "tok");
+	assert_string_equal(r->cred->event_place, place);
 	assert_int_equal(r->status, 0);
 	assert_int_equal(r->audit_decided, 0);
 	assert_null(f->c.out);  /* nothing was written toward the client */

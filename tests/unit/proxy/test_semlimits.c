@@ -117,6 +117,7 @@ teardown(void **state)
 	if (f->gw.limits != NULL)
 		limits_close(f->gw.limits);
 	free(f->r.sem);
+	free(f->r.cred);
 	policy_unref(f->pol);
 	policy_config_free(f->cfg);
 	evbuffer_free(client_out);
@@ -137,8 +138,10 @@ request(struct fx *f, const char *method, const char *path, const char *body, in
 	size_t i;
 
 	free(f->r.sem);
+	free(f->r.cred);
 	memset(&f->c, 0, sizeof(f->c));
 	memset(&f->r, 0, sizeof(f->r));
+	f->r.cred = calloc(1, sizeof(*f->r.cred));
 	fake_answer_reset();
 	evbuffer_drain(client_out, evbuffer_get_length(client_out));
 	f->c.w = &f->w;
@@ -175,8 +178,8 @@ request(struct fx *f, const char *method, const char *path, const char *body, in
 		for (i = 0; i < policy_secret_count(f->pol) && strcmp(policy_secret_get(f->pol, i)->name, "tok") != 0; i++)
 			;
 		assert_true(i < policy_secret_count(f->pol));
-		f->r.uses[0].s = policy_secret_get(f->pol, i);
-		f->r.nuses = 1;
+		f->r.cred->uses[0].s = policy_secret_get(f->pol, i);
+		f->r.cred->nuses = 1;
 	}
 	return &f->c;
 }
