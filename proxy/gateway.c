@@ -26,6 +26,7 @@
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/gateway_int.h"
+#include "proxy/h2/h2.h"
 
 #define PROXY_DEFAULT_LISTEN "127.0.0.1:3128"
 
@@ -277,6 +278,8 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->config_path = config_path;
 	gw->cfg = cfg;
 	gw->ca = ca;
+	gw->h2_ops = &conn_ops_h2_conn;
+	gw->up_mux = &h2up_mux;
 	gw->pol = pol;
 	gw->metrics = metrics_create(pol);
 	gw->admin_fd = -1;

@@ -42,9 +42,9 @@ LAYERS = [
     ["proxy/core", "proxy/sbxreg", "proxy/audit"],
     ["proxy/metrics"],
     ["proxy/net", "proxy/dns", "proxy/store"],
-    ["proxy/h2"],
     ["proxy/cred", "proxy/judge"],
     ["proxy/session"],
+    ["proxy/h2"],
     ["proxy"],
     ["cli"],
 ]

@@ -132,6 +132,9 @@ struct gateway {
 	int admin_fd;
 	int lock_fd;                     /* flock on <admin>.gateway.lock: one gateway per admin socket */
 	struct event_base *base;
+	const struct upstream_mux *up_mux; /* the upstream HTTP/2 sessions (proxy/h2), set by gateway.c (net.h) */
+	const struct conn_ops *h2_ops;   /* the HTTP/2 operations (proxy/h2), set by gateway.c: an ALPN h2 connection
+	                                  * is taken over by h2_ops->start (the session does not call proxy/h2) */
 	atomic_ulong nconns;
 	atomic_ullong next_conn_id;      /* connection ids, unique across workers */
 	atomic_ullong pol_gen;           /* the policy generation in force (reload.c; workers follow by mail) */

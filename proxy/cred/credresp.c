@@ -19,7 +19,6 @@
 #include <event2/bufferevent.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
 #include "secrets/scrub.h"

@@ -35,7 +35,6 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/session/session.h"
-#include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"

@@ -20,6 +20,12 @@
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
 #include "proxy/net/net.h"
+#include "proxy/core/conn.h"
+
+/* The session operations of an HTTP/2 client connection (its ALPN chose h2) and of a stream's virtual
+ * connection (proxy/session/conn_ops.h says what each does); the gateway gives the first to the session. */
+extern const struct conn_ops conn_ops_h2_conn;
+extern const struct conn_ops conn_ops_h2_vc;
 
 struct conn;
 struct worker;
@@ -47,6 +53,8 @@ struct upstream *h2up_session_new(struct worker *w, struct upstream *phys, upstr
 void h2up_detach(struct upstream *up);
 /* Closes every session of the worker (its streams see their upstream end). */
 void h2up_clear(struct worker *w);
+/* Those four as the upstream multiplexer the gateway gives net (gw->up_mux). */
+extern const struct upstream_mux h2up_mux;
 /*
  * h2srv.c (HTTP/2 toward the client): its functions are private to proxy/h2/
  * (h2srv_int.h); the session reaches a connection or a stream through

@@ -36,6 +36,7 @@ const struct conn_ops conn_ops_h2_conn = {
 	.ws_accept_check = h2_no_ws,
 	.ws_as_200 = 0,
 	.interim = 0,
+	.pump_each_round = 1,
 	.revoke = h2srv_revoke,
 };
 

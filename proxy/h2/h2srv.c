@@ -126,6 +126,7 @@ vc_new(struct h2stream *st)
 	c->io_reading = 1;
 	c->h2.stream = st;
 	c->h2_stream = 1;
+	c->ops = &conn_ops_h2_vc;
 	c->alpn_h1 = p->alpn_h1;  /* the upstream is offered what the client offered */
 	c->alpn_h2 = p->alpn_h2;
 	c->in = st->in;
@@ -582,6 +583,7 @@ h2srv_start(struct conn *c)
 	}
 	c->h2.sess = s;
 	c->h2_conn = 1;
+	c->ops = &conn_ops_h2_conn;
 	nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, set, sizeof(set) / sizeof(set[0]));
 	conn_set_state(c, CONN_S_H2);
 	conn_arm_timer(c, lim->idle_ms);

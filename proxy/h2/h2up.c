@@ -553,3 +553,10 @@ h2up_clear(struct worker *w)
 	while ((s = LIST_FIRST(&w->h2up)) != NULL)
 		sess_destroy(s, NULL);
 }
+
+const struct upstream_mux h2up_mux = {
+	.attach = h2up_attach,
+	.session_new = h2up_session_new,
+	.detach = h2up_detach,
+	.clear = h2up_clear,
+};

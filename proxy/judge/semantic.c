@@ -29,7 +29,6 @@
 #include "policy/judge.h"
 #include "proxy/judge/limits.h"
 #include "proxy/session/session.h"
-#include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/session/refusal.h"

@@ -21,7 +21,8 @@
 #include <openssl/err.h>
 #include <event2/buffer.h>
 #include "common/log.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
+#include "proxy/net/net.h"
 #include "proxy/core/context.h"
 
 #define IO_CHUNK 16384   /* bytes per read or TLS write: one full TLS record */
@@ -342,9 +343,9 @@ cio_event(struct conn *c, short what)
 		moved = flush(c);
 		moved |= fill(c);
 		/* an HTTP/2 connection is also kicked by its streams, with no bytes moved: what it queues is sent next round */
-		if (moved || (round == 0 && c->h2_conn)) {
+		if (moved || (round == 0 && c->ops->pump_each_round)) {
 			c->w->net_ops->pump(c);
-			moved |= c->h2_conn && cio_out_len(c) > 0;
+			moved |= c->ops->pump_each_round && cio_out_len(c) > 0;
 		}
 	}
 out:

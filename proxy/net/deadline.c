@@ -13,7 +13,8 @@
 #include <time.h>
 #include "common/clock.h"
 #include "common/sluice.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
+#include "proxy/net/net.h"
 #include "proxy/core/context.h"
 
 static void

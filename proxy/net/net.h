@@ -95,6 +95,21 @@ struct upstream {
 };
 
 /*
+ * The multiplexer of upstream HTTP/2 sessions (proxy/h2/h2up.c: h2up_mux),
+ * which net does not call by name: the gateway gives it (gw->up_mux) and
+ * upstream_dial asks it for a stream before dialling; NULL: every upstream
+ * speaks HTTP/1.1.  Its operations are h2up_attach, h2up_session_new,
+ * h2up_detach and h2up_clear (proxy/h2/h2.h says what each does).
+ */
+struct upstream_mux {
+	struct upstream *(*attach)(struct worker *w, const char *tenant, const char *host, unsigned port,
+	                           int allow_private, int ws, upstream_cb cb, void *arg);
+	struct upstream *(*session_new)(struct worker *w, struct upstream *phys, upstream_cb cb, void *arg);
+	void (*detach)(struct upstream *up);
+	void (*clear)(struct worker *w);
+};
+
+/*
  * Dials <host>:<port> (TLS when <tls>) for <tenant> (conn_tenant): an idle
  * pooled connection to the same host/port/tls of the same tenant if the
  * worker has one, else resolve (upstream.resolve

@@ -22,7 +22,6 @@
 #include "common/sluice.h"
 #include "proxy/metrics.h"
 #include "proxy/net/net.h"
-#include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 
@@ -568,14 +567,18 @@ struct upstream *
 upstream_dial(struct worker *w, const char *tenant, const char *host, unsigned port, int tls, int allow_private,
               unsigned alpn, upstream_cb cb, void *arg)
 {
+	const struct upstream_mux *mux = w->gw->up_mux;
 	struct upstream *up;
-	int h2 = tls && (alpn & UPSTREAM_ALPN_H2) != 0;
+	int h2 = mux != NULL && tls && (alpn & UPSTREAM_ALPN_H2) != 0;
+
+	if (mux == NULL)
+		alpn &= ~UPSTREAM_ALPN_H2;
 
 	if (w->sessions == NULL)
 		w->sessions = xcalloc(SESSION_SLOTS, sizeof(*w->sessions));
 	/* a stream on a shared HTTP/2 connection to the host, if there is one with room */
-	if ((h2 || (tls && (alpn & UPSTREAM_ALPN_WS))) &&
-	    (up = h2up_attach(w, tenant, host, port, allow_private, !h2, cb, arg)) != NULL)
+	if (mux != NULL && (h2 || (tls && (alpn & UPSTREAM_ALPN_WS))) &&
+	    (up = mux->attach(w, tenant, host, port, allow_private, !h2, cb, arg)) != NULL)
 		return up;
 	up = pool_take(w, tenant, host, port, tls, allow_private);
 	if (up != NULL) {
@@ -587,7 +590,7 @@ upstream_dial(struct worker *w, const char *tenant, const char *host, unsigned p
 		/* h2 offered: the connection becomes a shared session, the caller its first stream */
 		up = upstream_new(w, tenant, host, port, tls, allow_private, alpn, NULL, NULL);
 		dial_begin(up);
-		return h2up_session_new(w, up, cb, arg);
+		return mux->session_new(w, up, cb, arg);
 	}
 	/* HTTP/1.1 is what the host speaks (or all the client offered) */
 	up = upstream_new(w, tenant, host, port, tls, allow_private, UPSTREAM_ALPN_H1, cb, arg);
@@ -673,7 +676,7 @@ upstream_free(struct upstream *up)
 	if (up == NULL)
 		return;
 	if (up->h2s != NULL || up->h2wait != NULL)
-		h2up_detach(up);
+		up->w->gw->up_mux->detach(up);  /* only the mux makes these */
 	if (up->dnsreq != NULL) {
 		struct evdns_getaddrinfo_request *r = up->dnsreq;
 		up->dnsreq = NULL;
@@ -700,7 +703,8 @@ upstream_pool_clear(struct worker *w)
 
 	while ((up = TAILQ_FIRST(&w->pool)) != NULL)
 		pooled_close(up);
-	h2up_clear(w);
+	if (w->gw->up_mux != NULL)
+		w->gw->up_mux->clear(w);
 	if (w->sessions != NULL) {
 		for (i = 0; i < SESSION_SLOTS; i++)
 			if (w->sessions[i].sess != NULL)

@@ -23,7 +23,6 @@
 #include "policy/judge.h"
 #include "proxy/codec/tls_hello.h"
 #include "proxy/session/session.h"
-#include "proxy/h2/h2.h"
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
@@ -385,7 +384,8 @@ conn_start_requests(struct conn *c)
 	if (c->ssl != NULL)
 		SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
 	if (alen == 2 && memcmp(alpn, "h2", 2) == 0) {
-		if (conn_ops_h2_conn.start(c) != 0)
+		/* the HTTP/2 module (given by the gateway: the session does not call it) takes the connection over */
+		if (c->w->gw->h2_ops == NULL || c->w->gw->h2_ops->start(c) != 0)
 			conn_close(c);
 		return;
 	}
@@ -652,6 +652,7 @@ conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const str
 	clock_mono(&c->t0);
 	memcpy(&c->peer, sa, salen < sizeof(c->peer) ? salen : sizeof(c->peer));
 	c->host = host_none;
+	c->ops = &conn_ops_h1;
 	c->pol = policy_ref(w->pol);
 	c->pol_gen = w->pol_gen;
 	c->revoke_gen = w->revoke_gen;

@@ -77,10 +77,4 @@ const struct conn_ops conn_ops_h1 = {
 	.revoke = conn_op_no_revoke,
 };
 
-const struct conn_ops *
-conn_ops(const struct conn *c)
-{
-	if (c->h2_stream)
-		return &conn_ops_h2_vc;
-	return c->h2_conn ? &conn_ops_h2_conn : &conn_ops_h1;
-}
+

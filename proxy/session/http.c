@@ -14,7 +14,6 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/judge.h"
-#include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
 #include "proxy/dns/dns.h"
 #include "proxy/judge/semantic.h"

@@ -10,7 +10,6 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2.h"
 #include "proxy/session/session.h"
 #include "proxy/session/refusal.h"
 #include "proxy/session/conn_ops.h"

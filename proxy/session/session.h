@@ -5,24 +5,9 @@
  * and WebSocket tunnels (relay.c, wstunnel.c), and the answers the gateway
  * writes itself (respond.c, refuse_proto.c).
  *
- * Ownership and lifetime (the rule every module below keeps):
- *  - A struct conn belongs to its worker from conn_accept to its reaping:
- *    conn_close marks it CONN_S_DEAD and the worker frees it later, never
- *    inside one of its own callbacks.  An HTTP/2 stream's virtual connection
- *    belongs to the stream (proxy/h2/h2.h) and is closed the same way.
- *  - c->req, the request in flight, belongs to the connection: created by the
- *    session at a request head and freed only by the session when the request
- *    ends (http_next_request, conn_close).  Each module that keeps state for
- *    a request keeps it in its own member of struct req, allocates it, and
- *    frees it in its *_free / *_release function, which the session calls at
- *    the request's end (r->sem: semantic.h; r->cred, r->hold:
- *    cred.h; r->ws: wstunnel.c; r->refuse: refuse_proto.c).
- *  - Answering a request (http_answer and its kin) ends it: c->req may be
- *    gone on return, so a caller that answered returns at once and says so
- *    (-1) to its own caller.
- *  - Strings in struct req point into the request's own storage or to static
- *    text; c->pol and c->entry are the snapshot the connection was judged by
- *    (a reference held until reaping).
+ * struct conn and struct req, and the rule of who owns what in them, are in
+ * proxy/core/conn.h (the record every layer reads); this header is what the
+ * session does with them.
  */
 #ifndef SLUICE_PROXY_SESSION_H
 #define SLUICE_PROXY_SESSION_H
@@ -40,6 +25,7 @@
 #include "proxy/sbxreg.h"
 #include "proxy/audit_api.h"
 #include "secrets/scrub.h"
+#include "proxy/core/conn.h"
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 
@@ -128,151 +114,6 @@ void refuse_proto_timeout(struct conn *c, struct refusal *end);
 void refuse_proto_keep_section(struct conn *c, const char *buf, size_t len);
 void refuse_proto_free(struct req *r);
 /* ---- conn.c / http.c ---- */
-
-enum conn_mode {
-	CONN_MODE_TRANSPARENT = 1,
-	CONN_MODE_EXPLICIT = 2,
-};
-
-enum conn_state {
-	CONN_S_PEEK = 1,        /* reading the proxy head (explicit) or ClientHello (transparent) */
-	CONN_S_TLS_ACCEPT = 2,  /* TLS handshake with the client */
-	CONN_S_REQ_HEAD = 3,    /* waiting for or reading a request head */
-	CONN_S_DIAL = 4,        /* request parsed, upstream being dialled */
-	CONN_S_RELAY = 5,       /* request body up, response down */
-	CONN_S_TUNNEL = 6,      /* bytes both ways (passthrough, WebSocket) */
-	CONN_S_CLOSING = 7,     /* flushing the last answer, then close */
-	CONN_S_DEAD = 8,        /* waiting to be reaped */
-	CONN_S_HOLD = 9,        /* request body held whole before dialling (credbody.c) */
-	CONN_S_H2 = 10,         /* an HTTP/2 client connection: its streams are virtual connections (h2srv.c) */
-};
-
-enum resp_state {
-	RESP_S_HEAD = 1,
-	RESP_S_BODY = 2,
-	RESP_S_DONE = 3,
-};
-
-/* The request in flight on a connection (one at a time: pipelined requests wait in the input). */
-struct req {
-	char method[40];
-	size_t method_len;
-	char *path;                     /* normalised path, heap, freed at request end */
-	size_t path_len;
-	char *query;                    /* "?..." or NULL, heap */
-	int minor_version;
-	int is_head;
-	int client_keep_alive;
-	int websocket;
-	struct evbuffer *up_head;       /* the head to send upstream, built at parse time */
-	enum h1_framing body;           /* request body framing */
-	uint64_t body_left;
-	struct h1_chunked body_chunk;
-	int body_done;
-	enum resp_state resp;
-	enum h1_framing resp_body;
-	uint64_t resp_left;
-	struct h1_chunked resp_chunk;
-	int resp_chunked_out;           /* re-encode the response body as chunked toward the client */
-	int head_copy_sent;             /* up_head kept for one retry on a stale pooled upstream */
-	int upstream_tls;               /* -1 until dialled */
-	int refused;                    /* the gateway refused the upstream (a private address) */
-	int status;
-	int upstream_keep_alive;
-	struct cred_req *cred;          /* cred/: the secrets this request uses, its searches and scrubbers (cred.h) */
-	int up_no_reuse;                /* a request with a body (set for every such one; only GET/HEAD/OPTIONS use it) */
-	uint64_t bytes_up;
-	uint64_t bytes_down;
-	struct timespec t0;
-	const char *rule;
-	const char *reason;
-	char rule_buf[512];
-	struct ws_tunnel *ws;           /* wstunnel.c: the frames of an upgraded WebSocket, or NULL */
-	struct evbuffer *hold;          /* credbody.c: the request body held before dialling (decoded) */
-	struct evbuffer *req_trailers;  /* the trailer lines of a held or searched chunked body (never sent), or NULL */
-	uint64_t body_total;            /* the body's Content-Length as the client sent it */
-	struct evbuffer *resp_trailers; /* relay.c: the raw trailer field lines of a chunked response, or NULL */
-	uint64_t audit_seq;             /* the seq of its request record (0: not queued, or the log is off) */
-	char audit_id[32];              /* "<conn>-<n>": its records' "id" */
-	unsigned char audit_decided;    /* the request record is queued */
-	unsigned char audit_done;       /* the outcome is recorded (response, or the denied request) */
-	unsigned char audit_exfil;      /* its exfiltration_attempt record is queued */
-	unsigned char audit_parked;     /* waiting for its record before the first byte goes upstream */
-	struct sem_req *sem;            /* semantic.c: a held body, a hold, limits, report mode; NULL when none */
-	size_t up_queued;               /* relay.c: bytes queued toward the upstream when the body timer was last armed */
-	unsigned char proto;            /* enum refuse_proto: how a refusal is answered */
-	struct refuse_git *refuse;      /* refuse_proto.c: a refused push being drained, or its kept section; NULL */
-};
-
-/* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
-union conn_addr {
-	struct sockaddr sa;
-	struct sockaddr_in in4;
-	struct sockaddr_in6 in6;
-};
-
-/*
- * One client connection.  Kept small on purpose: a thousand idle keep-alive
- * connections cost what this struct, its SSL and two libevent events cost
- * (see docs/performance.md).  Strings are formatted when logged, not kept.
- */
-struct conn {
-	uint64_t id;
-	struct worker *w;
-	enum conn_mode mode;
-	enum conn_state state;
-	evutil_socket_t fd;
-	union conn_addr peer;
-	union conn_addr dest;           /* original destination (transparent) */
-	struct event *ev;               /* the socket, EV_READ|EV_WRITE|EV_ET, accept to close */
-	SSL *ssl;                       /* client-side TLS, or NULL (cio.c) */
-	struct evbuffer *in;            /* cio.c: NULL while empty and idle; use cio_in() */
-	struct evbuffer *out;           /* cio.c: likewise; use cio_out() */
-	size_t io_wpending;             /* the length of an SSL_write to retry with the same bytes */
-	struct policy *pol;             /* the snapshot this connection was judged by */
-	const struct policy_host *entry;
-	const char *sandbox;            /* the known sandbox this client is (borrowed from pol or sbx), NULL if none */
-	struct sbx_entry *sbx;          /* a registered sandbox (sbxreg.c): a reference, given back at reap; streams borrow */
-	uint64_t sbx_id;                /* ... the registration it was judged under (sbxreg_entry_current) */
-	uint64_t pol_gen;               /* the generation of <pol> (revoke.c) */
-	uint64_t revoke_gen;            /* the secrets-and-sandboxes generation <pol> belongs to (revoke.c) */
-	const char *revoked;            /* why its facts were withdrawn (static text): no further request, NULL if not */
-	char *host;                     /* the judged host, heap ("" until known on plain HTTP); conn_set_host() */
-	char *sni;                      /* the SNI as sent, heap, NULL if none */
-	struct upstream *up;
-	struct req *req;                /* the request in flight, NULL between requests */
-	struct timespec t0;
-	LIST_ENTRY(conn) link;
-	uint64_t deadline;              /* CLOCK_MONOTONIC ms when the current limit runs out (deadline.c) */
-	unsigned dl_pos;                /* 1 + its slot in the worker's deadline heap, 0 when not armed */
-	unsigned port;
-	uint32_t nreq;                  /* requests begun: audit ids "<id>-<n>" (a stream's starts at its stream id - 1) */
-	uint32_t nrefused;              /* refusals recorded one by one (http_refusal_admit; a stream's: its connection's) */
-	uint32_t nrefused_quiet;        /* refusals past PROXY_REFUSALS_AUDITED: only counted, one record at close */
-	unsigned has_dest : 1;
-	unsigned tls : 1;               /* client side is TLS */
-	unsigned judged : 1;            /* host has a connection verdict */
-	unsigned client_eof : 1;        /* the client sent its last byte (or its side failed) */
-	unsigned up_eof : 1;            /* the upstream closed its side */
-	unsigned head_started : 1;      /* bytes of the next request head have arrived */
-	unsigned shut_wr : 1;           /* our side of the socket is shut down */
-	unsigned counted : 1;           /* holds a per-client slot */
-	unsigned io_on : 1;             /* cio.c owns the socket (after the peek) */
-	unsigned io_reading : 1;        /* reading is wanted (backpressure turns it off) */
-	unsigned io_full : 1;           /* reading stopped at the input bound */
-	unsigned io_dead : 1;           /* the client side failed: no more I/O */
-	unsigned io_kicked : 1;         /* an I/O round is scheduled or running */
-	unsigned io_rblocked : 1;       /* a read found the socket empty: the next EV_READ edge says when to try again */
-	unsigned io_wblocked : 1;       /* a write found the socket full: ... the next EV_WRITE edge */
-	unsigned h2_conn : 1;           /* an HTTP/2 client connection: <h2> is its session */
-	unsigned h2_stream : 1;         /* a stream's virtual connection: <h2> is its stream, no socket */
-	unsigned alpn_h1 : 1;           /* the client's ALPN list offered http/1.1 */
-	unsigned alpn_h2 : 1;           /* ... and h2 (the upstream is offered only this overlap) */
-	union {                         /* h2srv.c (proxy/h2/h2.h), by h2_conn / h2_stream: */
-		struct h2srv *sess;     /* ... an HTTP/2 client connection's session */
-		struct h2stream *stream; /* ... a stream's virtual connection's stream */
-	} h2;
-};
 
 void conn_accept(struct worker *w, enum conn_mode mode, evutil_socket_t fd, const struct sockaddr *sa,
                  socklen_t salen);

@@ -176,6 +176,7 @@ cf_conn(struct cf *f, const char *sandbox, const char *host, int tls, const char
 	cf_store.e[0].val = &cf_val_tok;
 	cf_val_tok.refs = cf_val_other.refs = 0;   /* a failed case before does not fail the next */
 	f->c.w = &f->w;
+	f->c.ops = sessfake_ops;
 	f->c.pol = f->pol;
 	f->c.tls = tls ? 1 : 0;
 	f->c.sandbox = NULL;

@@ -87,12 +87,8 @@ conn_op_no_held(struct conn *c)
 	return NULL;
 }
 
-const struct conn_ops *
-conn_ops(const struct conn *c)
-{
-	(void)c;
-	return &fake_ops_h1;
-}
+/* The operations every connection of these tests speaks (a fake HTTP/1.1): set on each conn by its fixture. */
+const struct conn_ops *const sessfake_ops = &fake_ops_h1;
 
 int
 fake_policy(const char *yaml, struct policy_config **cfg, struct policy **pol)

@@ -7,7 +7,7 @@
  * (a closing one clears the request's client_keep_alive, as http_refuse
  * does, and nothing is freed); http_refuse (the one answer, reached from the
  * async callbacks, e.g. an operator's decision) records it the same way.
- * conn_ops gives an HTTP/1.1 connection's operations (no held-bytes count
+ * sessfake_ops (each fixture sets it as c->ops) is an HTTP/1.1 connection's operations (no held-bytes count
  * shared with siblings; trailers, aborts and the rest fail the test), and
  * conn_peer_str a fixed sandbox address.  Every refusal these modules give
  * must be audited: a quiet one fails the test, and so does a call that
@@ -27,6 +27,10 @@ struct fake_answer {
 extern struct fake_answer fake_ans;
 
 void fake_answer_reset(void);
+
+struct conn_ops;
+/* The operations a fixture sets as c->ops of its connections. */
+extern const struct conn_ops *const sessfake_ops;
 
 struct conn;
 struct refusal;

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 #include "proxy/session/session.h"
+#include "proxy/session/conn_ops.h"
 #include "proxy/session/refusal.h"
 #include "proxy/core/context.h"
 
@@ -73,6 +74,7 @@ setup(void **state)
 	f->w.gw = &f->gw;
 	f->c.id = 1;
 	f->c.w = &f->w;
+	f->c.ops = &conn_ops_h1;
 	f->c.pol = f->pol;
 	struct policy_conn_decision d;
 

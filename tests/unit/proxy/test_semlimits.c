@@ -145,6 +145,7 @@ request(struct fx *f, const char *method, const char *path, const char *body, in
 	fake_answer_reset();
 	evbuffer_drain(client_out, evbuffer_get_length(client_out));
 	f->c.w = &f->w;
+	f->c.ops = sessfake_ops;
 	f->c.pol = f->pol;
 	f->c.tls = 1;
 	snprintf(f->host, sizeof(f->host), "api.example.test");

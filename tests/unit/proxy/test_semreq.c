@@ -266,6 +266,7 @@ head(struct fx *f, const char *host, const char *h)
 	memset(&f->c, 0, sizeof(f->c));
 	memset(&f->r, 0, sizeof(f->r));
 	f->c.w = &f->w;
+	f->c.ops = sessfake_ops;
 	f->c.pol = f->pol;
 	f->c.tls = 1;
 	f->c.state = CONN_S_REQ_HEAD;
