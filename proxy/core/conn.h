@@ -251,6 +251,16 @@ struct conn {
 	} h2;
 };
 
+/* ---- conn.c: facts of the record, for every layer ---- */
+
+/* The client's (or the original destination's) address as text, into <buf> (CONN_ADDR_STR bytes, net.h). */
+const char *conn_peer_str(const struct conn *c, char *buf);
+const char *conn_dest_str(const struct conn *c, char *buf);
+/* The gateway's limits (the configuration <c> was accepted under). */
+const struct policy_limits *conn_limits(struct conn *c);
+/* The current request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
+const char *conn_req_id(struct conn *c);
+
 /* The operations of <c>: the one place that says which protocol a connection speaks. */
 static inline const struct conn_ops *
 conn_ops(const struct conn *c)

@@ -37,7 +37,7 @@
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
 #include "proxy/session/session.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
 #include "secrets/detect.h"
@@ -205,7 +205,7 @@ cred_hold_start(struct conn *c)
 	conn_set_state(c, CONN_S_HOLD);
 	if (c->req->cred->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
 		evbuffer_add(cio_out(c), SLUICE_LIT("HTTP/1.1 100 Continue\r\n\r\n"));
-	conn_arm_timer(c, http_limits(c)->body_ms);
+	conn_arm_timer(c, conn_limits(c)->body_ms);
 }
 
 /* ---- JSON ---- */
@@ -771,7 +771,7 @@ cred_hold_pump(struct conn *c, struct refusal *rf)
 	int p, progress = 0;
 
 	while (!r->body_done && evbuffer_get_length(r->hold) <= r->cred->hold_max) {
-		p = relay_body_move(c, cin, r->hold, 0, &err);
+		p = req_body_move(c, cin, r->hold, 0, &err);
 		if (p < 0)
 			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
 		if (p == 0)
@@ -791,7 +791,7 @@ cred_hold_wait(struct conn *c, int progress, struct refusal *rf)
 	if (c->client_eof && evbuffer_get_length(cio_in(c)) == 0)
 		return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", "client closed inside the request body");
 	if (progress)
-		conn_arm_timer(c, http_limits(c)->body_ms);
+		conn_arm_timer(c, conn_limits(c)->body_ms);
 	cio_read(c, 1);
 	return 0;
 }

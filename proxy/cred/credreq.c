@@ -17,7 +17,7 @@
 #include "proxy/cred/credhead.h"
 #include "proxy/session/session.h"
 #include "proxy/core/context.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "secrets/scrub.h"
 
 #define BASIC_MAX CREDHEAD_BASIC_MAX   /* the longest Basic credential decoded and searched */

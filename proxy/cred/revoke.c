@@ -38,7 +38,7 @@
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 
 static int
 str_eq(const char *a, const char *b)

@@ -615,7 +615,7 @@ h2srv_pump(struct conn *c)
 		} else {
 			evbuffer_drain(in, (size_t)r);
 		}
-		conn_arm_timer(c, http_limits(c)->idle_ms);
+		conn_arm_timer(c, conn_limits(c)->idle_ms);
 	}
 	for (round = 0; more && round < H2_PUMP_ROUNDS && c->state == CONN_S_H2; round++) {
 		more = 0;

@@ -31,7 +31,7 @@
 #include "proxy/session/session.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
@@ -274,7 +274,7 @@ park(struct conn *c, const struct policy_decision *d, struct refusal *rf)
 	info.rule = d->act.rule;
 	info.fields = d->fields;
 	info.nfields = d->nfields;
-	info.request_id = http_req_id(c);
+	info.request_id = conn_req_id(c);
 	r->body = H1_BODY_NONE;  /* read whole: every answer from now on can keep the connection */
 	rc = gw->approvals != NULL ? approvals_add(gw->approvals, &info, ms, c->w->base, approval_done, c, s->hold_id)
 	                           : SLUICE_EINVAL;
@@ -538,7 +538,7 @@ sem_hold_pump(struct conn *c, struct refusal *rf)
 			break;
 		if (r->body_done || len > cap)
 			break;
-		p = relay_body_move(c, cin, r->hold, 0, &err);
+		p = req_body_move(c, cin, r->hold, 0, &err);
 		if (p < 0)
 			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
 		if (p == 0)

@@ -16,7 +16,7 @@
 #include "policy/judge.h"
 #include "proxy/judge/limits.h"
 #include "proxy/session/session.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 #include "proxy/core/context.h"

@@ -90,20 +90,6 @@ conn_set_host(struct conn *c, const char *host)
 	c->host = host[0] != '\0' ? xstrdup(host) : host_none;
 }
 
-const char *
-conn_peer_str(const struct conn *c, char *buf)
-{
-	return netaddr_format(&c->peer.sa, 0, buf, CONN_ADDR_STR);
-}
-
-const char *
-conn_dest_str(const struct conn *c, char *buf)
-{
-	if (!c->has_dest)
-		return NULL;
-	return netaddr_format(&c->dest.sa, 1, buf, CONN_ADDR_STR);
-}
-
 static void
 reap_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -20,7 +20,7 @@
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 
 #define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
 
@@ -70,23 +70,6 @@ req_new(struct conn *c)
 	return c->req;
 }
 
-const struct policy_limits *
-http_limits(struct conn *c)
-{
-	return &c->w->gw->cfg->limits;
-}
-
-const char *
-http_req_id(struct conn *c)
-{
-	struct req *r = c->req;
-
-	if (r->audit_id[0] == '\0')
-		snprintf(r->audit_id, sizeof(r->audit_id), "%llu-%lu", (unsigned long long)c->id,
-		         (unsigned long)++c->nreq);
-	return r->audit_id;
-}
-
 /* The request record: at the decision (allow, no status), or a refusal's only record (deny and the status). */
 static uint64_t
 audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
@@ -107,7 +90,7 @@ audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 	struct audit_rec a = {
 		.kind = AUDIT_KIND_REQUEST,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = http_req_id(c),
+		.id = conn_req_id(c),
 		.client = conn_peer_str(c, peer),
 		.dest = conn_dest_str(c, dest),
 		.sni = c->sni,
@@ -144,7 +127,7 @@ audit_exfil_rec(struct conn *c)
 		.kind = AUDIT_KIND_EXFILTRATION_ATTEMPT,
 		.event = "exfiltration_attempt",
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = http_req_id(c),
+		.id = conn_req_id(c),
 		.secret = r->cred->event_secret,
 		.place = r->cred->event_place,
 		.host = c->host[0] ? c->host : NULL,
@@ -176,7 +159,7 @@ audit_response_rec(struct conn *c)
 	struct audit_rec a = {
 		.kind = AUDIT_KIND_SCRUB,
 		.sandbox = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer),
-		.id = http_req_id(c),
+		.id = conn_req_id(c),
 		.host = c->host[0] ? c->host : NULL,
 		.scrubbed = scrubbed,
 		.nscrubbed = n,
@@ -316,7 +299,7 @@ http_next_request(struct conn *c, int keep)
 	}
 	conn_set_state(c, CONN_S_REQ_HEAD);
 	cio_read(c, 1);
-	conn_arm_timer(c, http_limits(c)->idle_ms);
+	conn_arm_timer(c, conn_limits(c)->idle_ms);
 }
 
 /*
@@ -571,7 +554,7 @@ request_host(struct conn *c, const struct h1_message *m, const char **path, size
 static int
 read_request(struct conn *c)
 {
-	const struct policy_limits *lim = http_limits(c);
+	const struct policy_limits *lim = conn_limits(c);
 	struct h1_limits hl = {lim->header_bytes, lim->request_line_bytes, lim->header_count};
 	struct evbuffer *in = cio_in(c);
 	struct h1_message *m = c->w->msg;
@@ -857,14 +840,14 @@ http_timeout(struct conn *c)
 		return;
 	case CONN_S_RELAY:
 		if (relay_up_progress(c)) {
-			conn_arm_timer(c, http_limits(c)->body_ms);
+			conn_arm_timer(c, conn_limits(c)->body_ms);
 			return;
 		}
 		relay_abort(c, "no progress in time (limits.body)", 504);
 		return;
 	case CONN_S_H2:
 		if (conn_ops(c)->waiting(c)) {  /* a stream waits for an operator: the connection is not idle */
-			conn_arm_timer(c, http_limits(c)->idle_ms);
+			conn_arm_timer(c, conn_limits(c)->idle_ms);
 			return;
 		}
 		conn_close(c);

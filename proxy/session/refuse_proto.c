@@ -33,7 +33,7 @@
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/session/session.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/session/conn_ops.h"
 
 #define GIT_PKT_MAX 65520       /* git's LARGE_PACKET_MAX: side-band-64k */
@@ -341,7 +341,7 @@ refuse_proto_answer(struct conn *c, const struct refusal *rf, struct refusal *en
 		if (c->state != CONN_S_HOLD)
 			conn_set_state(c, CONN_S_HOLD);
 		cio_read(c, 1);
-		conn_arm_timer(c, http_limits(c)->body_ms);
+		conn_arm_timer(c, conn_limits(c)->body_ms);
 		return REFUSE_PROTO_DRAINING;
 	default:
 		return REFUSE_PROTO_JSON;
@@ -371,7 +371,7 @@ refuse_proto_pump(struct conn *c, struct refusal *end)
 
 		if (r->body_done || g->drained > REFUSE_GIT_DRAIN_MAX)
 			break;
-		p = relay_body_move(c, cin, g->buf, 0, &err);
+		p = req_body_move(c, cin, g->buf, 0, &err);
 		if (p <= 0)
 			break;
 		progress = 1;
@@ -398,7 +398,7 @@ refuse_proto_pump(struct conn *c, struct refusal *end)
 		return 1;
 	}
 	if (progress)
-		conn_arm_timer(c, http_limits(c)->body_ms);
+		conn_arm_timer(c, conn_limits(c)->body_ms);
 	return 0;
 }
 

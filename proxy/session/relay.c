@@ -11,13 +11,12 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/session/session.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 
-#define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 #define RESP_HEAD_MIN 32768
 
 static void dial_done(struct upstream *up, const char *err, int status, void *arg);
@@ -116,7 +115,7 @@ send_head(struct conn *c)
 	r->body_done = r->body_done || r->body == H1_BODY_NONE;  /* a git push's body may be whole already (semantic.c) */
 	if (r->sem != NULL)
 		sem_sent(r);
-	conn_arm_timer(c, http_limits(c)->body_ms);
+	conn_arm_timer(c, conn_limits(c)->body_ms);
 	cio_read(c, 1);
 	r->up_queued = evbuffer_get_length(uout);
 }
@@ -160,7 +159,7 @@ relay_dial(struct conn *c, struct refusal *rf)
 	c->req->upstream_tls = c->tls;
 	conn_set_state(c, CONN_S_DIAL);
 	cio_read(c, 0);
-	conn_arm_timer(c, http_limits(c)->upstream_connect_ms + 1000);
+	conn_arm_timer(c, conn_limits(c)->upstream_connect_ms + 1000);
 	c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
 		int rc = start_relay(c, rf);
@@ -202,100 +201,6 @@ dial_done(struct upstream *up, const char *err, int status, void *arg)
 		relay_pump(c);
 }
 
-/* Moves up to <*left> bytes of a Content-Length body from <in> to <out>; 1 once none are left. */
-static int
-move_counted(struct evbuffer *in, struct evbuffer *out, uint64_t *left, uint64_t *bytes)
-{
-	size_t n = evbuffer_get_length(in);
-
-	if (n > *left)
-		n = (size_t)*left;
-	evbuffer_remove_buffer(in, out, n);
-	*left -= n;
-	*bytes += n;
-	return *left == 0;
-}
-
-/*
- * One chunked-decoder step from <in> to <out>; re-encodes when <reencode>.
- * The trailer section goes to *<trailers> (created on demand) when that is
- * given, and the caller ends the body; else, re-encoding, it ends the body
- * inline ("0" CRLF trailers CRLF).  1 progress, 0 wait, -1 error.
- */
-static int
-chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *st, int reencode, uint64_t *bytes,
-             int *done, struct evbuffer **trailers, const char **err)
-{
-	size_t len = evbuffer_get_length(in), cap = len < CHUNK_PULL ? len : CHUNK_PULL;
-	const char *p, *data = NULL, *tr = NULL;
-	size_t dlen = 0, tlen = 0, off;
-	char tbuf[PROXY_TRAILER_MAX + 2];
-	int n;
-
-	if (len == 0)
-		return 0;
-	p = (const char *)evbuffer_pullup(in, (ev_ssize_t)cap);
-	n = h1_chunked_decode(st, p, cap, &data, &dlen, done, &tr, &tlen, err);
-	if (n == -2) {
-		if (cap == CHUNK_PULL) {
-			*err = "chunk framing line too long";
-			return -1;
-		}
-		return 0;
-	}
-	if (n < 0)
-		return -1;
-	/* one call may return the last data span and the end of the body together;
-	 * the trailers point into <in>, so keep them before draining it */
-	if (*done && tlen > 0) {
-		if (tlen > sizeof(tbuf)) {
-			*err = "trailers too large";
-			return -1;
-		}
-		memcpy(tbuf, tr, tlen);
-	}
-	off = dlen > 0 ? (size_t)(data - p) : 0;
-	if (dlen > 0) {
-		if (reencode)
-			evbuffer_add_printf(out, "%zx\r\n", dlen);
-		evbuffer_drain(in, off);
-		evbuffer_remove_buffer(in, out, dlen);
-		if (reencode)
-			evbuffer_add(out, SLUICE_LIT("\r\n"));
-		*bytes += dlen;
-	}
-	if (*done && trailers != NULL) {
-		if (tlen > 0) {
-			if (*trailers == NULL && (*trailers = evbuffer_new()) == NULL)
-				fatalx("out of memory");
-			evbuffer_add(*trailers, tbuf, tlen);
-		}
-	} else if (*done && reencode) {
-		evbuffer_add(out, SLUICE_LIT("0\r\n"));
-		if (tlen > 0)
-			evbuffer_add(out, tbuf, tlen);
-		evbuffer_add(out, SLUICE_LIT("\r\n"));
-	}
-	evbuffer_drain(in, (size_t)n - off - dlen);
-	return 1;
-}
-
-int
-relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
-{
-	struct req *r = c->req;
-
-	if (r->body_done || evbuffer_get_length(in) == 0)
-		return 0;
-	if (r->body == H1_BODY_LENGTH) {
-		r->body_done = move_counted(in, out, &r->body_left, &r->bytes_up);
-		return 1;
-	}
-	/* a body held or searched for placeholders (not re-encoded) keeps its trailers to be searched, never sent */
-	return chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, reencode ? NULL : &r->req_trailers,
-	                    err);
-}
-
 /*
  * The relay's one exit for a failure one of its events sees: <rf> is answered
  * (the session's http_refuse) while no response head went out to the client,
@@ -335,7 +240,7 @@ relay_abort(struct conn *c, const char *why, int status)
 static int
 response_head(struct conn *c)
 {
-	const struct policy_limits *lim = http_limits(c);
+	const struct policy_limits *lim = conn_limits(c);
 	/* bounded by the upstream's read watermark, or a larger head would stall instead of failing */
 	size_t maxh = lim->header_bytes > RESP_HEAD_MIN ? lim->header_bytes : RESP_HEAD_MIN;
 
@@ -605,7 +510,7 @@ relay_pump(struct conn *c)
 		/* with secrets declared, the body goes through the placeholder search (credreq.c) */
 		qout = r->cred->scan != NULL ? r->cred->scan_in : uout;
 		while (!r->body_done && evbuffer_get_length(uout) < PROXY_HIGH_WATER && evbuffer_get_length(cin) > 0) {
-			p = relay_body_move(c, cin, qout, qout == uout, &err);
+			p = req_body_move(c, cin, qout, qout == uout, &err);
 			if (p < 0) {
 				relay_abort(c, "malformed chunked request body", 400);
 				return;
@@ -649,11 +554,11 @@ relay_pump(struct conn *c)
 		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : cred_resp_queue_max(r)) &&
 		       evbuffer_get_length(uin) > 0) {
 			if (r->resp_body == H1_BODY_LENGTH) {
-				if (move_counted(uin, bout, &r->resp_left, &r->bytes_down))
+				if (body_move_counted(uin, bout, &r->resp_left, &r->bytes_down))
 					r->resp = RESP_S_DONE;
 			} else if (r->resp_body == H1_BODY_CHUNKED) {
 				int done = 0;
-				p = chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done,
+				p = body_chunked_step(uin, bout, &r->resp_chunk, r->resp_chunked_out, &r->bytes_down, &done,
 				                 &r->resp_trailers, &err);
 				if (p < 0) {
 					relay_abort(c, "malformed chunked response body", 502);
@@ -706,7 +611,7 @@ relay_pump(struct conn *c)
 	}
 wait:
 	if (progress) {
-		conn_arm_timer(c, http_limits(c)->body_ms);
+		conn_arm_timer(c, conn_limits(c)->body_ms);
 		r->up_queued = evbuffer_get_length(bufferevent_get_output(c->up->bev));
 	}
 	relay_backpressure(c);
@@ -752,7 +657,7 @@ tunnel_pump(struct conn *c)
 	uin = bufferevent_get_input(c->up->bev);
 	uout = bufferevent_get_output(c->up->bev);
 	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
-		conn_arm_timer(c, http_limits(c)->idle_ms);
+		conn_arm_timer(c, conn_limits(c)->idle_ms);
 	if (evbuffer_get_length(uout) < PROXY_HIGH_WATER)
 		evbuffer_remove_buffer(cin, uout, PROXY_HIGH_WATER - evbuffer_get_length(uout));
 	if (evbuffer_get_length(cout) < PROXY_HIGH_WATER)

@@ -26,6 +26,8 @@
 #include "proxy/audit_api.h"
 #include "secrets/scrub.h"
 #include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 
@@ -45,6 +47,15 @@ struct h2stream;
 #define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
 #define PROXY_REFUSALS_AUDITED 256          /* refusals on one client connection recorded one by one; beyond: a count */
 #define PROXY_HOLD_GRACE_MS 5000           /* a request waiting for approval: its connection's deadline after the hold's */
+/*
+ * The session's one answer (http.c): writes <rf> in the client's protocol
+ * (git, gRPC: refuse_proto.c; else JSON: respond.c), records and audits it,
+ * and ends the request: c->req is freed (or, for a refused git push whose
+ * body is drained first, freed when the drain ends).  <rf> and what it
+ * points to are read before anything is freed.
+ */
+void http_refuse(struct conn *c, const struct refusal *rf);
+
 /* ---- respond.c: answers the gateway writes itself ---- */
 
 /*
@@ -135,15 +146,11 @@ void conn_start_requests(struct conn *c);
 void conn_refuse(struct conn *c, int status, const char *error, const char *rule, const char *reason);
 /* Replaces the judged host with a copy of <host>. */
 void conn_set_host(struct conn *c, const char *host);
-/* The client's (or the original destination's) address as text, into <buf> (CONN_ADDR_STR bytes). */
-const char *conn_peer_str(const struct conn *c, char *buf);
-const char *conn_dest_str(const struct conn *c, char *buf);
 /* The client TLS handshake failed with <why>: logged, audited, closed. */
 void conn_tls_failed(struct conn *c, const char *why);
 
 /* http.c: request heads on a connection in REQ_HEAD: parse, name the host, judge, answer. */
 void http_pump(struct conn *c);
-const struct policy_limits *http_limits(struct conn *c);
 /*
  * The current request is decided and allowed: its request record is queued
  * (once; relay_dial).  0, or -1 when the log could not take it (refuse 503).
@@ -167,8 +174,6 @@ void http_next_request(struct conn *c, int keep);
 int http_answer_keep(const struct conn *c, int status);
 /* The request in flight fails after its head went out: audited, flushed, closed (a stream: reset); c->req freed. */
 void http_truncate(struct conn *c, const char *why);
-/* The current request's id, given once: "<conn>-<n>" (a stream's n is its stream id). */
-const char *http_req_id(struct conn *c);
 int http_append_header(struct evbuffer *out, const struct h1_header *h);
 /* Copies <m>'s end-to-end headers (no hop-by-hop, no Content-Length), minus <skip1>/<skip2>. */
 void http_copy_headers(struct evbuffer *out, const struct h1_message *m, const char *skip1, const char *skip2);
@@ -211,8 +216,6 @@ void audit_conn(struct conn *c, enum audit_verdict verdict, const char *rule, co
 int http_refusal_admit(struct conn *c);
 void http_refusals_flush(struct conn *c);
 
-/* relay.c: moves request body bytes from <in> to <out> (re-chunked when <reencode>): 1 progress, 0 wait, -1 bad. */
-int relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 
 /* tunnel: bytes both ways until either side closes. */
 void tunnel_pump(struct conn *c);

@@ -421,7 +421,7 @@ ws_tunnel_pump(struct conn *c)
 	int a, b;
 
 	if (evbuffer_get_length(cin) > 0 || evbuffer_get_length(uin) > 0)
-		conn_arm_timer(c, http_limits(c)->idle_ms);
+		conn_arm_timer(c, conn_limits(c)->idle_ms);
 	before = evbuffer_get_length(uout);
 	a = ws_tunnel_from_client(t, cin, uout, PROXY_HIGH_WATER, &idx, &err);
 	r->bytes_up += evbuffer_get_length(uout) - before;

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "tests/unit/proxy/sessfake.h"
 
 struct fake_answer fake_ans;

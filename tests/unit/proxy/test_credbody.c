@@ -87,7 +87,7 @@ conn_set_state(struct conn *c, enum conn_state s)
 }
 
 const struct policy_limits *
-http_limits(struct conn *c)
+conn_limits(struct conn *c)
 {
 	(void)c;
 	unexpected("http_limits");
@@ -95,10 +95,10 @@ http_limits(struct conn *c)
 }
 
 int
-relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
+req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
 {
 	(void)c, (void)in, (void)out, (void)reencode, (void)err;
-	unexpected("relay_body_move");
+	unexpected("req_body_move");
 	return -1;
 }
 

@@ -23,7 +23,7 @@
 #include <event2/buffer.h>
 #include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "proxy/core/context.h"
 
 static const char yaml[] =

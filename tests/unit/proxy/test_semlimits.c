@@ -27,7 +27,7 @@
 #include "proxy/judge/limits.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
-#include "proxy/session/refusal.h"
+#include "proxy/core/refusal.h"
 #include "tests/unit/proxy/sessfake.h"
 
 static const char yaml[] =

@@ -2,7 +2,7 @@
  * test_semreq.c - semantic rules in the request path (proxy/judge/semantic.c)
  * without a gateway: a request head parsed by the real parser, a struct
  * conn / struct req built here, the client's body bytes arriving in a test
- * buffer (cio_in) a piece at a time and moved by a fake relay_body_move (the
+ * buffer (cio_in) a piece at a time and moved by a fake req_body_move (the
  * net below), and a recording session above (the refusals semantic.c
  * returns, recorded as the session would answer them: sessfake.h;
  * cred_hold_done, relay_dial).  Covered: the body bound (413 from Content-Length at once, and
@@ -96,7 +96,7 @@ cio_in(struct conn *c)
 
 /* relay.c's: moves what the framing allows from <in> to <out> (the body as sent: length, or "chunked" here raw) */
 int
-relay_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
+req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
 {
 	struct req *r = c->req;
 	size_t n = evbuffer_get_length(in);
@@ -168,7 +168,7 @@ http_audit_request(struct conn *c, enum audit_verdict verdict)
 }
 
 const char *
-http_req_id(struct conn *c)
+conn_req_id(struct conn *c)
 {
 	(void)c;
 	return "1-1";

@@ -1,5 +1,5 @@
 /*
- * proxy/session/refusal.h - a refusal as a value, and who answers it.
+ * proxy/core/refusal.h - a refusal as a value, and who answers it.
  *
  * Credential checks (proxy/cred/), semantic decisions and limits
  * (proxy/judge/), the protocol-specific refusals (refuse_proto.c) and the
@@ -29,8 +29,8 @@
  *     fills a refusal and hands it to http_refuse() from that callback, the
  *     outermost frame, where nothing below it holds c->req.
  */
-#ifndef SLUICE_PROXY_REFUSAL_H
-#define SLUICE_PROXY_REFUSAL_H
+#ifndef SLUICE_PROXY_CORE_REFUSAL_H
+#define SLUICE_PROXY_CORE_REFUSAL_H
 
 /* The "error" member of a JSON answer: what kind of refusal it is (text only at the edge: refusal_err_text). */
 enum refusal_err {
@@ -90,14 +90,6 @@ int refusal_set(struct refusal *rf, int status, enum refusal_err err, const char
 /* refusal_set, and the connection closes after the answer. */
 int refusal_close(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason);
 
-struct conn;
-/*
- * The session's one answer (http.c): writes <rf> in the client's protocol
- * (git, gRPC: refuse_proto.c; else JSON: respond.c), records and audits it,
- * and ends the request: c->req is freed (or, for a refused git push whose
- * body is drained first, freed when the drain ends).  <rf> and what it
- * points to are read before anything is freed.
- */
-void http_refuse(struct conn *c, const struct refusal *rf);
+/* The session answers a refusal with http_refuse() (proxy/session/session.h), the only writer of an answer. */
 
 #endif
