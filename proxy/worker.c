@@ -214,6 +214,7 @@ worker_start(struct worker *w)
 	event_config_free(ecfg);
 	if (w->base == NULL || deadline_init(w) != 0)
 		return SLUICE_EIO;
+	w->sem_hooks = &session_sem_hooks;  /* likewise the judge, when an operator decides */
 	net_ops_set(w, &session_net_ops);  /* net reports to the session through these, never by calling it */
 	w->dns = evdns_base_new(w->base, 0);
 	if (w->dns == NULL)

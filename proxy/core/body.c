@@ -11,7 +11,6 @@
 #include "common/sluice.h"
 #include "proxy/core/body.h"
 #include "proxy/core/conn.h"
-#include "proxy/net/net.h"
 
 #define BODY_CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 

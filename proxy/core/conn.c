@@ -3,7 +3,6 @@
 #include "common/netaddr.h"
 #include "proxy/core/conn.h"
 #include "proxy/core/context.h"
-#include "proxy/net/net.h"
 
 const char *
 conn_peer_str(const struct conn *c, char *buf)

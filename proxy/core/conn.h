@@ -43,6 +43,9 @@
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
 
+#define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
+#define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound (both directions, HTTP/1.1 and 2) */
+
 struct conn;
 struct req;
 struct worker;
@@ -249,6 +252,22 @@ struct conn {
 		struct h2srv *sess;     /* ... an HTTP/2 client connection's session */
 		struct h2stream *stream; /* ... a stream's virtual connection's stream */
 	} h2;
+};
+
+/*
+ * The step a request whose body is held takes next (CONN_S_HOLD): what the
+ * judge (sem_hold_pump, an operator's decision) returns to the session,
+ * which alone dials, answers, or closes (proxy/session/hold.c).
+ */
+enum hold_step {
+	HOLD_REFUSED = -1,      /* the struct refusal passed along is filled: the session answers it */
+	HOLD_PARKED = 0,        /* nothing to do now: the request waits for an operator */
+	HOLD_MORE = 1,          /* more of the body is awaited (none arrived this time) */
+	HOLD_MORE_MOVED = 2,    /* more of the body is awaited, and some arrived: its timer starts again */
+	HOLD_SEND_WHOLE = 3,    /* the body is held whole: cred_body_finish (search, inject), then the dial */
+	HOLD_SEND_STREAM = 4,   /* the held start goes first and the rest streams (cred_body_stream), then the dial */
+	HOLD_SEND = 5,          /* nothing is held: the dial */
+	HOLD_CLIENT_GONE = 6,   /* the client went away while the request waited: the connection closes */
 };
 
 /* ---- conn.c: facts of the record, for every layer ---- */

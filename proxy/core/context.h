@@ -49,6 +49,7 @@ struct upstream;
 struct conn;
 struct cred_store;
 struct net_ops;
+struct sem_hooks;
 TAILQ_HEAD(upstream_list, upstream);
 LIST_HEAD(conn_list, conn);
 
@@ -80,6 +81,7 @@ struct worker {
 	size_t scratch_cap;
 	struct h1_message *msg;          /* parse scratch, this thread only */
 	const struct net_ops *net_ops;   /* net.h: how net reports to the session (net_ops_set) */
+	const struct sem_hooks *sem_hooks; /* judge/semantic.h: how an operator's decision reaches the session */
 	struct upstream_list pool;
 	unsigned npool;
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */

@@ -23,6 +23,7 @@
 #include "secrets/scrub.h"
 #include "secrets/detect.h"
 #include "proxy/net/net.h"
+#include "proxy/sbxreg.h"
 
 struct conn;
 struct req;
@@ -213,14 +214,16 @@ int cred_refuse_encoded(struct conn *c, const struct policy_secret *s, const cha
 /*
  * credbody.c: request bodies held whole and searched before dialling; JSON
  * and form fields injected.  cred_hold_begin() decides at the head (1: hold,
- * 0: stream through the search, -1: out of memory); cred_hold_start() enters
- * CONN_S_HOLD once the head is consumed; cred_hold_pump() reads the body and
- * then dials (or refuses).
+ * 0: stream through the search, -1: out of memory; <sem>: a semantic rule or
+ * a hold reads the body, sem_holds_body(), so it is held whatever its size); the session holds the
+ * body (proxy/session/hold.c) and, once it is whole or too large to hold,
+ * asks cred_body_finish() or cred_body_stream() to make it ready to send.
+ * Neither dials nor answers: the session does.
  */
 enum cred_body_type { CRED_BODY_OTHER = 0, CRED_BODY_JSON = 1, CRED_BODY_FORM = 2 };
 #define CRED_BODY_HOLD_MAX (PROXY_HIGH_WATER / 2)   /* bytes of a body held whole when nothing could be injected */
 #define CRED_BODY_INJECT_MAX (1024 * 1024)          /* bytes of a JSON or form body a secret may be injected into */
-int cred_hold_begin(struct conn *c, const struct h1_message *m);
+int cred_hold_begin(struct conn *c, const struct h1_message *m, int sem);
 /*
  * A request body with a Content-Encoding (other than identity) toward a host
  * a secret is bound to cannot be searched for placeholders: 415, audited.
@@ -229,30 +232,33 @@ int cred_hold_begin(struct conn *c, const struct h1_message *m);
 int cred_body_coding_check(struct conn *c, const struct h1_message *m, struct refusal *rf);
 /* The trailers of a held or searched body (r->req_trailers): 1 and *<secret> when a placeholder is in them, 0, -1. */
 int cred_trailers_search(struct conn *c, size_t *secret);
-void cred_hold_start(struct conn *c);
-/* CONN_S_HOLD: reads the body; once whole (or too large to hold) dials.  0, or -1 refused (<rf>). */
-int cred_hold_pump(struct conn *c, struct refusal *rf);
 /*
- * The held body is whole (r->hold): search it, inject, send it with a Content-Length (relay_dial), or refuse:
- * 0, or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but for r->cred->event and rule_buf).
+ * The held body is whole (r->hold): searched, injected into, and appended to
+ * r->up_head with its Content-Length (r->hold freed), ready for the dial: 0;
+ * or -1 with <rf> filled (from as deep as the JSON walk; c->req untouched but
+ * for r->cred->event and rule_buf).
  */
-int cred_hold_done(struct conn *c, struct refusal *rf);
+int cred_body_finish(struct conn *c, struct refusal *rf);
+/*
+ * The held start of a body goes first and the rest streams (too large to hold
+ * whole, or a git push whose command section was decided on): r->up_head gets
+ * the client's framing and the held bytes (through the placeholder search
+ * when the policy has secrets), r->hold is freed.  0, or -1 with <rf>.
+ */
+int cred_body_stream(struct conn *c, struct refusal *rf);
+/* The held body's limit for this request (r->cred->hold_max): past it, cred_body_stream. */
+size_t cred_hold_max(const struct req *r);
 void cred_hold_free(struct req *r);
-/* A held body is not whole yet: -1 (400 in <rf>) if the client closed, else 0: wait (the timer rearmed on <progress>). */
-int cred_hold_wait(struct conn *c, int progress, struct refusal *rf);
 void cred_release(struct req *r);
 
 /*
  * ---- revoke.c: revocation reaches open connections (issue 17) ----
  * revoke_policies_differ(): main thread: 1 when the secrets or sandboxes of
  *   <a> and <b> differ (the reload then bumps gw->revoke_gen).
- * revoke_sweep(): worker thread, after its mail brought a policy or a
- *   removal: revoke_conn() on each connection whose secrets-and-sandboxes
- *   generation is older or whose registration was removed.
- * revoke_conn(): ends <c>'s use of its old facts (<why>, static text): an
- *   idle HTTP/1.1 connection closes, a busy one after its request in flight,
- *   HTTP/2 gets GOAWAY, a WebSocket tunnel that carries an injected value
- *   closes; audited ("revocation").  Once per connection.
+ * revoke_why(): worker thread: why <c> must end its use of its facts, as
+ *   the worker sees them (its secrets-and-sandboxes generation is older than
+ *   the worker's, or its registration was removed), NULL when it need not;
+ *   the session's revoke_sweep() (proxy/session/session.h) acts on it.
  * revoke_request_start(): a new request on <c> (after req_new): 421 and
  *   close when <c> was revoked; adopts the worker's newer policy (identity,
  *   host verdict: 403 when now denied).  0 go on, -1 refused (<rf>).
@@ -266,12 +272,24 @@ void cred_release(struct req *r);
  *   sandbox's name, else its address.  Returns <buf>.
  */
 int revoke_policies_differ(const struct policy *a, const struct policy *b);
-void revoke_sweep(struct worker *w);
-void revoke_conn(struct conn *c, const char *why);
+const char *revoke_why(const struct conn *c);
 int revoke_request_start(struct conn *c, struct refusal *rf);
 const char *revoke_stale(const struct conn *c);
 int revoke_send_check(struct conn *c, struct refusal *rf);
 void revoke_audit(struct conn *c, const char *action, const char *why);
 const char *conn_tenant(const struct conn *c, char *buf);
+
+/*
+ * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit
+ * the client's name, and a sandbox registered at run time named it (or
+ * named none) when that registration is who the client is.
+ */
+static inline int
+conn_may_use_secret(const struct conn *c, const struct policy_secret *s)
+{
+	if (!policy_secret_sandbox_allowed(s, c->sandbox))
+		return 0;
+	return c->sbx == NULL || c->sandbox != c->sbx->name || sbxreg_secret_allowed(c->sbx, s->name);
+}
 
 #endif

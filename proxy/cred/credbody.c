@@ -36,9 +36,11 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
-#include "proxy/judge/semantic.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
 #include "secrets/detect.h"
 
@@ -130,10 +132,9 @@ injectable(struct conn *c, enum cred_body_type type)
 }
 
 int
-cred_hold_begin(struct conn *c, const struct h1_message *m)
+cred_hold_begin(struct conn *c, const struct h1_message *m, int sem)
 {
 	struct req *r = c->req;
-	int sem = sem_holds_body(c);
 
 	if (r->body == H1_BODY_NONE || (policy_secret_count(c->pol) == 0 && !sem))
 		return 0;
@@ -197,15 +198,6 @@ cred_trailers_search(struct conn *c, size_t *secret)
 	*secret = i < n ? i : 0;
 	free(found);
 	return ret > 0 ? 1 : ret < 0 ? -1 : 0;
-}
-
-void
-cred_hold_start(struct conn *c)
-{
-	conn_set_state(c, CONN_S_HOLD);
-	if (c->req->cred->expect_continue)  /* the body is wanted now: the upstream's own 100 would come too late */
-		evbuffer_add(cio_out(c), SLUICE_LIT("HTTP/1.1 100 Continue\r\n\r\n"));
-	conn_arm_timer(c, conn_limits(c)->body_ms);
 }
 
 /* ---- JSON ---- */
@@ -699,7 +691,7 @@ search_only(struct conn *c, const char *body, size_t len, struct refusal *rf)
 }
 
 int
-cred_hold_done(struct conn *c, struct refusal *rf)
+cred_body_finish(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct evbuffer *out;
@@ -708,8 +700,6 @@ cred_hold_done(struct conn *c, struct refusal *rf)
 	int tr;
 
 	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
-	if (r->proto == REFUSE_PROTO_GIT_RECEIVE && len > 0)  /* a limit refusing it names its refs (refuse_proto.c) */
-		refuse_proto_keep_section(c, (const char *)evbuffer_pullup(r->hold, (ev_ssize_t)(len < REFUSE_GIT_SECTION_MAX ? len : REFUSE_GIT_SECTION_MAX)), len);
 	if (policy_secret_count(c->pol) == 0) {
 		/* nothing to search for (a body held for a semantic rule): it goes as it came */
 		evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
@@ -717,7 +707,7 @@ cred_hold_done(struct conn *c, struct refusal *rf)
 		r->bytes_up = len;
 		evbuffer_free(r->hold);
 		r->hold = NULL;
-		return relay_dial(c, rf);
+		return 0;
 	}
 	/* trailers are never sent (nor injected into): a placeholder in them refuses the request */
 	if ((tr = cred_trailers_search(c, &ti)) != 0) {
@@ -741,59 +731,40 @@ cred_hold_done(struct conn *c, struct refusal *rf)
 	r->bytes_up = len;
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	return relay_dial(c, rf);
+	return 0;
 }
 
-/* Too large to hold: the head goes with the client's framing and the body streams through the search. */
-static int
-hold_overflow(struct conn *c, struct refusal *rf)
+int
+cred_body_stream(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
+	size_t len = evbuffer_get_length(r->hold);
 
 	if (r->body == H1_BODY_LENGTH)
 		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
 	else
 		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
-	if (cred_scan_begin(c) != 0)
-		return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
-	evbuffer_add_buffer(r->cred->scan_in, r->hold);
+	if (policy_secret_count(c->pol) > 0) {
+		/* the whole body goes through the placeholder search, the held part first */
+		if (cred_scan_begin(c) != 0)
+			return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
+		evbuffer_add_buffer(r->cred->scan_in, r->hold);
+	} else {
+		if (r->body == H1_BODY_CHUNKED && len > 0)
+			evbuffer_add_printf(r->up_head, "%zx\r\n", len);
+		evbuffer_add_buffer(r->up_head, r->hold);
+		if (r->body == H1_BODY_CHUNKED && len > 0)
+			evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
+	}
 	evbuffer_free(r->hold);
 	r->hold = NULL;
-	return relay_dial(c, rf);
-}
-
-int
-cred_hold_pump(struct conn *c, struct refusal *rf)
-{
-	struct req *r = c->req;
-	struct evbuffer *cin = cio_in(c);
-	const char *err = NULL;
-	int p, progress = 0;
-
-	while (!r->body_done && evbuffer_get_length(r->hold) <= r->cred->hold_max) {
-		p = req_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0)
-			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
-		if (p == 0)
-			break;
-		progress = 1;
-	}
-	if (r->body_done)
-		return cred_hold_done(c, rf);
-	if (evbuffer_get_length(r->hold) > r->cred->hold_max)
-		return hold_overflow(c, rf);
-	return cred_hold_wait(c, progress, rf);
-}
-
-int
-cred_hold_wait(struct conn *c, int progress, struct refusal *rf)
-{
-	if (c->client_eof && evbuffer_get_length(cio_in(c)) == 0)
-		return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", "client closed inside the request body");
-	if (progress)
-		conn_arm_timer(c, conn_limits(c)->body_ms);
-	cio_read(c, 1);
 	return 0;
+}
+
+size_t
+cred_hold_max(const struct req *r)
+{
+	return r->cred->hold_max;
 }
 
 void

@@ -15,9 +15,12 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/cred/credhead.h"
-#include "proxy/session/session.h"
-#include "proxy/core/context.h"
+#include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
+#include "proxy/core/context.h"
 #include "secrets/scrub.h"
 
 #define BASIC_MAX CREDHEAD_BASIC_MAX   /* the longest Basic credential decoded and searched */

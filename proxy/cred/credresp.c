@@ -19,8 +19,11 @@
 #include <event2/bufferevent.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/session/session.h"
-#include "proxy/session/conn_ops.h"
+#include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
 #include "secrets/scrub.h"
 
 #define SCRUB_STEP 16384               /* bytes taken from the decoded queue per round */

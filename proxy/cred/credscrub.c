@@ -20,7 +20,11 @@
 #include <string.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "secrets/scrub.h"

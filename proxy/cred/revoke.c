@@ -34,11 +34,13 @@
 #include <string.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
-#include "proxy/session/conn_ops.h"
-#include "proxy/core/refusal.h"
 
 static int
 str_eq(const char *a, const char *b)
@@ -174,59 +176,14 @@ revoke_audit(struct conn *c, const char *action, const char *why)
 	audit_write(c->w->gw->audit, &r);
 }
 
-void
-revoke_conn(struct conn *c, const char *why)
+const char *
+revoke_why(const struct conn *c)
 {
-	if (c->revoked != NULL || c->state == CONN_S_CLOSING || c->state == CONN_S_DEAD)
-		return;
-	switch (c->state) {
-	case CONN_S_PEEK:
-	case CONN_S_TLS_ACCEPT:
-		return;  /* no request yet: its first one is judged afresh (revoke_request_start) */
-	case CONN_S_H2:
-		c->revoked = why;
-		revoke_audit(c, "goaway", why);
-		conn_ops(c)->revoke(c, why);
-		return;
-	case CONN_S_TUNNEL:
-		if (c->req == NULL || c->req->cred->nuses == 0)
-			return;  /* passthrough, or a WebSocket that carries no injected value */
-		c->revoked = why;
-		revoke_audit(c, "tunnel_closed", why);
-		tunnel_end(c);
-		return;
-	case CONN_S_REQ_HEAD:
-		c->revoked = why;
-		if (!c->head_started && c->req == NULL) {
-			revoke_audit(c, "closed", why);
-			http_next_request(c, 0);
-			return;
-		}
-		break;
-	default:
-		if (c->req == NULL)
-			return;  /* a passthrough being dialled: no request, nothing injected */
-		c->revoked = why;
-		break;
-	}
-	/* busy: the request in flight ends the connection (Connection: close when its answer has not started) */
-	if (c->req != NULL)
-		c->req->client_keep_alive = 0;
-	revoke_audit(c, "close_after_request", why);
-}
-
-void
-revoke_sweep(struct worker *w)
-{
-	struct conn *c, *next;
-
-	for (c = LIST_FIRST(&w->conns); c != NULL; c = next) {
-		next = LIST_NEXT(c, link);
-		if (c->revoke_gen != w->revoke_gen)
-			revoke_conn(c, why_gen);
-		else if (sbx_gone(c))
-			revoke_conn(c, why_sbx);
-	}
+	if (c->revoke_gen != c->w->revoke_gen)
+		return why_gen;
+	if (sbx_gone(c))
+		return why_sbx;
+	return NULL;
 }
 
 /* Who <c> is under <np>: as conn_accept() tells (the policy's sandboxes first, then the registrations). */

@@ -28,11 +28,13 @@
 #include "common/sluice.h"
 #include "policy/judge.h"
 #include "proxy/judge/limits.h"
-#include "proxy/session/session.h"
+#include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
+#include "proxy/core/body.h"
+#include "proxy/net/net.h"
+#include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
-#include "proxy/core/refusal.h"
-#include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 
@@ -307,7 +309,7 @@ approval_done(void *arg, enum approval_decision decision, const char *by)
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
 	struct refusal rf;
-	int rc;
+	enum hold_step step;
 
 	s->parked = 0;
 	s->phase = SEM_P_NONE;
@@ -317,27 +319,24 @@ approval_done(void *arg, enum approval_decision decision, const char *by)
 	switch (decision) {
 	case APPROVAL_APPROVED:
 		/* exactly the request that was approved: the body held, whose hash the operator saw */
-		rc = r->hold != NULL ? cred_hold_done(c, &rf) : relay_dial(c, &rf);
+		step = r->hold != NULL ? HOLD_SEND_WHOLE : HOLD_SEND;
 		break;
 	case APPROVAL_REJECTED:
 		snprintf(r->rule_buf, sizeof(r->rule_buf), "rejected by %s", s->hold_by);
-		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, r->rule_buf);
+		step = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, r->rule_buf);
 		break;
 	case APPROVAL_TIMEOUT:
-		rc = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
+		step = refusal_set(&rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
 		break;
 	case APPROVAL_SHUTDOWN:
 	case APPROVAL_CANCELLED:  /* never given to a callback; fails closed if it were */
 	default:
-		rc = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule,
-		                 "the gateway is stopping: the held request was not sent");
+		step = unavailable(&rf, REFUSAL_GATEWAY_STOPPING, s->rule,
+		                   "the gateway is stopping: the held request was not sent");
 		break;
 	}
-	/* an event's outermost frame: nothing below holds c->req (refusal.h) */
-	if (rc != 0)
-		http_refuse(c, &rf);
-	if (c->state != CONN_S_DEAD)
-		conn_pump(c);
+	/* an event's outermost frame: the session goes on from here (sends, or answers <rf>) */
+	c->w->sem_hooks->resumed(c, step, &rf);
 }
 
 int
@@ -345,7 +344,6 @@ sem_park_start(struct conn *c, struct refusal *rf)
 {
 	struct sem_req *s = c->req->sem;
 
-	conn_set_state(c, CONN_S_HOLD);
 	return park(c, s->dec, rf) < 0 ? -1 : 0;
 }
 
@@ -444,38 +442,9 @@ sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 	return apply(c, &o, 0, rf) < 0 ? -1 : 0;
 }
 
-/* The git push's command section is decided on and allowed: it goes up, and the pack streams after it. */
-static int
-git_stream(struct conn *c, struct refusal *rf)
-{
-	struct req *r = c->req;
-	size_t len = evbuffer_get_length(r->hold);
-
-	if (r->body == H1_BODY_LENGTH)
-		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
-	else
-		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
-	if (policy_secret_count(c->pol) > 0) {
-		/* the whole body goes through the placeholder search, the held part first */
-		if (cred_scan_begin(c) != 0)
-			return refusal_close(rf, 500, REFUSAL_INTERNAL, "secrets", "cannot set up the request body search");
-		evbuffer_add_buffer(r->cred->scan_in, r->hold);
-	} else {
-		if (r->body == H1_BODY_CHUNKED && len > 0)
-			evbuffer_add_printf(r->up_head, "%zx\r\n", len);
-		evbuffer_add_buffer(r->up_head, r->hold);
-		if (r->body == H1_BODY_CHUNKED && len > 0)
-			evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));
-	}
-	evbuffer_free(r->hold);
-	r->hold = NULL;
-	return relay_dial(c, rf);
-}
-
 /*
  * The body (or the start of it, with the git section) is held: judged with it
- * and acted on.  1: more is needed; 0: done (allowed and sent on, or parked);
- * -1: refused (<rf>).
+ * and acted on.  1: more is needed; else the step the session takes (hold.h).
  */
 static int
 decide(struct conn *c, struct refusal *rf)
@@ -499,17 +468,16 @@ decide(struct conn *c, struct refusal *rf)
 	if (o.verdict == JUDGE_NEED_BODY)
 		return 1;
 	if (o.git_section > 0)
-		refuse_proto_keep_section(c, q.body, (size_t)o.git_section);  /* names the refs if refused later (a limit) */
+		s->git_section = (size_t)o.git_section;  /* the session keeps it: names the refs if refused later (a limit) */
 	headers_drop(s);
 	s->phase = SEM_P_NONE;
 	rc = apply(c, &o, r->body_done, rf);
 	if (rc > 0 && s->phase == SEM_P_HOLDBODY)
 		return sem_hold_pump(c, rf);  /* a hold decided on a git section: the rest of its body, some read already */
 	if (rc != 0)
-		return rc < 0 ? -1 : 0;  /* refused or parked */
-	if (r->body_done)
-		return cred_hold_done(c, rf);  /* secrets searched and injected, sent with a Content-Length */
-	return git_stream(c, rf);
+		return rc < 0 ? HOLD_REFUSED : HOLD_PARKED;
+	/* whole: secrets searched and injected, sent with a Content-Length; else the command section first */
+	return r->body_done ? HOLD_SEND_WHOLE : HOLD_SEND_STREAM;
 }
 
 int
@@ -523,12 +491,8 @@ sem_hold_pump(struct conn *c, struct refusal *rf)
 	long sec = -2;
 	int p, rc, progress = 0, git;
 
-	if (s->phase == SEM_P_WAIT) {
-		/* the client going away cancels the hold (sem_req_free); what it sends meanwhile waits in its input */
-		if (c->client_eof)
-			conn_close(c);
-		return 0;
-	}
+	if (s->phase == SEM_P_WAIT)  /* the client going away cancels the hold (sem_req_free) */
+		return c->client_eof ? HOLD_CLIENT_GONE : HOLD_PARKED;
 	git = s->phase == SEM_P_BODY && (s->flags & POLICY_NEED_GIT_SECTION);
 	cap = s->phase == SEM_P_BODY ? s->need : hold_cap(s);
 	for (;;) {
@@ -545,21 +509,32 @@ sem_hold_pump(struct conn *c, struct refusal *rf)
 			break;
 		progress = 1;
 		if (account(c, rf) != 0)
-			return -1;
+			return HOLD_REFUSED;
 	}
 	if (s->phase == SEM_P_BODY) {
 		/* the judge reads the held body: the git section's framing, the bound, the rules */
 		if (r->body_done || len > cap || (git && sec != -2)) {
 			rc = decide(c, rf);
-			if (rc <= 0)
+			if (rc != 1)
 				return rc;
 		}
 	} else if (len > cap) {
 		return too_large(c, cap, 1, rf);
 	} else if (r->body_done) {
-		return park(c, s->dec, rf) < 0 ? -1 : 0;
+		return park(c, s->dec, rf) < 0 ? HOLD_REFUSED : HOLD_PARKED;
 	}
-	return cred_hold_wait(c, progress, rf);
+	return progress ? HOLD_MORE_MOVED : HOLD_MORE;
+}
+
+size_t
+sem_git_section(struct conn *c)
+{
+	struct sem_req *s = c->req->sem;
+	size_t n = s != NULL ? s->git_section : 0;
+
+	if (s != NULL)
+		s->git_section = 0;
+	return n;
 }
 
 void
@@ -567,6 +542,22 @@ sem_sent(struct req *r)
 {
 	if (r->sem != NULL)
 		r->sem->sent = 1;
+}
+
+int
+sem_cancel(struct conn *c)
+{
+	struct sem_req *s = c->req->sem;
+
+	if (s == NULL || !s->parked)
+		return 0;
+	/* the client went away while its request waited: no callback may follow */
+	approvals_cancel(c->w->gw->approvals, s->hold_id);
+	s->parked = 0;
+	s->phase = SEM_P_NONE;
+	s->hold_outcome = approvals_decision_name(APPROVAL_CANCELLED);
+	snprintf(s->hold_by, sizeof(s->hold_by), "client");
+	return 1;
 }
 
 void
@@ -577,18 +568,7 @@ sem_req_free(struct conn *c)
 
 	if (s == NULL)
 		return;
-	if (s->parked) {
-		/* the client went away while its request waited: no callback may follow */
-		approvals_cancel(c->w->gw->approvals, s->hold_id);
-		s->parked = 0;
-		s->phase = SEM_P_NONE;
-		s->hold_outcome = approvals_decision_name(APPROVAL_CANCELLED);
-		snprintf(s->hold_by, sizeof(s->hold_by), "client");
-		if (!r->audit_decided) {
-			r->reason = "the client went away while the request waited for approval";
-			http_audit_request(c, AUDIT_VERDICT_DENY);
-		}
-	}
+	(void)sem_cancel(c);  /* the session cancelled it first (and audited); this one only if it did not */
 	if (s->budget_taken && !s->sent)
 		sem_budget_refund(c);
 	if (s->acct > 0) {

@@ -31,6 +31,11 @@
 #ifndef SLUICE_PROXY_SEMANTIC_H
 #define SLUICE_PROXY_SEMANTIC_H
 
+/* Bodies held for a decision or an approval (bounds named above) */
+#define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
+#define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
+#define PROXY_HOLD_GRACE_MS 5000           /* a request waiting for approval: its connection's deadline after the hold's */
+
 struct conn;
 struct req;
 struct h1_message;
@@ -52,12 +57,26 @@ int sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf);
 int sem_holds_body(const struct conn *c);
 /* 1 when a hold verdict waits to be parked with no body to hold (after sem_head): call sem_park_start. */
 int sem_park_pending(const struct conn *c);
-/* Parks a held request that has no body (CONN_S_HOLD): 0, or -1 refused (503: <rf>). */
+/* Parks a held request that has no body (the session is in CONN_S_HOLD): 0, or -1 refused (503: <rf>). */
 int sem_park_start(struct conn *c, struct refusal *rf);
 /* 1 while the request is in the semantic part of CONN_S_HOLD (sem_hold_pump pumps it). */
 int sem_pumps(const struct conn *c);
-/* CONN_S_HOLD: reads the body into r->hold, decides, parks or goes on (relay_dial): 0, or -1 refused (<rf>). */
+/*
+ * CONN_S_HOLD: reads the body into r->hold, decides, parks: returns the step
+ * the session takes (enum hold_step, proxy/core/conn.h): HOLD_REFUSED with
+ * <rf>, HOLD_MORE(_MOVED), HOLD_PARKED, HOLD_CLIENT_GONE, or a send.
+ */
 int sem_hold_pump(struct conn *c, struct refusal *rf);
+/* The length of a git push's command section the judge decided on, once (then 0): the session keeps it. */
+size_t sem_git_section(struct conn *c);
+/*
+ * How the judge hands an operator's decision back (it arrives on an event of
+ * the approvals registry): the session gives these (w->sem_hooks).  <step>
+ * is HOLD_SEND_WHOLE / HOLD_SEND (approved) or HOLD_REFUSED with <rf>.
+ */
+struct sem_hooks {
+	void (*resumed)(struct conn *c, int step, struct refusal *rf);
+};
 /* CONN_S_HOLD timed out: 1 when it was a wait for an operator (a 403 in <rf> to answer), else 0. */
 int sem_timeout(struct conn *c, struct refusal *rf);
 /* 1 while the request waits for an operator's decision. */
@@ -70,6 +89,9 @@ int sem_waiting(const struct conn *c);
 int sem_admit(struct conn *c, struct refusal *rf);
 /* The request's first byte went upstream: its budget is spent (no refund from now on). */
 void sem_sent(struct req *r);
+/* The client went away from a request waiting for an operator: 1 when a pending hold was cancelled (the session
+ * audits the request), else 0. */
+int sem_cancel(struct conn *c);
 /* The request ends (http_req_reset): cancels a pending hold, refunds a budget not spent, frees. */
 void sem_req_free(struct conn *c);
 /* Adds the semantic members (mode, report, limit, hold, budget) of the request to its audit record <a>. */

@@ -41,6 +41,7 @@ struct sem_req {
 	unsigned char budget_taken;
 	unsigned char sent;              /* the first byte went upstream: the budget is spent */
 	unsigned char parked;            /* <hold_id> is pending in the approvals registry */
+	size_t git_section;              /* a push's command section decided on: its length, for the session to keep */
 	/* a refusal by a limit */
 	const char *limit_key;
 	const char *limit_kind;

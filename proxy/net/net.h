@@ -27,6 +27,7 @@
 #include <openssl/ssl.h>
 #include "common/host.h"
 #include "policy/policy.h"
+#include "proxy/core/conn.h"
 
 struct worker;
 struct upstream;
@@ -39,8 +40,6 @@ struct h2up_sess;
 #define PROXY_POOL_IDLE_MS 30000       /* an idle pooled upstream of the warm set is closed after this */
 #define PROXY_POOL_WARM 4              /* idle upstreams per worker kept for PROXY_POOL_IDLE_MS */
 #define PROXY_POOL_SPARE_MS 2000       /* idle upstreams beyond the warm set close after this */
-#define CONN_ADDR_STR 64               /* an address with port as text, "[v6]:port" */
-#define PROXY_TRAILER_MAX 8192         /* chunked trailer section bound (both directions, HTTP/1.1 and 2) */
 #define UP_READ_CHUNK (8 * 1024 - 256)  /* an upstream's TLS plaintext per read: its buffer chain stays under 8 KiB */
 /* ---- upstream.c ---- */
 

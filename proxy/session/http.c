@@ -42,7 +42,11 @@ http_req_reset(struct conn *c)
 		http_refusals_flush(c);  /* the connection ends (conn_close): the count of refusals not recorded */
 	if (r == NULL)
 		return;
-	sem_req_free(c);  /* a pending hold is cancelled before anything it points to goes */
+	if (sem_cancel(c) && !r->audit_decided) {  /* a pending hold is cancelled before anything it points to goes */
+		r->reason = "the client went away while the request waited for approval";
+		http_audit_request(c, AUDIT_VERDICT_DENY);
+	}
+	sem_req_free(c);
 	refuse_proto_free(r);
 	cred_release(r);
 	cred_hold_free(r);
@@ -688,7 +692,7 @@ read_request(struct conn *c)
 		evbuffer_drain(in, (size_t)n);
 		return 1;
 	}
-	if ((hold = cred_hold_begin(c, m)) < 0) {
+	if ((hold = cred_hold_begin(c, m, sem_holds_body(c))) < 0) {
 		evbuffer_drain(in, (size_t)n);
 		http_answer(c, 500, REFUSAL_INTERNAL, "secrets", "cannot hold the request body");
 		return 1;
@@ -750,10 +754,11 @@ read_request(struct conn *c)
 	}
 	evbuffer_drain(in, (size_t)n);
 	if (hold) {
-		cred_hold_start(c);
+		hold_start(c);
 		return 1;
 	}
 	if (sem_park_pending(c)) {  /* a hold with no body: it waits for an operator now */
+		conn_set_state(c, CONN_S_HOLD);
 		if (sem_park_start(c, &rf) != 0)
 			http_refuse(c, &rf);
 		return 1;
@@ -794,7 +799,7 @@ http_pump(struct conn *c)
 					return;
 				break;
 			}
-			if ((sem_pumps(c) ? sem_hold_pump(c, &rf) : cred_hold_pump(c, &rf)) != 0)
+			if (hold_pump(c, &rf) != 0)
 				http_refuse(c, &rf);
 			/* a refused push is drained from here on (refuse_proto.c), with what is in its input already */
 			if (c->state == CONN_S_HOLD && !refuse_proto_draining(c))

@@ -42,11 +42,7 @@ struct h2srv;
 struct h2stream;
 
 #define PROXY_LINGER_MS 2000           /* how long a closing connection discards unread request bytes */
-/* semantic rules (semantic.c): bodies held for a decision or an approval */
-#define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
-#define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */
 #define PROXY_REFUSALS_AUDITED 256          /* refusals on one client connection recorded one by one; beyond: a count */
-#define PROXY_HOLD_GRACE_MS 5000           /* a request waiting for approval: its connection's deadline after the hold's */
 /*
  * The session's one answer (http.c): writes <rf> in the client's protocol
  * (git, gRPC: refuse_proto.c; else JSON: respond.c), records and audits it,
@@ -237,23 +233,33 @@ struct ws_tunnel;
 int ws_tunnel_start(struct conn *c);
 void ws_tunnel_pump(struct conn *c);
 void ws_tunnel_free(struct req *r);
+/* ---- revoked.c: revocation reaches open connections (what is stale: proxy/cred/revoke.c) ---- */
+
+/*
+ * revoke_sweep(): worker thread, after its mail brought a policy or a
+ *   removal: revoke_conn() on each connection revoke_why() names.
+ * revoke_conn(): ends <c>'s use of its old facts (<why>, static text): an
+ *   idle HTTP/1.1 connection closes, a busy one after its request in flight,
+ *   HTTP/2 gets GOAWAY, a WebSocket tunnel that carries an injected value
+ *   closes; audited ("revocation").  Once per connection.
+ */
+void revoke_sweep(struct worker *w);
+void revoke_conn(struct conn *c, const char *why);
+
+/* ---- hold.c: a request body held before the dial (CONN_S_HOLD) ---- */
+
+/* Enters CONN_S_HOLD once the head is consumed (a 100 Continue first, when the client waits for one). */
+void hold_start(struct conn *c);
+/* CONN_S_HOLD: reads the body, has it judged and prepared, then dials: 0, or -1 refused (<rf>, to answer). */
+int hold_pump(struct conn *c, struct refusal *rf);
+/* The judge's way back to the session when an operator decided (judge/semantic.h): the worker gives it. */
+extern const struct sem_hooks session_sem_hooks;
+
 /* Takes <fd> (our answer handed to the kernel) into the lingering close of PROXY_LINGER_MS (net/linger.h),
  * counted in <w>->nlinger so that a drain waits for it. */
 void conn_linger_fd(struct worker *w, int fd);
 /* Makes <c> the owner of its READY upstream's callbacks (relay and tunnel). */
 void relay_own_upstream(struct conn *c);
 
-/*
- * 1 if the client of <c> may use secret <s>: the secret's `sandboxes:` admit
- * the client's name, and a sandbox registered at run time named it (or
- * named none) when that registration is who the client is.
- */
-static inline int
-conn_may_use_secret(const struct conn *c, const struct policy_secret *s)
-{
-	if (!policy_secret_sandbox_allowed(s, c->sandbox))
-		return 0;
-	return c->sbx == NULL || c->sandbox != c->sbx->name || sbxreg_secret_allowed(c->sbx, s->name);
-}
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * test_credbody.c - placeholders in a held request body (proxy/cred/credbody.c,
- * cred_hold_done) without a gateway: the credfake.h store and session, a body
+ * cred_body_finish) without a gateway: the credfake.h store and session, a body
  * put in r->hold as the session would, relay_dial recorded instead of
  * dialling, a refusal returned to the test (fake_ret).  Covered: a placeholder injected in a bound JSON field (numbers
  * and spacing as written) and form field (percent-encoded); refused in an
@@ -46,7 +46,7 @@ refuse_proto_keep_section(struct conn *c, const char *buf, size_t len)
 static void
 unexpected(const char *what)
 {
-	fail_msg("credbody.c called %s in cred_hold_done", what);
+	fail_msg("credbody.c called %s in cred_body_finish", what);
 }
 
 struct evbuffer *
@@ -102,16 +102,9 @@ req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int ree
 	return -1;
 }
 
-int
-sem_holds_body(const struct conn *c)
-{
-	(void)c;
-	return 0;
-}
-
 /* ---- a held body, decided ---- */
 
-/* POST of <body> (<type>) held whole toward api.example.test by <sandbox>; cred_hold_done's outcome: 0 dialled. */
+/* POST of <body> (<type>) held whole toward api.example.test by <sandbox>; cred_body_finish's outcome: 0 dialled. */
 static int
 held(struct cf *f, const char *sandbox, enum cred_body_type type, const char *body, const char *trailers)
 {
@@ -130,7 +123,7 @@ held(struct cf *f, const char *sandbox, enum cred_body_type type, const char *bo
 		f->r.req_trailers = evbuffer_new();
 		evbuffer_add(f->r.req_trailers, trailers, strlen(trailers));
 	}
-	fake_ret(c, cred_hold_done(c, &fake_rf));
+	fake_ret(c, cred_body_finish(c, &fake_rf) == 0 ? relay_dial(c, &fake_rf) : -1);  /* as hold.c does */
 	assert_int_equal(dialled + fake_ans.n, 1);   /* exactly one of: sent on, refused */
 	return dialled ? 0 : -1;
 }

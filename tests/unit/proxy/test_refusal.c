@@ -3,7 +3,7 @@
  *
  * A placeholder found where its secret is not bound, deep inside the JSON
  * walk of a held body (proxy/cred/credbody.c), comes back to the caller of
- * cred_hold_done() as a struct refusal: status, error, rule and a reason
+ * cred_body_finish() as a struct refusal: status, error, rule and a reason
  * naming the place, with nothing written to the client and the request
  * still the caller's (c->req, its held body and its head untouched).  The
  * same for a placeholder in a JSON key, in a form field, in an unparsed
@@ -158,7 +158,7 @@ body_of(struct fixture *f, char *buf, size_t cap, const char *fmt)
 	buf[o < cap ? o : cap - 1] = '\0';
 }
 
-/* cred_hold_done on <fmt>'s body refuses it with 403 as an exfiltration at <place>, leaving the request whole. */
+/* cred_body_finish on <fmt>'s body refuses it with 403 as an exfiltration at <place>, leaving the request whole. */
 static void
 refused_at(struct fixture *f, const char *fmt, enum cred_body_type type, const char *place, size_t nuses)
 {
@@ -172,7 +172,7 @@ refused_at(struct fixture *f, const char *fmt, enum cred_body_type type, const c
 	head_len = evbuffer_get_length(r->up_head);
 	hold_len = evbuffer_get_length(r->hold);
 	memset(&rf, 0xa5, sizeof(rf));
-	assert_int_equal(cred_hold_done(&f->c, &rf), -1);
+	assert_int_equal(cred_body_finish(&f->c, &rf), -1);
 	/* the value */
 	assert_int_equal(rf.status, 403);
 	assert_int_equal(rf.err, REFUSAL_EXFILTRATION);

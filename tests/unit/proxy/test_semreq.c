@@ -63,20 +63,27 @@ static struct evbuffer *client_in;   /* the client's bytes not read yet (cio_in)
 static int chunked_end;              /* the fake chunked body ends once client_in is empty */
 static size_t fed;                   /* body bytes the client has sent so far */
 
-int
-cred_hold_done(struct conn *c, struct refusal *rf)
+/* What the session does with the step sem_hold_pump returns (proxy/session/hold.c), counted. */
+static int
+step_taken(int step)
 {
-	(void)c, (void)rf;
-	seen.sent++;   /* the held body is whole and allowed: credbody.c sends it */
-	return 0;
-}
-
-int
-cred_hold_wait(struct conn *c, int progress, struct refusal *rf)
-{
-	(void)c, (void)progress, (void)rf;
-	seen.waits++;
-	return 0;
+	switch (step) {
+	case HOLD_SEND_WHOLE:
+		seen.sent++;     /* the held body is whole and allowed: cred_body_finish, then the dial */
+		return 0;
+	case HOLD_SEND_STREAM:
+	case HOLD_SEND:
+		seen.dialled++;  /* the command section goes first (cred_body_stream), then the dial */
+		return 0;
+	case HOLD_MORE:
+	case HOLD_MORE_MOVED:
+		seen.waits++;    /* more of the body is awaited */
+		return 0;
+	case HOLD_REFUSED:
+		return -1;
+	default:
+		return 0;
+	}
 }
 
 int
@@ -302,7 +309,7 @@ body(struct fx *f, const char *b, size_t piece)
 		fed += len - off < piece ? len - off : piece;
 		if (off + piece >= len)
 			chunked_end = 1;
-		fake_ret(&f->c, sem_hold_pump(&f->c, &fake_rf));
+		fake_ret(&f->c, step_taken(sem_hold_pump(&f->c, &fake_rf)));
 		/* decided only once the body is whole */
 		if (off + piece < len && f->r.body != H1_BODY_CHUNKED)
 			assert_int_equal(seen.sent, 0);
@@ -426,8 +433,8 @@ test_hold_unavailable(void **state)
 	/* no body: parked at once (sem_park_start), and with no registry refused 503 */
 	assert_int_equal(head(f, "api.example.test", "GET /ping HTTP/1.1\r\nHost: api.example.test\r\n\r\n"), 0);
 	assert_true(sem_park_pending(&f->c));
+	f->c.state = CONN_S_HOLD;  /* the session enters CONN_S_HOLD first (http.c), then parks */
 	fake_ret(&f->c, sem_park_start(&f->c, &fake_rf));
-	assert_int_equal(f->c.state, CONN_S_HOLD);
 	assert_int_equal(fake_ans.status, 503);
 	assert_string_equal(fake_ans.error, "approval unavailable");
 	assert_int_equal(seen.dialled + seen.sent, 0);
