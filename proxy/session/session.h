@@ -168,6 +168,15 @@ void http_next_request(struct conn *c, int keep);
  * answering <status> to the current request.
  */
 int http_answer_keep(const struct conn *c, int status);
+/*
+ * answer.c, for the session's own files only (http.c, refuse_proto.c, hold.c):
+ * http_answer() refuses the current request with a JSON answer decided by the
+ * session itself (a bad head, an audit that cannot be written);
+ * http_answer_end() ends a refused request whose answer is written: records
+ * <status>, <rule>, <reason>, audits when <audit>, frees c->req, moves on.
+ */
+void http_answer(struct conn *c, int status, enum refusal_err err, const char *rule, const char *reason);
+void http_answer_end(struct conn *c, int status, const char *rule, const char *reason, int audit, int keep);
 /* The request in flight fails after its head went out: audited, flushed, closed (a stream: reset); c->req freed. */
 void http_truncate(struct conn *c, const char *why);
 int http_append_header(struct evbuffer *out, const struct h1_header *h);
