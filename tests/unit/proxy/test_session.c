@@ -293,6 +293,21 @@ test_denied(void **state)
 	assert_true(has(s, "\"rule\":\"default\""));
 	free(s);
 	assert_idle(cl);
+	/*
+	 * refused with a body it did not read: the connection ends, or the body (here a request of its own)
+	 * would be read as the next request
+	 */
+	nf_send(cl, "POST /admin/x HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 53\r\n\r\n"
+	            "GET /v1/smuggled HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
+	assert_true(has(s, "Connection: close\r\n"));
+	assert_false(has(s, "HTTP/1.1 200"));
+	free(s);
+	assert_closed(cl);
+	assert_int_equal(nf->nups, 0);
+	cl = client(nf);
 	/* the client says it closes: answered, then closed */
 	nf_send(cl, "GET /admin/x HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n");
 	nf_run(nf);
@@ -405,7 +420,7 @@ static void
 test_stale_pooled(void **state)
 {
 	struct nf *nf = *state;
-	struct nf_client *cl = client(nf);
+	struct nf_client *cl = client(nf), *cl2;
 	struct nf_up *u;
 	char *s;
 
@@ -427,21 +442,34 @@ test_stale_pooled(void **state)
 	assert_true(has(s, "\r\n\r\nb"));
 	free(s);
 	assert_idle(cl);
-	/* once: a fresh upstream that closes too is a 502 */
+	/* two idle upstreams in the pool: ups[1] and, from a second client in flight at the same time, ups[2] */
+	cl2 = client(nf);
 	nf_send(cl, "GET /v1/c HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_send(cl2, "GET /v1/d HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
 	nf_run(nf);
+	assert_int_equal(nf->nups, 3);
+	respond(nf, nf_up_held(cl), "c");
+	respond(nf, nf_up_held(cl2), "d");
+	free(nf_rx_take(cl));
+	free(nf_rx_take(cl2));
+	assert_true(nf_up(nf, 1)->released && nf_up(nf, 2)->released);
+	/* both stale: the request is sent again once (on the second), and then it is a 502, not a third try */
+	nf_send(cl, "GET /v1/e HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_run(nf);
+	nf_up_close(nf, nf_up_held(cl), 0);
 	u = nf_up_held(cl);
 	assert_int_equal(u->reused, 1);
+	s = nf_up_take(u);
+	assert_true(has(s, "GET /v1/e HTTP/1.1\r\n"));
+	free(s);
 	nf_up_close(nf, u, 0);
 	assert_int_equal(nf->nups, 3);
-	free(nf_up_take(nf_up(nf, 2)));
-	nf_up_close(nf, nf_up(nf, 2), 0);
 	s = nf_rx_take(cl);
 	assert_true(has(s, "HTTP/1.1 502 Bad Gateway\r\n"));
 	free(s);
 	assert_closed(cl);
-	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE), 3);
-	assert_int_equal(nf_recs(nf, AUDIT_KIND_REQUEST), 3);   /* resent, recorded once */
+	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE), 5);
+	assert_int_equal(nf_recs(nf, AUDIT_KIND_REQUEST), 5);   /* resent, recorded once */
 }
 
 /* ---- deadlines: what each state does when its limit passes ---- */
