@@ -7,16 +7,22 @@
  * through conn_accept with a CONNECT; what it sends after the tunnel's 200 is
  * what TLS would hand over.  Covered: an allowed request, the head that goes
  * upstream normalised; keep-alive (the pooled upstream reused); a pipelined
- * pair in one read; a denied path (403 with the rule id, the connection kept,
- * or closed when Connection: close says so, nothing upstream); malformed
- * heads (two Content-Length, CL+TE: 400, closed, nothing upstream); the
- * upstream failing before its response head (refused dial, a dial that fails
- * later, an EOF after the head went up: 502, the request freed, the next
- * request served); a JSON body held for a semantic rule, allowed and denied;
- * a placeholder in an unbound place (403 exfiltration, nothing upstream) and
- * in its bound header (injected upstream, scrubbed back in the response);
- * each request ends once (one final record, c->req gone; ASan watches the
- * frees).  The secret value here is fake.
+ * pair in one read, a refused one in front of an allowed one, a last request
+ * with Connection: close; responses chunked, split, with an interim 100, to
+ * a HEAD, from an upstream that closes (not pooled) and close-delimited
+ * (re-framed chunked); request bodies held (re-framed with their length) and
+ * streamed, a placeholder late in a streamed one; a denied path (403 with
+ * the rule id, the connection kept, or closed when Connection: close says
+ * so or a body was left unread, nothing upstream); malformed heads (two
+ * Content-Length, CL+TE: 400, closed, nothing upstream); the upstream
+ * failing before its response head (refused dial, a dial that fails later,
+ * an EOF after the head went up: 502, the request freed, the next request
+ * served); a stale pooled upstream (the request sent again once); deadlines
+ * (idle, request head, dial, response); a JSON body held for a semantic rule,
+ * allowed and denied; a placeholder in an unbound place (403 exfiltration,
+ * nothing upstream) and in its bound header (injected upstream, scrubbed back
+ * in the response).  Each request ends once: one final record, c->req gone,
+ * and ASan/LSan watch the frees.  The secret value here is fake.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,6 +49,8 @@ static const char yaml[] =
 	"        allow: { method: GET, path: \"/v1/**\" }\n"
 	"      - id: no-admin\n"
 	"        deny: { path: \"/admin/**\" }\n"
+	"      - id: upload\n"
+	"        allow: { method: [POST, HEAD], path: /upload }\n"
 	"      - id: post-to-bots\n"
 	"        allow:\n"
 	"          method: POST\n"
@@ -263,6 +271,177 @@ test_pipelined(void **state)
 	assert_closed(cl);
 	assert_int_equal(u->released, 1);
 	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE), 4);
+}
+
+/* ---- the response side: framings, interim answers, an upstream that closes ---- */
+
+/* The payload of the chunked body <b> (ended by its last chunk) into <out>: its length, or -1 when it is not one. */
+static long
+dechunk(const char *b, char *out, size_t cap)
+{
+	size_t n = 0;
+	unsigned long len;
+	char *end;
+
+	for (;;) {
+		len = strtoul(b, &end, 16);
+		if (end == b || strncmp(end, "\r\n", 2) != 0)
+			return -1;
+		b = end + 2;
+		if (len == 0)
+			return strcmp(b, "\r\n") == 0 ? (long)n : -1;
+		if (n + len >= cap || strlen(b) < len + 2 || strncmp(b + len, "\r\n", 2) != 0)
+			return -1;
+		memcpy(out + n, b, len);
+		n += len;
+		b += len + 2;
+	}
+}
+
+/* <cl> sends <req> and the upstream answers <resp> (then closes when <eof>): what reached the client (malloc'd). */
+static char *
+relayed(struct nf *nf, struct nf_client *cl, const char *req, const char *resp, int eof)
+{
+	struct nf_up *u;
+	char *s;
+
+	nf_send(cl, req);
+	nf_run(nf);
+	u = nf_up_held(cl);
+	free(nf_up_take(u));
+	nf_up_send(u, resp);
+	nf_run(nf);
+	if (eof)
+		nf_up_close(nf, u, 0);
+	s = nf_rx_take(cl);
+	return s;
+}
+
+/* <got> (taken) is <want>. */
+static void
+expect(char *got, const char *want)
+{
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void
+test_responses(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	char body[64], *s;
+	const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+
+	/* chunked: relayed as chunked, the upstream pooled after its last chunk */
+	expect(relayed(nf, cl, "GET /v1/chunked HTTP/1.1\r\nHost: api.example.test\r\n\r\n", chunked, 0), chunked);
+	assert_idle(cl);
+	assert_int_equal(nf_up(nf, 0)->released, 1);
+	/* the head in two pieces: nothing reaches the client before it is whole */
+	nf_send(cl, "GET /v1/split HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_run(nf);
+	free(nf_up_take(nf_up(nf, 0)));
+	nf_up_send(nf_up(nf, 0), "HTTP/1.1 200 OK\r\nContent-Le");
+	nf_run(nf);
+	assert_int_equal(evbuffer_get_length(cl->rx), 0);
+	nf_up_send(nf_up(nf, 0), "ngth: 2\r\n\r\nok");
+	nf_run(nf);
+	free(nf_rx_take(cl));
+	assert_idle(cl);
+	/* an interim 100 goes through before the final answer */
+	expect(relayed(nf, cl, "GET /v1/interim HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	               "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", 0),
+	       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n");
+	assert_idle(cl);
+	/* HEAD: a Content-Length and no body */
+	expect(relayed(nf, cl, "HEAD /upload HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	               "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", 0),
+	       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+	assert_idle(cl);
+	assert_int_equal(nf_up(nf, 0)->released, 1);
+	/* the upstream says it closes: served, and that upstream is not pooled */
+	expect(relayed(nf, cl, "GET /v1/last HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	               "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 0),
+	       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	assert_idle(cl);
+	assert_int_equal(nf_up(nf, 0)->freed, 1);
+	/* a body that ends with the upstream's close: re-framed chunked toward the keep-alive client */
+	s = relayed(nf, cl, "GET /v1/eof HTTP/1.1\r\nHost: api.example.test\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\nuntil close", 1);
+	assert_memory_equal(s, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 47);
+	assert_int_equal(dechunk(s + 47, body, sizeof(body)), 11);   /* cut where the reads fell */
+	assert_memory_equal(body, "until close", 11);
+	free(s);
+	assert_idle(cl);
+	assert_int_equal(nf_up(nf, 1)->freed, 1);
+	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE), 6);
+}
+
+/* ---- request bodies that are not held: streamed up in their framing ---- */
+
+#define BIG 40000   /* over CRED_BODY_HOLD_MAX: streamed, searched as it goes */
+
+static void
+test_request_bodies(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u;
+	static char big[BIG + 1];
+	char head[256], *s;
+
+	/* a small body with secrets declared is held whole, searched, and sent with its length */
+	nf_send(cl, "POST /upload HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/octet-stream\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n");
+	nf_run(nf);
+	assert_int_equal(cl->c->state, CONN_S_HOLD);
+	assert_int_equal(nf->nups, 0);
+	nf_send(cl, "3\r\nefg\r\n0\r\n\r\n");
+	nf_run(nf);
+	u = nf_up_held(cl);
+	s = nf_up_take(u);
+	assert_string_equal(s, "POST /upload HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/octet-stream\r\n"
+	                       "Content-Length: 7\r\n\r\nabcdefg");
+	free(s);
+	respond(nf, u, "stored");
+	free(nf_rx_take(cl));
+	assert_idle(cl);
+	/* a large one streams: bytes go up before the rest arrived */
+	memset(big, 'x', BIG);
+	snprintf(head, sizeof(head), "POST /upload HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: %d\r\n\r\n", BIG);
+	nf_send(cl, head);
+	big[BIG / 2] = '\0';
+	nf_send(cl, big);
+	nf_run(nf);
+	assert_int_equal(cl->c->state, CONN_S_RELAY);
+	s = nf_up_take(u);
+	assert_true(has(s, "\r\nContent-Length: 40000\r\n\r\nxxxx"));
+	assert_true(strlen(strstr(s, "\r\n\r\n") + 4) <= BIG / 2);
+	free(s);
+	nf_send(cl, big);
+	nf_run(nf);
+	free(nf_up_take(u));
+	respond(nf, u, "big");
+	s = nf_rx_take(cl);
+	assert_true(has(s, "\r\n\r\nbig"));
+	free(s);
+	assert_idle(cl);
+	/* a placeholder late in a streamed body: found before it leaves; the exchange is cut, nothing answered after */
+	big[BIG / 2] = 'x';
+	memcpy(big + BIG - 100, PH, sizeof(PH) - 1);
+	nf_send(cl, head);
+	nf_send(cl, big);
+	nf_run(nf);
+	s = nf_up_take(u);
+	assert_non_null(strstr(s, "\r\n\r\n"));
+	assert_true(strlen(strstr(s, "\r\n\r\n") + 4) <= BIG - 100);   /* not a byte of the placeholder */
+	free(s);
+	assert_int_equal(nf_recs(nf, AUDIT_KIND_EXFILTRATION_ATTEMPT), 1);
+	s = nf_rx_take(cl);
+	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
+	assert_true(has(s, "\"error\":\"exfiltration attempt\""));
+	free(s);
+	assert_closed(cl);
+	assert_int_equal(u->freed, 1);   /* the upstream had part of the body: never reused */
 }
 
 /* ---- denied by a rule: answered here, nothing upstream ---- */
@@ -639,6 +818,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_allowed_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_responses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_bodies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_denied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_upstream_fails, setup, teardown),
