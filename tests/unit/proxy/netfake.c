@@ -572,6 +572,28 @@ nf_recs(const struct nf *nf, enum audit_kind k)
 	return n;
 }
 
+void
+nf_assert_ended_once(const struct nf *nf)
+{
+	size_t i, j, nreq, nfinal;
+
+	for (i = 0; i < nf->nrec; i++) {
+		if (nf->rec[i].kind != AUDIT_KIND_REQUEST && nf->rec[i].kind != AUDIT_KIND_RESPONSE)
+			continue;
+		nreq = nfinal = 0;
+		for (j = 0; j < nf->nrec; j++) {
+			const struct nf_rec *e = &nf->rec[j];
+
+			if (strcmp(e->id, nf->rec[i].id) != 0)
+				continue;
+			nreq += e->kind == AUDIT_KIND_REQUEST;
+			nfinal += e->kind == AUDIT_KIND_RESPONSE || (e->kind == AUDIT_KIND_REQUEST && e->verdict == AUDIT_VERDICT_DENY);
+		}
+		if (nreq != 1 || nfinal != 1)
+			fail_msg("request %s: %zu request records, %zu final records", nf->rec[i].id, nreq, nfinal);
+	}
+}
+
 const struct nf_rec *
 nf_rec_last(const struct nf *nf, enum audit_kind k)
 {

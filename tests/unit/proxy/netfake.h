@@ -139,6 +139,11 @@ void nf_up_connect(struct nf *nf, struct nf_up *u, const char *err);
 char *nf_rx_take(struct nf_client *cl);
 /* The records of kind <k> so far. */
 size_t nf_recs(const struct nf *nf, enum audit_kind k);
+/*
+ * Every request recorded ended once: for each request id, one request record, and one final record (its
+ * response record, or its request record when that is a deny).  Fails the test otherwise.
+ */
+void nf_assert_ended_once(const struct nf *nf);
 /* The last record of kind <k>; fails the test when there is none. */
 const struct nf_rec *nf_rec_last(const struct nf *nf, enum audit_kind k);
 

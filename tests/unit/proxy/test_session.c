@@ -18,10 +18,12 @@
  * failing before its response head (refused dial, a dial that fails later,
  * an EOF after the head went up: 502, the request freed, the next request
  * served); a stale pooled upstream (the request sent again once); deadlines
- * (idle, request head, dial, response); a JSON body held for a semantic rule,
+ * (idle, request head, dial, response); plain HTTP through the explicit proxy
+ * (absolute-form, each request judged by its own host); a JSON body held for a semantic rule,
  * allowed and denied; a placeholder in an unbound place (403 exfiltration,
  * nothing upstream) and in its bound header (injected upstream, scrubbed back
- * in the response).  Each request ends once: one final record, c->req gone,
+ * in the response).  Each request ends once: one request record and one final
+ * record for each (checked at every teardown), c->req gone,
  * and ASan/LSan watch the frees.  The secret value here is fake.
  */
 #include <stdarg.h>
@@ -56,6 +58,9 @@ static const char yaml[] =
 	"          method: POST\n"
 	"          path: /chat\n"
 	"          json: { \"$.channel\": { in: [C0BOTS] } }\n"
+	"  plain.test:\n"
+	"    allow_plaintext: true\n"
+	"    ports: [80]\n"
 	"secrets:\n"
 	"  tok:\n"
 	"    source: env:SESS_UNIT_TOK\n"
@@ -79,6 +84,7 @@ setup(void **state)
 static int
 teardown(void **state)
 {
+	nf_assert_ended_once(*state);   /* whatever the path, each request ended once */
 	nf_free(*state);
 	return 0;
 }
@@ -271,6 +277,54 @@ test_pipelined(void **state)
 	assert_closed(cl);
 	assert_int_equal(u->released, 1);
 	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE), 4);
+}
+
+/* ---- plain HTTP through the explicit proxy: absolute-form targets, each request judged by its own ---- */
+
+static void
+test_plain_proxy(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = nf_accept(nf, "GET http://plain.test/a/./b HTTP/1.1\r\nHost: plain.test\r\n\r\n");
+	struct nf_up *u;
+	char *s;
+
+	assert_non_null(cl->c);
+	assert_int_equal(cl->c->tls, 0);
+	u = nf_up_held(cl);
+	assert_int_equal(u->tls, 0);
+	assert_int_equal(u->port, 80);
+	s = nf_up_take(u);
+	assert_string_equal(s, "GET /a/b HTTP/1.1\r\nHost: plain.test\r\n\r\n");   /* origin-form upstream */
+	free(s);
+	respond(nf, u, "plain");
+	s = nf_rx_take(cl);
+	assert_true(has(s, "\r\n\r\nplain"));
+	free(s);
+	assert_idle(cl);
+	/* on the same connection, a request for another host is judged by that host's rules */
+	nf_send(cl, "GET http://api.example.test/admin/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
+	assert_true(has(s, "\"rule\":\"no-admin\""));
+	free(s);
+	assert_int_equal(nf->nups, 1);
+	/* and its allowed requests go to it, in plain HTTP on its port 80 (allow_plaintext is about secrets only) */
+	u = served(nf, cl, "GET http://api.example.test/v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	           "GET /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n", "x");
+	assert_string_equal(u->host, "api.example.test");
+	assert_int_equal(u->port, 80);
+	assert_int_equal(nf->nups, 2);
+	/* an origin-form target is no proxy request: 400 */
+	nf_send(cl, "GET /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_true(has(s, "HTTP/1.1 400 Bad Request\r\n"));
+	assert_true(has(s, "absolute-form"));
+	free(s);
+	assert_closed(cl);
+	assert_int_equal(nf->nups, 2);
 }
 
 /* ---- the response side: framings, interim answers, an upstream that closes ---- */
@@ -818,6 +872,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_allowed_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_proxy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_responses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_bodies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_denied, setup, teardown),
