@@ -587,7 +587,8 @@ nf_assert_ended_once(const struct nf *nf)
 			if (strcmp(e->id, nf->rec[i].id) != 0)
 				continue;
 			nreq += e->kind == AUDIT_KIND_REQUEST;
-			nfinal += e->kind == AUDIT_KIND_RESPONSE || (e->kind == AUDIT_KIND_REQUEST && e->verdict == AUDIT_VERDICT_DENY);
+			nfinal += e->kind == AUDIT_KIND_RESPONSE ||
+			          (e->kind == AUDIT_KIND_REQUEST && e->verdict == AUDIT_VERDICT_DENY);
 		}
 		if (nreq != 1 || nfinal != 1)
 			fail_msg("request %s: %zu request records, %zu final records", nf->rec[i].id, nreq, nfinal);

@@ -143,6 +143,21 @@ respond(struct nf *nf, struct nf_up *u, const char *body)
 	nf_run(nf);
 }
 
+/* <cl> sends <req>; the answer that reaches the client holds <want> and <also> (NULL: nothing more to check). */
+static void
+answered(struct nf *nf, struct nf_client *cl, const char *req, const char *want, const char *also)
+{
+	char *s;
+
+	nf_send(cl, req);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_true(has(s, want));
+	if (also != NULL)
+		assert_true(has(s, also));
+	free(s);
+}
+
 /*
  * <cl> sends <req>, which goes up on the upstream its connection holds as <up> exactly (NULL: only its
  * request line, <req>'s first line, is checked); it answers 200 with <body>, which reaches the client, and
@@ -303,12 +318,8 @@ test_plain_proxy(void **state)
 	free(s);
 	assert_idle(cl);
 	/* on the same connection, a request for another host is judged by that host's rules */
-	nf_send(cl, "GET http://api.example.test/admin/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
-	assert_true(has(s, "\"rule\":\"no-admin\""));
-	free(s);
+	answered(nf, cl, "GET http://api.example.test/admin/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	         "HTTP/1.1 403 Forbidden\r\n", "\"rule\":\"no-admin\"");
 	assert_int_equal(nf->nups, 1);
 	/* and its allowed requests go to it, in plain HTTP on its port 80 (allow_plaintext is about secrets only) */
 	u = served(nf, cl, "GET http://api.example.test/v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
@@ -317,12 +328,8 @@ test_plain_proxy(void **state)
 	assert_int_equal(u->port, 80);
 	assert_int_equal(nf->nups, 2);
 	/* an origin-form target is no proxy request: 400 */
-	nf_send(cl, "GET /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 400 Bad Request\r\n"));
-	assert_true(has(s, "absolute-form"));
-	free(s);
+	answered(nf, cl, "GET /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	         "HTTP/1.1 400 Bad Request\r\n", "absolute-form");
 	assert_closed(cl);
 	assert_int_equal(nf->nups, 2);
 }
@@ -519,12 +526,8 @@ test_denied(void **state)
 	assert_idle(cl);   /* kept */
 	assert_int_equal(nf_recs(nf, AUDIT_KIND_DENIAL) + nf_recs(nf, AUDIT_KIND_REQUEST), 1);
 	/* no rule matches: the host's default, named "default" */
-	nf_send(cl, "DELETE /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n");
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
-	assert_true(has(s, "\"rule\":\"default\""));
-	free(s);
+	answered(nf, cl, "DELETE /v1/x HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+	         "HTTP/1.1 403 Forbidden\r\n", "\"rule\":\"default\"");
 	assert_idle(cl);
 	/*
 	 * refused with a body it did not read: the connection ends, or the body (here a request of its own)
@@ -542,12 +545,8 @@ test_denied(void **state)
 	assert_int_equal(nf->nups, 0);
 	cl = client(nf);
 	/* the client says it closes: answered, then closed */
-	nf_send(cl, "GET /admin/x HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n");
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
-	assert_true(has(s, "Connection: close\r\n"));
-	free(s);
+	answered(nf, cl, "GET /admin/x HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n",
+	         "HTTP/1.1 403 Forbidden\r\n", "Connection: close\r\n");
 	assert_closed(cl);
 	assert_int_equal(nf->nups, 0);
 }
@@ -569,14 +568,8 @@ test_malformed(void **state)
 
 	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
 		struct nf_client *cl = client(nf);
-		char *s;
 
-		nf_send(cl, heads[i]);
-		nf_run(nf);
-		s = nf_rx_take(cl);
-		assert_true(has(s, "HTTP/1.1 400 Bad Request\r\n"));
-		assert_true(has(s, "Connection: close\r\n"));
-		free(s);
+		answered(nf, cl, heads[i], "HTTP/1.1 400 Bad Request\r\n", "Connection: close\r\n");
 		assert_closed(cl);
 		assert_int_equal(nf->nups, 0);
 		/* refused before its decision: its one request record, a deny with the status answered */
@@ -804,12 +797,7 @@ test_semantic_body(void **state)
 	/* denied by what the body says: 403, nothing upstream */
 	snprintf(head, sizeof(head), "POST /chat HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
 	         "Content-Length: %zu\r\n\r\n%s", sizeof(evil) - 1, evil);
-	nf_send(cl, head);
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
-	assert_true(has(s, "\"rule\":\"default\""));
-	free(s);
+	answered(nf, cl, head, "HTTP/1.1 403 Forbidden\r\n", "\"rule\":\"default\"");
 	s = nf_up_take(nf_up(nf, 0));
 	assert_string_equal(s, "");
 	free(s);
@@ -840,13 +828,9 @@ test_placeholder(void **state)
 	assert_idle(cl);   /* a refusal of a request without a body keeps the connection */
 	/* a variant not listed: in the body of an allowed request */
 	cl = client(nf);
-	nf_send(cl, "POST /chat HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
-	            "Content-Length: 67\r\n\r\n{\"channel\":\"C0BOTS\",\"text\":\"" PH "\"}");
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_true(has(s, "HTTP/1.1 403 Forbidden\r\n"));
-	assert_true(has(s, "\"error\":\"exfiltration attempt\""));
-	free(s);
+	answered(nf, cl, "POST /chat HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
+	                 "Content-Length: 67\r\n\r\n{\"channel\":\"C0BOTS\",\"text\":\"" PH "\"}",
+	         "HTTP/1.1 403 Forbidden\r\n", "\"error\":\"exfiltration attempt\"");
 	assert_int_equal(nf->nups, 0);
 	assert_int_equal(nf_recs(nf, AUDIT_KIND_EXFILTRATION_ATTEMPT), 2);
 	/* in its bound header: the value leaves, and comes back scrubbed to the placeholder */
