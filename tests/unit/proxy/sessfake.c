@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "proxy/session/session.h"
@@ -108,4 +109,52 @@ conn_peer_str(const struct conn *c, char *buf)
 	(void)c;
 	snprintf(buf, CONN_ADDR_STR, "10.200.1.2:40000");
 	return buf;
+}
+
+struct fake_fx *
+fake_fx_new(const char *yaml)
+{
+	struct fake_fx *f = calloc(1, sizeof(*f));
+
+	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0) {
+		free(f);
+		return NULL;
+	}
+	f->w.gw = &f->gw;
+	return f;
+}
+
+void
+fake_fx_free(struct fake_fx *f)
+{
+	free(f->r.cred);
+	policy_unref(f->pol);
+	policy_config_free(f->cfg);
+	free(f);
+}
+
+struct conn *
+fake_fx_conn(struct fake_fx *f, const char *host)
+{
+	struct policy_conn_decision d;
+
+	free(f->r.cred);
+	memset(&f->c, 0, sizeof(f->c));
+	memset(&f->r, 0, sizeof(f->r));
+	f->r.cred = calloc(1, sizeof(*f->r.cred));  /* cred_req_new without credreq.c */
+	assert_non_null(f->r.cred);
+	fake_answer_reset();
+	f->c.w = &f->w;
+	f->c.ops = sessfake_ops;
+	f->c.pol = f->pol;
+	f->c.tls = 1;
+	f->c.state = CONN_S_REQ_HEAD;
+	snprintf(f->host, sizeof(f->host), "%s", host);
+	f->c.host = f->host;
+	f->c.sandbox = policy_sandbox_count(f->pol) > 0 ? policy_sandbox_get(f->pol, 0)->name : NULL;
+	policy_decide_conn(f->pol, host, 443, &d);
+	assert_int_equal(d.verdict, POLICY_INTERCEPT);
+	f->c.entry = d.host;
+	f->c.req = &f->r;
+	return &f->c;
 }

@@ -1,7 +1,7 @@
 /*
  * test_semlimits.c - the limits of an allowed request (proxy/judge/semlimits.c,
  * sem_admit) without a gateway: the policy decides (policy_decide) a request
- * built here, the real counters (limits.c, in memory) count, and a fake
+ * of the shared fixture (sessfake.h), the real counters (limits.c, in memory) count, and a fake
  * session answers the refusal sem_admit returns as http_refuse would (the
  * JSON answer of respond.c into a test buffer) and records it
  * (sessfake.h).  Covered: the order (each secret's limit, then the rule's, then
@@ -79,31 +79,21 @@ sem_req_of(struct req *r)
 	return r->sem;
 }
 
-/* ---- fixture ---- */
+/* ---- fixture (sessfake.h): the counters in memory, the outcome of the current case ---- */
 
-struct fx {
-	struct policy_config *cfg;
-	struct policy *pol;
-	struct gateway gw;
-	struct worker w;
-	struct conn c;
-	struct req r;
-	struct policy_decision dec;
-	char host[64];
-};
+static struct policy_decision dec;
 
 static int
 setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fake_fx *f = fake_fx_new(yaml);
 	char err[512];
 
-	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0)
+	if (f == NULL)
 		return -1;
 	f->gw.limits = limits_open(NULL, err, sizeof(err));
 	if (f->gw.limits == NULL)
 		return -1;
-	f->w.gw = &f->gw;
 	client_out = evbuffer_new();
 	*state = f;
 	return 0;
@@ -112,16 +102,13 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 
 	if (f->gw.limits != NULL)
 		limits_close(f->gw.limits);
 	free(f->r.sem);
-	free(f->r.cred);
-	policy_unref(f->pol);
-	policy_config_free(f->cfg);
 	evbuffer_free(client_out);
-	free(f);
+	fake_fx_free(f);
 	return 0;
 }
 
@@ -130,31 +117,15 @@ teardown(void **state)
  * session does; <uses_tok>: it injects secret tok.  Returns the conn; its req's sem carries the outcome.
  */
 static struct conn *
-request(struct fx *f, const char *method, const char *path, const char *body, int uses_tok)
+request(struct fake_fx *f, const char *method, const char *path, const char *body, int uses_tok)
 {
-	struct policy_conn_decision cd;
 	struct policy_request q;
 	struct sem_req *s;
 	size_t i;
 
 	free(f->r.sem);
-	free(f->r.cred);
-	memset(&f->c, 0, sizeof(f->c));
-	memset(&f->r, 0, sizeof(f->r));
-	f->r.cred = calloc(1, sizeof(*f->r.cred));
-	fake_answer_reset();
+	fake_fx_conn(f, "api.example.test");
 	evbuffer_drain(client_out, evbuffer_get_length(client_out));
-	f->c.w = &f->w;
-	f->c.ops = sessfake_ops;
-	f->c.pol = f->pol;
-	f->c.tls = 1;
-	snprintf(f->host, sizeof(f->host), "api.example.test");
-	f->c.host = f->host;
-	f->c.sandbox = policy_sandbox_get(f->pol, 0)->name;
-	f->c.req = &f->r;
-	policy_decide_conn(f->pol, f->host, 443, &cd);
-	assert_int_equal(cd.verdict, POLICY_INTERCEPT);
-	f->c.entry = cd.host;
 	memset(&q, 0, sizeof(q));
 	q.method = method;
 	q.method_len = strlen(method);
@@ -168,13 +139,13 @@ request(struct fx *f, const char *method, const char *path, const char *body, in
 		q.body_complete = 1;
 		q.has_body = 1;
 	}
-	policy_decide(f->pol, cd.host, &q, &f->dec);
-	assert_int_equal(f->dec.act.verdict, POLICY_REQ_ALLOW);
+	policy_decide(f->pol, f->c.entry, &q, &dec);
+	assert_int_equal(dec.act.verdict, POLICY_REQ_ALLOW);
 	s = sem_req_of(&f->r);
-	s->rule = f->dec.act.rule;
-	s->limit = f->dec.act.limit;
-	s->budget = f->dec.act.budget;
-	s->amount = f->dec.act.amount;
+	s->rule = dec.act.rule;
+	s->limit = dec.act.limit;
+	s->budget = dec.act.budget;
+	s->amount = dec.act.amount;
 	if (uses_tok) {
 		for (i = 0; i < policy_secret_count(f->pol) && strcmp(policy_secret_get(f->pol, i)->name, "tok") != 0; i++)
 			;
@@ -196,7 +167,7 @@ client_has(const char *s)
 static void
 test_order(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 
 	/* 1: tok's limit (1/hour) and the rule's (2/minute) each give one token */
 	assert_int_equal(admit(request(f, "GET", "/list", NULL, 1)), 0);
@@ -225,7 +196,7 @@ test_order(void **state)
 static void
 test_admit_once(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	struct conn *c = request(f, "GET", "/list", NULL, 0);
 
 	assert_int_equal(admit(c), 0);
@@ -238,7 +209,7 @@ test_admit_once(void **state)
 static void
 test_budget(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	struct conn *c;
 
 	assert_int_equal(admit(request(f, "POST", "/pay", "amount=6", 0)), 0);
@@ -265,7 +236,7 @@ test_budget(void **state)
 static void
 test_fail_closed(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	struct limits *l = f->gw.limits;
 
 	f->gw.limits = NULL;

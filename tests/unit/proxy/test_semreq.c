@@ -1,11 +1,11 @@
 /*
  * test_semreq.c - semantic rules in the request path (proxy/judge/semantic.c)
  * without a gateway: a request head parsed by the real parser, a struct
- * conn / struct req built here, the client's body bytes arriving in a test
+ * conn / struct req of the shared fixture (sessfake.h), the client's body bytes arriving in a test
  * buffer (cio_in) a piece at a time and moved by a fake req_body_move (the
  * net below), and a recording session above (the refusals semantic.c
  * returns, recorded as the session would answer them: sessfake.h;
- * cred_hold_done, relay_dial).  Covered: the body bound (413 from Content-Length at once, and
+ * the steps sem_hold_pump returns, counted as hold.c would take them).  Covered: the body bound (413 from Content-Length at once, and
  * from a chunked body as soon as it grows past max_body), a body decided only
  * once whole whatever the pieces, allow and deny with the rule's id, report
  * mode (passes, audit members say what would have happened), a hold with no
@@ -216,28 +216,18 @@ approvals_decision_name(int decision)
 	return decision == 1 ? "approved" : "other";
 }
 
-/* ---- fixture ---- */
+/* ---- fixture (sessfake.h): the parsed head of the current case ---- */
 
-struct fx {
-	struct policy_config *cfg;
-	struct policy *pol;
-	struct gateway gw;
-	struct worker w;
-	struct conn c;
-	struct req r;
-	struct h1_message m;
-	char host[64];
-	char head[1024];
-};
+static struct h1_message msg;
+static char head_buf[1024];
 
 static int
 setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fake_fx *f = fake_fx_new(yaml);
 
-	if (f == NULL || fake_policy(yaml, &f->cfg, &f->pol) != 0)
+	if (f == NULL)
 		return -1;
-	f->w.gw = &f->gw;
 	client_in = evbuffer_new();
 	*state = f;
 	return 0;
@@ -246,59 +236,43 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 
-	policy_unref(f->pol);
-	policy_config_free(f->cfg);
 	evbuffer_free(client_in);
-	free(f);
+	fake_fx_free(f);
 	return 0;
 }
 
 /* Parses <head> toward <host> and runs sem_head as http.c does: its return. */
 static int
-head(struct fx *f, const char *host, const char *h)
+head(struct fake_fx *f, const char *host, const char *h)
 {
 	static const struct h1_limits lim = {8192, 4096, 100};
-	struct policy_conn_decision d;
 	const char *err = NULL;
 	int status = 0, n;
 
 	memset(&seen, 0, sizeof(seen));
-	fake_answer_reset();
 	chunked_end = 0;
 	fed = 0;
 	atomic_store(&f->gw.held, 0);   /* a failed case before does not fail the next */
 	evbuffer_drain(client_in, evbuffer_get_length(client_in));
-	memset(&f->c, 0, sizeof(f->c));
-	memset(&f->r, 0, sizeof(f->r));
-	f->c.w = &f->w;
-	f->c.ops = sessfake_ops;
-	f->c.pol = f->pol;
-	f->c.tls = 1;
-	f->c.state = CONN_S_REQ_HEAD;
-	snprintf(f->host, sizeof(f->host), "%s", host);
-	f->c.host = f->host;
-	policy_decide_conn(f->pol, host, 443, &d);
-	assert_int_equal(d.verdict, POLICY_INTERCEPT);
-	f->c.entry = d.host;
-	f->c.req = &f->r;
-	snprintf(f->head, sizeof(f->head), "%s", h);
-	n = h1_parse_request(f->head, strlen(f->head), &lim, &f->m, &err, &status);
-	assert_int_equal(n, (int)strlen(f->head));
-	memcpy(f->r.method, f->m.method, f->m.method_len);
-	f->r.method_len = f->m.method_len;
-	f->r.path = xstrndup(f->m.target, f->m.target_len);
-	f->r.path_len = f->m.target_len;
-	f->r.body = f->m.framing;
-	f->r.body_left = f->m.content_length;
+	fake_fx_conn(f, host);
+	snprintf(head_buf, sizeof(head_buf), "%s", h);
+	n = h1_parse_request(head_buf, strlen(head_buf), &lim, &msg, &err, &status);
+	assert_int_equal(n, (int)strlen(head_buf));
+	memcpy(f->r.method, msg.method, msg.method_len);
+	f->r.method_len = msg.method_len;
+	f->r.path = xstrndup(msg.target, msg.target_len);
+	f->r.path_len = msg.target_len;
+	f->r.body = msg.framing;
+	f->r.body_left = msg.content_length;
 	f->r.client_keep_alive = 1;
-	return fake_ret(&f->c, sem_head(&f->c, &f->m, &fake_rf));
+	return fake_ret(&f->c, sem_head(&f->c, &msg, &fake_rf));
 }
 
 /* The body arrives in pieces of <piece> bytes, the session pumping after each, as http.c does in CONN_S_HOLD. */
 static void
-body(struct fx *f, const char *b, size_t piece)
+body(struct fake_fx *f, const char *b, size_t piece)
 {
 	size_t len = strlen(b), off;
 
@@ -317,7 +291,7 @@ body(struct fx *f, const char *b, size_t piece)
 }
 
 static void
-end(struct fx *f)
+end(struct fake_fx *f)
 {
 	sem_req_free(&f->c);
 	assert_null(f->r.sem);
@@ -333,7 +307,7 @@ end(struct fx *f)
 static void
 test_body_bound(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	char big[200];
 
 	/* a Content-Length over max_body: 413 at the head, nothing held */
@@ -370,7 +344,7 @@ static void
 test_decided_whole(void **state)
 {
 	static const char *const bodies[] = {"{\"channel\":\"C0BOTS\"}", "{\"channel\":\"C0EVIL\"}"};
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	size_t piece, i;
 	char h[256];
 
@@ -401,7 +375,7 @@ test_decided_whole(void **state)
 static void
 test_report_mode(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 	struct audit_rec a;
 
 	assert_int_equal(head(f, "report.test", "GET /admin/users HTTP/1.1\r\nHost: report.test\r\n\r\n"), 0);
@@ -428,7 +402,7 @@ test_report_mode(void **state)
 static void
 test_hold_unavailable(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 
 	/* no body: parked at once (sem_park_start), and with no registry refused 503 */
 	assert_int_equal(head(f, "api.example.test", "GET /ping HTTP/1.1\r\nHost: api.example.test\r\n\r\n"), 0);
@@ -455,7 +429,7 @@ test_hold_unavailable(void **state)
 static void
 test_held_bound(void **state)
 {
-	struct fx *f = *state;
+	struct fake_fx *f = *state;
 
 	assert_int_equal(head(f, "api.example.test", "POST /chat HTTP/1.1\r\nHost: api.example.test\r\n"
 	                                             "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n"), 0);
