@@ -96,13 +96,31 @@ try_digits(double x, uint64_t m, int q, char *digits, int *k, int *n)
 	return 1;
 }
 
+/*
+ * The correctly rounded <p> significant digits of <x> (positive) as an integer *<m> and the power of ten of
+ * its last digit *<q>.
+ */
+static void
+rounded(double x, int p, uint64_t *m, int *q)
+{
+	char t[JCS_NUMBER_MAX];
+	size_t i;
+
+	/* "d.ddde+XX": glibc rounds exactly */
+	snprintf(t, sizeof(t), "%.*e", p - 1, x);
+	*m = 0;
+	for (i = 0; t[i] != 'e' && t[i] != '\0'; i++)
+		if (t[i] >= '0' && t[i] <= '9')
+			*m = *m * 10 + (uint64_t)(t[i] - '0');
+	*q = (t[i] == 'e' ? (int)strtol(t + i + 1, NULL, 10) : 0) - (p - 1);
+}
+
 int
 jcs_number(double x, char buf[JCS_NUMBER_MAX])
 {
-	char t[JCS_NUMBER_MAX], digits[JCS_NUMBER_MAX];
-	int neg = signbit(x) != 0, p, k = 0, n = 0, e;
+	char digits[JCS_NUMBER_MAX];
+	int neg = signbit(x) != 0, lo = 1, hi = 17, mid, k = 0, n = 0, q;
 	uint64_t m;
-	size_t i;
 
 	if (!isfinite(x))
 		return SLUICE_EINVAL;
@@ -112,21 +130,33 @@ jcs_number(double x, char buf[JCS_NUMBER_MAX])
 	}
 	if (neg)
 		x = -x;
-	for (p = 1; p <= 17; p++) {
-		/* "d.ddde+XX": p significant digits, correctly rounded */
-		snprintf(t, sizeof(t), "%.*e", p - 1, x);
-		m = 0;
-		for (i = 0; t[i] != 'e' && t[i] != '\0'; i++)
-			if (t[i] >= '0' && t[i] <= '9')
-				m = m * 10 + (uint64_t)(t[i] - '0');
-		if (t[i] != 'e')
-			return SLUICE_EINVAL; /* cannot happen for a finite double */
-		e = (int)strtol(t + i + 1, NULL, 10);
-		if (try_digits(x, m, e - (p - 1), digits, &k, &n) || try_digits(x, m - 1, e - (p - 1), digits, &k, &n) ||
-		    try_digits(x, m + 1, e - (p - 1), digits, &k, &n))
+	/* integers below 2^53 (most numbers in arguments) are their own shortest digits */
+	if (x < 9007199254740992.0 && x == floor(x)) {
+		try_digits(x, (uint64_t)x, 0, digits, &k, &n);
+		return layout(neg, digits, k, n, buf);
+	}
+	/*
+	 * the fewest digits whose correct rounding reads back: more digits only come closer, so a binary search
+	 * over 1..17 finds them (17 always do)
+	 */
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		rounded(x, mid, &m, &q);
+		if (try_digits(x, m, q, digits, &k, &n))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* at a power of two the doubles below are twice as dense: one digit fewer may read back off the rounding */
+	if (lo > 1) {
+		rounded(x, lo - 1, &m, &q);
+		if (try_digits(x, m - 1, q, digits, &k, &n) || try_digits(x, m + 1, q, digits, &k, &n))
 			return layout(neg, digits, k, n, buf);
 	}
-	return SLUICE_EINVAL; /* 17 digits always read back: not reached */
+	rounded(x, lo, &m, &q);
+	if (!try_digits(x, m, q, digits, &k, &n))
+		return SLUICE_EINVAL; /* 17 digits always read back: not reached */
+	return layout(neg, digits, k, n, buf);
 }
 
 /* The next UTF-16 code unit of UTF-8 <s>/<n> at *<i> (a pair: the high half, then *<low> the low one). -1 if bad. */

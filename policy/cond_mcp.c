@@ -302,6 +302,20 @@ policy_rule_posts(const struct policy_rule *r)
 	return 0;
 }
 
+/* 1 when path regex <re> does not match <ep> (an error of the matcher counts as a match: it could). */
+static int
+regex_misses(const pcre2_code *re, const char *ep)
+{
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	int rc;
+
+	if (md == NULL)
+		return 0;
+	rc = pcre2_match(re, (PCRE2_SPTR)ep, strlen(ep), 0, 0, md, NULL);
+	pcre2_match_data_free(md);
+	return rc == PCRE2_ERROR_NOMATCH;
+}
+
 int
 policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const struct policy_rule *r)
 {
@@ -316,6 +330,9 @@ policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const st
 	    !policy_glob_match(&r->glob, h->mcp_endpoint, strlen(h->mcp_endpoint)))
 		return policy_ld_error_at(l, m, "mcp in %s, whose path %s is not the host's MCP endpoint %s", r->where,
 		                          r->path_src, h->mcp_endpoint);
+	if (r->path_kind == POLICY_PATH_REGEX && regex_misses(r->re, h->mcp_endpoint))
+		return policy_ld_error_at(l, m, "mcp in %s, whose path %s cannot match the host's MCP endpoint %s",
+		                          r->where, r->path_src, h->mcp_endpoint);
 	if (!policy_rule_posts(r))
 		return policy_ld_error_at(l, m, "mcp in %s, whose method excludes POST (MCP messages are POSTed)", r->where);
 	return 0;

@@ -272,6 +272,14 @@ test_load_errors(void **state)
 	expect_err(GH_HOST "      - allow: { path: /other, mcp: { tool: x } }\n", "s.yaml:6:",
 	           "whose path /other is not the host's MCP endpoint /mcp");
 	expect_err(GH_HOST "      - allow: { method: GET, path: /mcp, mcp: { tool: x } }\n", "s.yaml:6:", "excludes POST");
+	/* a regex path is tried on the endpoint too; one that can match it is fine */
+	expect_err(GH_HOST "      - allow: { path: \"regex:^/api/.*$\", mcp: { tool: x } }\n", "s.yaml:6:",
+	           "whose path regex:^/api/.*$ cannot match the host's MCP endpoint /mcp");
+	{
+		struct policy *p = st_load(GH_HOST "      - allow: { path: \"regex:^/(mcp|sse)$\", mcp: { tool: x } }\n");
+
+		policy_unref(p);
+	}
 	/* the host entry */
 	expect_err("ca: /x\nhosts:\n  a.test:\n    mcp: { error_code: -32001 }\n", "s.yaml:4:", "missing required key 'endpoint'");
 	expect_err("ca: /x\nhosts:\n  a.test:\n    mcp: { endpoint: /mcp, error_code: -32020 }\n", "s.yaml:4:",
