@@ -99,6 +99,32 @@ int audit_key_generate(const char *path, const char **err);
  */
 int audit_mac_check(const struct audit_key *key, const char *line, size_t len);
 
+/*
+ * The audit fingerprint of an MCP message's arguments (params.arguments of a
+ * tools/call or prompts/get), for the "args_hmac" member of the record it is
+ * written into (docs/audit-schema.md):
+ *
+ *   K_args    = HMAC-SHA-256(K_seq, "sluice-mcp-args-v1")
+ *   args_hmac = lowercase hex of HMAC-SHA-256(K_args, JCS(arguments))
+ *
+ * where <key> is K_seq, the mac key of that record (the writer's current
+ * key: proxy/audit_chain.c), and JCS is RFC 8785 (common/jcs.h).  Keyed, so
+ * that a reader of the log without the key file cannot test guesses of
+ * small values; keyed with the record's evolving key, so that a key stolen
+ * later cannot test guesses of earlier records either (an auditor holding
+ * K_1 can: evolve it to K_seq).  The same arguments give different
+ * fingerprints in different records.  <arguments> NULL (no arguments
+ * member) is fingerprinted as {} (a server reads both alike).
+ * Writes AUDIT_HASH_HEX digits and a NUL to <hex>.  Returns 0;
+ * SLUICE_ETOOBIG when the canonical form exceeds AUDIT_ARGS_MAX or nests
+ * deeper than JCS_DEPTH_MAX; SLUICE_EINVAL for text that is not UTF-8;
+ * SLUICE_ENOMEM.  On an error <hex> is "" (the writer records null).
+ * Thread-safe; no allocation but OpenSSL's MAC context.
+ */
+#define AUDIT_ARGS_LABEL "sluice-mcp-args-v1"
+#define AUDIT_ARGS_MAX (16u * 1024 * 1024)  /* canonical bytes fingerprinted (a held body is at most 16 MiB) */
+int audit_args_hmac(const uint8_t key[AUDIT_KEY_BYTES], const json_t *arguments, char hex[AUDIT_HASH_HEX + 1]);
+
 /* ---- checkpoints ---- */
 
 struct audit_checkpoint {
@@ -209,6 +235,7 @@ size_t audit_term_escape(char *out, size_t cap, const char *s, size_t n, size_t 
 struct audit_filter {
 	int64_t since_ms, until_ms;   /* INT64_MIN / INT64_MAX: no bound (both inclusive) */
 	const char *sandbox, *host, *type, *verdict, *secret;  /* NULL: any */
+	const char *tool;             /* NULL: any; else an MCP tool, prompt or resource the record (or its request) names */
 	int status;                   /* -1 any; 100..599 exact; 1..5: the class Nxx */
 };
 
@@ -231,6 +258,13 @@ void audit_join_add(struct audit_join *j, const struct audit_record *rec);
 /* The request <rec> refers to by "id", or NULL. */
 const struct audit_record *audit_join_find(const struct audit_join *j, const struct audit_record *rec);
 
+/*
+ * 1 when <rec> names MCP tool (or prompt, or resource URI) <tool>: its "tool"
+ * member, or one of its "mcp_batch" elements' (docs/audit-schema.md, the mcp
+ * fields).
+ */
+int audit_record_has_tool(const json_t *obj, const char *tool);
+
 /* 1 when <rec> (with its request <req>, may be NULL) passes every filter of <f>. */
 int audit_filter_match(const struct audit_filter *f, const struct audit_record *rec, const struct audit_record *req);
 
@@ -245,8 +279,13 @@ void audit_table_row(FILE *out, const struct audit_record *rec, const struct aud
 struct audit_summary;
 struct audit_summary *audit_summary_create(void);
 void audit_summary_destroy(struct audit_summary *s);
+/* Counts <rec> per sandbox, and, for a request naming MCP tools, per tool (each element of a batch). */
 void audit_summary_add(struct audit_summary *s, const struct audit_record *rec);
-/* Prints the per-sandbox table (sandboxes sorted by name). */
+/*
+ * Prints the per-sandbox table (sandboxes sorted by name), then, when any
+ * request named an MCP tool, the per-tool table: calls, denials, held
+ * (approval asked), sandboxes that called it (tools sorted by name).
+ */
 void audit_summary_print(struct audit_summary *s, FILE *out);
 
 #endif

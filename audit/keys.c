@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include "common/hex.h"
+#include "common/jcs.h"
 #include "common/sluice.h"
 #include "audit/audit.h"
 
@@ -196,15 +198,21 @@ out:
 	return ret;
 }
 
-/* HMAC-SHA-256, fetched once: the CLI is single-threaded and verify calls this per record */
+/* HMAC-SHA-256, fetched once (verify calls it per record; the gateway's audit writer per MCP record) */
+static EVP_MAC *hmac;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+
+static void
+hmac_fetch(void)
+{
+	hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
 static EVP_MAC *
 hmac_alg(void)
 {
-	static EVP_MAC *m;
-
-	if (m == NULL)
-		m = EVP_MAC_fetch(NULL, "HMAC", NULL);
-	return m;
+	(void)pthread_once(&hmac_once, hmac_fetch);
+	return hmac;
 }
 
 int
@@ -245,6 +253,58 @@ audit_mac_check(const struct audit_key *key, const char *line, size_t len)
 out:
 	EVP_MAC_CTX_free(c);
 	OPENSSL_cleanse(mac, sizeof(mac));
+	return ret;
+}
+
+/* ---- the fingerprint of MCP arguments ---- */
+
+static int
+mac_sink(void *arg, const char *p, size_t n)
+{
+	return EVP_MAC_update(arg, (const unsigned char *)p, n) == 1 ? 0 : SLUICE_ENOMEM;
+}
+
+int
+audit_args_hmac(const uint8_t key[AUDIT_KEY_BYTES], const json_t *arguments, char hex[AUDIT_HASH_HEX + 1])
+{
+	uint8_t sub[SHA256_DIGEST_LENGTH], mac[SHA256_DIGEST_LENGTH];
+	EVP_MAC *m = hmac_alg();
+	EVP_MAC_CTX *c = NULL;
+	OSSL_PARAM params[2];
+	json_t *none = NULL;
+	size_t outl = 0;
+	int ret = SLUICE_ENOMEM;
+
+	hex[0] = '\0';
+	if (m == NULL)
+		return SLUICE_ENOMEM;
+	if (arguments == NULL && (arguments = none = json_object()) == NULL)
+		return SLUICE_ENOMEM;
+	params[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	/*
+	 * K_args = HMAC(K_seq, label): a key of its own, so that no arguments can
+	 * be made whose fingerprint is the mac of a forged record line (both are
+	 * JSON objects: "{...")
+	 */
+	if ((c = EVP_MAC_CTX_new(m)) == NULL || EVP_MAC_init(c, key, AUDIT_KEY_BYTES, params) != 1 ||
+	    EVP_MAC_update(c, (const unsigned char *)AUDIT_ARGS_LABEL, sizeof(AUDIT_ARGS_LABEL) - 1) != 1 ||
+	    EVP_MAC_final(c, sub, &outl, sizeof(sub)) != 1 || outl != sizeof(sub))
+		goto out;
+	if (EVP_MAC_init(c, sub, sizeof(sub), params) != 1)
+		goto out;
+	if ((ret = jcs_emit(arguments, AUDIT_ARGS_MAX, mac_sink, c)) != 0)
+		goto out;
+	ret = SLUICE_ENOMEM;
+	if (EVP_MAC_final(c, mac, &outl, sizeof(mac)) != 1 || outl != sizeof(mac))
+		goto out;
+	hex_encode(hex, mac, sizeof(mac));
+	ret = 0;
+out:
+	EVP_MAC_CTX_free(c);
+	OPENSSL_cleanse(sub, sizeof(sub));
+	OPENSSL_cleanse(mac, sizeof(mac));
+	json_decref(none);
 	return ret;
 }
 

@@ -99,6 +99,23 @@ names_have(json_t *arr, const char *want)
 	return 0;
 }
 
+int
+audit_record_has_tool(const json_t *obj, const char *tool)
+{
+	json_t *batch = json_object_get(obj, "mcp_batch"), *e;
+	size_t i;
+
+	if (jeq(json_object_get(obj, "tool"), tool, 0))
+		return 1;
+	if (!json_is_array(batch))
+		return 0;
+	json_array_foreach(batch, i, e) {
+		if (json_is_object(e) && jeq(json_object_get(e, "tool"), tool, 0))
+			return 1;
+	}
+	return 0;
+}
+
 /* The field <k> of <rec>, else of its request <req>. */
 static json_t *
 field(const struct audit_record *rec, const struct audit_record *req, const char *k)
@@ -150,6 +167,9 @@ audit_filter_match(const struct audit_filter *f, const struct audit_record *rec,
 	}
 	if (f->secret != NULL && !names_have(json_object_get(o, "secrets"), f->secret) &&
 	    !jeq(json_object_get(o, "secret"), f->secret, 0) && !names_have(json_object_get(o, "scrubbed"), f->secret))
+		return 0;
+	if (f->tool != NULL && !audit_record_has_tool(o, f->tool) &&
+	    (req == NULL || !audit_record_has_tool(req->obj, f->tool)))
 		return 0;
 	if (f->status >= 0) {
 		if (rec->status < 0)
@@ -259,7 +279,9 @@ audit_join_destroy(struct audit_join *j)
 	free(j);
 }
 
-static const char *const slim_keys[] = {"type", "id", "sandbox", "host", "sni", "verdict", "method", "path"};
+/* the members a response, scrub or exfiltration record is shown and filtered by (tool, mcp_batch: --tool) */
+static const char *const slim_keys[] = {"type", "id", "sandbox", "host", "sni", "verdict", "method", "path", "tool",
+                                        "mcp_batch"};
 
 void
 audit_join_add(struct audit_join *j, const struct audit_record *rec)
@@ -452,6 +474,15 @@ detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record
 
 	if (strcmp(t, "request") == 0) {
 		dkv(d, NULL, json_object_get(o, "path"));
+		dkv(d, "mcp", json_object_get(o, "mcp_method"));
+		dkv(d, "tool", json_object_get(o, "tool"));
+		dkv(d, "rpc_id", json_object_get(o, "rpc_id"));
+		if (json_is_array(json_object_get(o, "mcp_batch"))) {
+			json_t *nb = json_integer((json_int_t)json_array_size(json_object_get(o, "mcp_batch")));
+
+			dkv(d, "batch", nb);
+			json_decref(nb);
+		}
 		dkv(d, "secrets", json_object_get(o, "secrets"));
 		if (rec->verdict == NULL || strcmp(rec->verdict, "allow") != 0)
 			dkv(d, "reason", json_object_get(o, "reason"));
@@ -461,6 +492,7 @@ detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record
 		dkv(d, "down", json_object_get(o, "bytes_down"));
 		dkv(d, "ms", json_object_get(o, "duration_ms"));
 		dkv(d, "scrubbed", json_object_get(o, "scrubbed"));
+		dkv(d, "removed", json_object_get(o, "removed"));  /* list entries an MCP list result lost */
 		dkv(d, "reason", json_object_get(o, "reason"));  /* the gateway ended it */
 	} else if (strcmp(t, "connection") == 0 || strcmp(t, "denial") == 0 || strcmp(t, "no_request") == 0) {
 		dkv(d, "sni", json_object_get(o, "sni"));

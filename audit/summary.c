@@ -1,4 +1,8 @@
-/* audit/summary.c - per sandbox: requests, denials, exfiltration attempts, hosts contacted, secrets used */
+/*
+ * audit/summary.c - per sandbox: requests, denials, exfiltration attempts,
+ * hosts contacted, secrets used; per MCP tool: calls, denials, holds, and
+ * the sandboxes that called it.
+ */
 #include <string.h>
 #include "common/sluice.h"
 #include "audit/audit.h"
@@ -27,8 +31,14 @@ struct sandbox {
 	struct namemap hosts, secrets;
 };
 
+struct tool {
+	uint64_t denials, holds;
+	struct namemap sandboxes;  /* count: calls by that sandbox */
+};
+
 struct audit_summary {
 	struct namemap sandboxes;  /* val: struct sandbox */
+	struct namemap tools;      /* val: struct tool; count: calls */
 };
 
 static size_t
@@ -86,20 +96,26 @@ lookup(struct namemap *m, const char *s, size_t n)
 	return e;
 }
 
+enum map_vals { VAL_NONE = 0, VAL_SANDBOX = 1, VAL_TOOL = 2 };
+
 static void
-map_free(struct namemap *m, int sandboxes)
+map_free(struct namemap *m, enum map_vals vals)
 {
-	size_t i;
 	struct sandbox *sb;
+	struct tool *t;
+	size_t i;
 
 	for (i = 0; i < m->cap; i++) {
 		if (m->v[i].s == NULL)
 			continue;
 		free(m->v[i].s);
-		if (sandboxes && (sb = m->v[i].val) != NULL) {
-			map_free(&sb->hosts, 0);
-			map_free(&sb->secrets, 0);
+		if (vals == VAL_SANDBOX && (sb = m->v[i].val) != NULL) {
+			map_free(&sb->hosts, VAL_NONE);
+			map_free(&sb->secrets, VAL_NONE);
 			free(sb);
+		} else if (vals == VAL_TOOL && (t = m->v[i].val) != NULL) {
+			map_free(&t->sandboxes, VAL_NONE);
+			free(t);
 		}
 	}
 	free(m->v);
@@ -111,6 +127,7 @@ audit_summary_create(void)
 	struct audit_summary *s = xcalloc(1, sizeof(*s));
 
 	s->sandboxes.max = AUDIT_SUMMARY_SANDBOXES_MAX;
+	s->tools.max = AUDIT_SUMMARY_NAMES_MAX;
 	return s;
 }
 
@@ -119,7 +136,8 @@ audit_summary_destroy(struct audit_summary *s)
 {
 	if (s == NULL)
 		return;
-	map_free(&s->sandboxes, 1);
+	map_free(&s->sandboxes, VAL_SANDBOX);
+	map_free(&s->tools, VAL_TOOL);
 	free(s);
 }
 
@@ -134,6 +152,49 @@ count_name(struct namemap *m, json_t *v)
 {
 	if (json_is_string(v))
 		lookup(m, json_string_value(v), json_string_length(v))->count++;
+}
+
+/* One call of the tool named by <name> (a string; else nothing) by sandbox <sbv>: <verdict>, held or not. */
+static void
+count_tool(struct audit_summary *s, json_t *name, json_t *sbv, json_t *verdict, int held)
+{
+	struct name *ent;
+	struct tool *t;
+
+	if (!json_is_string(name))
+		return;
+	ent = lookup(&s->tools, json_string_value(name), json_string_length(name));
+	if (ent->val == NULL) {
+		t = xcalloc(1, sizeof(*t));
+		t->sandboxes.max = AUDIT_SUMMARY_NAMES_MAX;
+		ent->val = t;
+	}
+	t = ent->val;
+	ent->count++;
+	if (is(json_string_value(verdict), "deny"))
+		t->denials++;
+	if (held)
+		t->holds++;
+	count_name(&t->sandboxes, sbv);
+}
+
+/* The tools a request record names: "tool", or each element of "mcp_batch" (with its own verdict, if given). */
+static void
+count_tools(struct audit_summary *s, const struct audit_record *rec, json_t *sbv)
+{
+	json_t *batch = json_object_get(rec->obj, "mcp_batch"), *verdict = json_object_get(rec->obj, "verdict"), *e, *v;
+	int held = json_object_get(rec->obj, "hold") != NULL;
+	size_t i;
+
+	count_tool(s, json_object_get(rec->obj, "tool"), sbv, verdict, held);
+	if (!json_is_array(batch))
+		return;
+	json_array_foreach(batch, i, e) {
+		if (!json_is_object(e))
+			continue;
+		v = json_object_get(e, "verdict");
+		count_tool(s, json_object_get(e, "tool"), sbv, v != NULL ? v : verdict, held);
+	}
 }
 
 void
@@ -163,6 +224,7 @@ audit_summary_add(struct audit_summary *s, const struct audit_record *rec)
 	if (host == NULL)
 		host = json_object_get(rec->obj, "sni");
 	if (is(rec->type, "request")) {
+		count_tools(s, rec, sbv);
 		sb->requests++;
 		if (deny)
 			sb->denials++;
@@ -240,6 +302,31 @@ list(char *out, size_t cap, const struct namemap *m, size_t width)
 	return cols;
 }
 
+static void
+print_tools(struct audit_summary *s, FILE *out)
+{
+	struct name **v = sorted(&s->tools, cmp_name);
+	char name[SANDBOX_COL_MAX * 2], sbs[LIST_BUF];
+	size_t i, wname = 4, w;
+	struct tool *t;
+
+	for (i = 0; i < s->tools.len; i++) {
+		name[0] = '\0';
+		w = audit_term_escape(name, sizeof(name), v[i]->s, v[i]->n, SANDBOX_COL_MAX);
+		wname = w > wname ? w : wname;
+	}
+	fprintf(out, "\n%-*s  %8s  %7s  %5s  %s\n", (int)wname, "TOOL", "CALLS", "DENIALS", "HELD", "SANDBOXES");
+	for (i = 0; i < s->tools.len; i++) {
+		t = v[i]->val;
+		name[0] = '\0';
+		audit_term_escape(name, sizeof(name), v[i]->s, v[i]->n, SANDBOX_COL_MAX);
+		list(sbs, sizeof(sbs), &t->sandboxes, HOSTS_COL_MAX);
+		fprintf(out, "%-*s  %8llu  %7llu  %5llu  %s\n", (int)wname, name, (unsigned long long)v[i]->count,
+		        (unsigned long long)t->denials, (unsigned long long)t->holds, sbs);
+	}
+	free(v);
+}
+
 void
 audit_summary_print(struct audit_summary *s, FILE *out)
 {
@@ -270,4 +357,6 @@ audit_summary_print(struct audit_summary *s, FILE *out)
 	if (s->sandboxes.len == 0)
 		fprintf(out, "(no records)\n");
 	free(v);
+	if (s->tools.len > 0)
+		print_tools(s, out);
 }

@@ -31,6 +31,7 @@ static const char usage_audit[] =
 	"       sluice audit keygen FILE\n"
 	"FILTERS: --since T --until T (RFC 3339, or 10m, 2h, 1d ago; both inclusive) --sandbox S\n"
 	"         --host H (or *.domain) --type T[,T...] --verdict allow|deny --secret NAME --status N|Nxx\n"
+	"         --tool NAME (an MCP tool, prompt or resource URI a request names, or its response's)\n"
 	"Give rotated files oldest first. See docs/auditor.md.\n";
 
 static const char usage_verify[] =
@@ -49,7 +50,8 @@ static const char usage_keygen[] =
 
 static const char usage_summary[] =
 	"usage: sluice audit summary FILE... [--since T] [--until T]\n"
-	"Per sandbox: requests, denials, exfiltration attempts, secrets used, hosts contacted (with counts).\n";
+	"Per sandbox: requests, denials, exfiltration attempts, secrets used, hosts contacted (with counts);\n"
+	"then, when requests named MCP tools, per tool: calls, denials, holds, the sandboxes that called it.\n";
 
 static int
 open_log(const char *cmd, const char *path)
@@ -218,7 +220,8 @@ parse_query_args(const char *cmd, int argc, char **argv, struct qargs *q, int ta
 		{"type", required_argument, NULL, 't'},    {"verdict", required_argument, NULL, 'v'},
 		{"secret", required_argument, NULL, 'x'},  {"status", required_argument, NULL, 'c'},
 		{"format", required_argument, NULL, 'F'},  {"follow", no_argument, NULL, 'f'},
-		{"lines", required_argument, NULL, 'n'},   {NULL, 0, NULL, 0},
+		{"lines", required_argument, NULL, 'n'},   {"tool", required_argument, NULL, 'T'},
+		{NULL, 0, NULL, 0},
 	};
 	int64_t now = (int64_t)clock_wall_ms();
 	char *end;
@@ -241,6 +244,7 @@ parse_query_args(const char *cmd, int argc, char **argv, struct qargs *q, int ta
 		case 'H': q->f.host = optarg; break;
 		case 't': q->f.type = optarg; break;
 		case 'x': q->f.secret = optarg; break;
+		case 'T': q->f.tool = optarg; break;
 		case 'v':
 			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
 				fprintf(stderr, "sluice audit %s: --verdict is allow or deny\n", cmd);
@@ -534,7 +538,7 @@ cmd_summary(int argc, char **argv)
 		return 0;
 	}
 	if (parse_query_args("summary", argc, argv, &q, 0) != 0 || q.f.sandbox || q.f.host || q.f.type ||
-	    q.f.verdict || q.f.secret || q.f.status >= 0 || q.json) {
+	    q.f.verdict || q.f.secret || q.f.tool || q.f.status >= 0 || q.json) {
 		fputs(usage_summary, stderr);
 		return EXIT_USAGE;
 	}

@@ -18,6 +18,7 @@
 
 #include "common/host.h"
 #include "common/sluice.h"
+#include "policy/mcp.h"
 #include "cli/policy_cli.h"
 
 #define EXIT_USAGE 2
@@ -196,6 +197,45 @@ cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_desc
 	return 0;
 }
 
+void
+cli_judge(const struct policy *pol, struct cli_described *d, struct cli_counters *ctr, const char *sandbox,
+          struct judge_outcome *out, size_t *nbatch, size_t *at, policy_explain_fn explain, void *arg)
+{
+	struct judge_counters view, *vp = NULL;
+	struct judge_outcome *each;
+	struct policy_mcp_body b;
+	enum policy_mcp_error e;
+	const char *ep = NULL;
+	int code, batch;
+	size_t i;
+
+	*nbatch = 0;
+	*at = 0;
+	memset(&b, 0, sizeof(b));
+	if (ctr != NULL) {
+		cli_counters_view(ctr, &view);
+		vp = &view;
+	}
+	batch = policy_host_mcp(d->cf.entry, &ep, &code) && strcmp(d->rq.path, ep) == 0 && d->rq.body != NULL &&
+	        d->rq.method_len == 4 && memcmp(d->rq.method, "POST", 4) == 0 &&
+	        policy_mcp_parse(d->rq.body, d->rq.body_len, &b, &e) == 0 && b.batch;
+	if (!batch) {
+		policy_mcp_body_dispose(&b);
+		policy_judge(pol, &d->cf, &d->rq, vp, out, explain, arg);
+		if (ctr != NULL)
+			cli_counters_apply(ctr, out, sandbox);
+		return;
+	}
+	each = xcalloc(b.nmsgs, sizeof(*each));
+	policy_judge_mcp_batch(pol, &d->cf, &d->rq, &b, vp, out, each, at, explain, arg);
+	*nbatch = b.nmsgs;
+	if (ctr != NULL && (out->verdict == JUDGE_ALLOW || out->verdict == JUDGE_HOLD) && out->status != 429)
+		for (i = 0; i < b.nmsgs; i++)
+			cli_counters_apply(ctr, &each[i], sandbox);
+	free(each);
+	policy_mcp_body_dispose(&b);
+}
+
 /* ---- check ---- */
 
 static int
@@ -247,12 +287,22 @@ cmd_check(int argc, char **argv)
 
 /* ---- explain ---- */
 
+/* Which batch element the steps are of: a step whose index is not past the last one starts the next element. */
+struct explain_state {
+	size_t element;
+	size_t last;
+};
+
 static void
 explain_step(void *arg, const struct policy_explain_step *st)
 {
 	static const char *const results[] = {"skipped", "no match", "match", "match (cannot judge: refused)"};
+	struct explain_state *es = arg;
 
-	(void)arg;
+	if (es != NULL && (es->last == (size_t)-1 || st->index <= es->last) && es->element++ > 0)
+		printf(" element %zu:\n", es->element);
+	if (es != NULL)
+		es->last = st->index;
 	printf("  rule %zu '%s' (%s%s%s, line %u): %s%s%s\n", st->index, st->rule, policy_verdict_name(st->verdict),
 	       st->mode != POLICY_MODE_ENFORCE ? ", mode " : "", st->mode != POLICY_MODE_ENFORCE ?
 	       policy_mode_name(st->mode) : "", st->line, results[st->result + 1], st->why != NULL ? ": " : "",
@@ -335,7 +385,7 @@ cmd_explain(int argc, char **argv)
 	struct cli_req rq;
 	char errbuf[1024], *file = NULL;
 	const char *bodyfile = NULL;
-	size_t i, nbodies = 0;
+	size_t i, nbodies = 0, nbatch = 0, at = 0;
 	int ch, rc, ret = EXIT_USAGE;
 
 	memset(&rq, 0, sizeof(rq));
@@ -408,8 +458,14 @@ cmd_explain(int argc, char **argv)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (rc == 0)
-		policy_judge(pol, &d->cf, &d->rq, NULL, res, explain_step, NULL);
+	if (rc == 0) {
+		struct explain_state es = {0, (size_t)-1};
+
+		cli_judge(pol, d, NULL, NULL, res, &nbatch, &at, explain_step, &es);
+		if (nbatch > 0)
+			printf("batch of %zu messages: decided by element %zu (a batch passes only if every element does)\n",
+			       nbatch, at + 1);
+	}
 	if (!res->decided) {
 		printf("decision: %s by rule '%s'%s%s (status %d)\n", policy_judge_verdict_name(res->verdict), res->rule,
 		       res->reason ? ": " : "", res->reason ? res->reason : "", res->status);

@@ -17,6 +17,13 @@
  *         content_type: text/plain
  *         sandbox: agent-1          # counters per sandbox
  *       expect: { verdict: allow, rule: post-to-bots, status: 200, report: { verdict: deny, rule: x } }
+ *
+ *   An MCP message instead of a body (method POST, application/json by
+ *   default; a list of them is a batch), rendered as the JSON-RPC text:
+ *         mcp: { method: tools/call, tool: create_issue, arguments: { repo: x }, id: 7 }
+ *   method defaults to tools/call; id to 1, except for a "notifications/..."
+ *   method (none); tool (or uri, for resources/read) and arguments make
+ *   params, or params: gives it whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,14 +271,100 @@ to_form(struct cases *cs, yaml_node_t *n, struct tbuf *b)
 	return 0;
 }
 
-enum { R_METHOD, R_URL, R_HEADERS, R_JSON, R_FORM, R_BODY, R_CTYPE, R_SANDBOX, NREQ };
+enum { M_METHOD, M_TOOL, M_URI, M_ARGS, M_ID, M_PARAMS, NMCP };
+
+/* One JSON-RPC message of an mcp: case (see the top of this file). */
+static int
+mcp_message(struct cases *cs, yaml_node_t *n, struct tbuf *b)
+{
+	static const char *const keys[NMCP] = {"method", "tool", "uri", "arguments", "id", "params"};
+	yaml_node_t *v[NMCP];
+	const char *method = "tools/call";
+	size_t mlen = 10;
+
+	if (fields(cs, n, "mcp", keys, NMCP, v) != 0)
+		return -1;
+	if (v[M_METHOD] != NULL) {
+		if (v[M_METHOD]->type != YAML_SCALAR_NODE)
+			return bad(cs, v[M_METHOD], "expected a JSON-RPC method in mcp");
+		method = sval(v[M_METHOD]);
+		mlen = v[M_METHOD]->data.scalar.length;
+	}
+	if (v[M_PARAMS] != NULL && (v[M_TOOL] != NULL || v[M_URI] != NULL || v[M_ARGS] != NULL))
+		return bad(cs, n, "expected params, or tool, uri and arguments, in mcp");
+	if ((v[M_TOOL] != NULL && v[M_TOOL]->type != YAML_SCALAR_NODE) ||
+	    (v[M_URI] != NULL && v[M_URI]->type != YAML_SCALAR_NODE))
+		return bad(cs, n, "expected a string for mcp.tool and mcp.uri");
+	tb_str(b, "{\"jsonrpc\":\"2.0\"");
+	if (v[M_ID] != NULL) {
+		tb_str(b, ",\"id\":");
+		if (to_json(cs, v[M_ID], b, 1) != 0)
+			return -1;
+	} else if (!(mlen >= 14 && memcmp(method, "notifications/", 14) == 0)) {
+		tb_str(b, ",\"id\":1");
+	}
+	tb_str(b, ",\"method\":");
+	json_string(b, method, mlen);
+	if (v[M_PARAMS] != NULL) {
+		tb_str(b, ",\"params\":");
+		if (to_json(cs, v[M_PARAMS], b, 1) != 0)
+			return -1;
+	} else if (v[M_TOOL] != NULL || v[M_URI] != NULL || v[M_ARGS] != NULL) {
+		const char *sep = "";
+
+		tb_str(b, ",\"params\":{");
+		if (v[M_TOOL] != NULL) {
+			tb_str(b, "\"name\":");
+			json_string(b, sval(v[M_TOOL]), v[M_TOOL]->data.scalar.length);
+			sep = ",";
+		}
+		if (v[M_URI] != NULL) {
+			tb_str(b, sep);
+			tb_str(b, "\"uri\":");
+			json_string(b, sval(v[M_URI]), v[M_URI]->data.scalar.length);
+			sep = ",";
+		}
+		if (v[M_ARGS] != NULL) {
+			tb_str(b, sep);
+			tb_str(b, "\"arguments\":");
+			if (to_json(cs, v[M_ARGS], b, 1) != 0)
+				return -1;
+		}
+		tb_str(b, "}");
+	}
+	tb_str(b, "}");
+	return 0;
+}
+
+/* mcp: one message (a map) or a batch (a list of them). */
+static int
+mcp_body(struct cases *cs, yaml_node_t *n, struct tbuf *b)
+{
+	yaml_node_item_t *it;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return mcp_message(cs, n, b);
+	tb_str(b, "[");
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = node(cs, *it);
+
+		if (it != n->data.sequence.items.start)
+			tb_str(b, ",");
+		if (e == NULL || mcp_message(cs, e, b) != 0)
+			return e == NULL ? bad(cs, n, "expected a list of messages in mcp") : -1;
+	}
+	tb_str(b, "]");
+	return 0;
+}
+
+enum { R_METHOD, R_URL, R_HEADERS, R_JSON, R_FORM, R_BODY, R_CTYPE, R_SANDBOX, R_MCP, NREQ };
 
 /* request: into <rq>; the body text is kept in <body>. */
 static int
 request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 {
 	static const char *const keys[NREQ] = {"method", "url", "headers", "json", "form", "body", "content_type",
-	                                       "sandbox"};
+	                                       "sandbox", "mcp"};
 	yaml_node_t *v[NREQ];
 	yaml_node_pair_t *p;
 	int nb;
@@ -281,7 +374,7 @@ request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 	if (v[R_URL] == NULL || v[R_URL]->type != YAML_SCALAR_NODE)
 		return bad(cs, v[R_URL] != NULL ? v[R_URL] : n, "expected a url in request");
 	rq->url = sval(v[R_URL]);
-	rq->method = "GET";
+	rq->method = v[R_MCP] != NULL ? "POST" : "GET";
 	if (v[R_METHOD] != NULL) {
 		if (v[R_METHOD]->type != YAML_SCALAR_NODE || v[R_METHOD]->data.scalar.length == 0)
 			return bad(cs, v[R_METHOD], "expected a method");
@@ -320,10 +413,15 @@ request(struct cases *cs, yaml_node_t *n, struct cli_req *rq, struct tbuf *body)
 			} while (it != NULL && ++it < hv->data.sequence.items.top);
 		}
 	}
-	nb = (v[R_JSON] != NULL) + (v[R_FORM] != NULL) + (v[R_BODY] != NULL);
+	nb = (v[R_JSON] != NULL) + (v[R_FORM] != NULL) + (v[R_BODY] != NULL) + (v[R_MCP] != NULL);
 	if (nb > 1)
-		return bad(cs, n, "expected at most one of json, form, body in request");
-	if (v[R_JSON] != NULL) {
+		return bad(cs, n, "expected at most one of json, form, body, mcp in request");
+	if (v[R_MCP] != NULL) {
+		if (mcp_body(cs, v[R_MCP], body) != 0)
+			return -1;
+		if (rq->content_type == NULL)
+			rq->content_type = "application/json";
+	} else if (v[R_JSON] != NULL) {
 		if (v[R_JSON]->type == YAML_SCALAR_NODE)
 			tb_put(body, sval(v[R_JSON]), v[R_JSON]->data.scalar.length);
 		else if (to_json(cs, v[R_JSON], body, 0) != 0)
@@ -378,8 +476,8 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 	struct judge_outcome *res = xcalloc(1, sizeof(*res));
 	struct cli_described *d = xcalloc(1, sizeof(*d));
 	struct tbuf body = {NULL, 0, 0, 0};
-	struct judge_counters view;
 	struct cli_req rq;
+	size_t nbatch = 0, at = 0;
 	char mism[1024] = "", status[16], err[512];
 	const char *verdict;
 	int ret = -1, rc;
@@ -405,12 +503,8 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 		bad(cs, cv[1], err);
 		goto out;
 	}
-	if (rc == 0) {
-		/* judged by the gateway's judge, then its takes applied, in case order */
-		cli_counters_view(ctr, &view);
-		policy_judge(pol, &d->cf, &d->rq, &view, res, NULL, NULL);
-		cli_counters_apply(ctr, res, rq.sandbox);
-	}
+	if (rc == 0) /* judged by the gateway's judge, then its takes applied, in case order */
+		cli_judge(pol, d, ctr, rq.sandbox, res, &nbatch, &at, NULL, NULL);
 	verdict = policy_judge_verdict_name(res->verdict);
 	snprintf(status, sizeof(status), "%d", res->status);
 	want(mism, sizeof(mism), "verdict", ev[0], verdict);
@@ -423,8 +517,12 @@ run_case(struct cases *cs, const struct policy *pol, yaml_node_t *c, struct cli_
 		want(mism, sizeof(mism), "report.rule", rv[1], rep ? res->dec.report.rule : NULL);
 	}
 	if (mism[0] != '\0') {
-		printf("FAIL %s:%zu: %s: %s (decided: %s by rule '%s'%s%s, status %d)\n", cs->file,
-		       c->start_mark.line + 1, sval(cv[0]), mism, verdict, res->rule, res->reason ? ": " : "",
+		char el[64] = "";
+
+		if (nbatch > 0)
+			snprintf(el, sizeof(el), " [batch: element %zu of %zu decided]", at + 1, nbatch);
+		printf("FAIL %s:%zu: %s: %s%s (decided: %s by rule '%s'%s%s, status %d)\n", cs->file,
+		       c->start_mark.line + 1, sval(cv[0]), mism, el, verdict, res->rule, res->reason ? ": " : "",
 		       res->reason ? res->reason : "", res->status);
 		(*failed)++;
 	}

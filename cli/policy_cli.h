@@ -67,6 +67,18 @@ void cli_counters_view(struct cli_counters *c, struct judge_counters *view);
 void cli_counters_apply(struct cli_counters *c, const struct judge_outcome *o, const char *sandbox);
 void cli_counters_free(struct cli_counters *c);
 
+/*
+ * Judges <d> (cli_describe returned 0) as the gateway does: with
+ * policy_judge, or, when the body is a JSON-RPC batch POSTed to the host's
+ * MCP endpoint, element by element with policy_judge_mcp_batch (the
+ * batch's outcome in <out>).  *<nbatch> gets the batch's size (0: not a
+ * batch) and *<at> the element whose outcome <out> is.  With <ctr>, the
+ * counters view is read and the takes are applied afterwards (a batch's
+ * allowed elements each take theirs, only when the whole batch passes).
+ */
+void cli_judge(const struct policy *pol, struct cli_described *d, struct cli_counters *ctr, const char *sandbox,
+               struct judge_outcome *out, size_t *nbatch, size_t *at, policy_explain_fn explain, void *arg);
+
 /* `sluice policy test FILE CASES.yaml` (cli/policy_cases.c). */
 int cli_policy_test(int argc, char **argv);
 

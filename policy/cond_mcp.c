@@ -19,7 +19,7 @@
 #define WHAT_MAX (POLICY_WHERE_MAX + 64)
 #define ENDPOINT_MAX 1024 /* bytes of mcp.endpoint */
 
-static const char *const mcp_keys[] = {"method", "tool", "arguments"};
+static const char *const mcp_keys[] = {"method", "tool", "arguments", "audit"};
 static const char *const mcp_host_keys[] = {"endpoint", "error_code"};
 
 static int
@@ -147,16 +147,51 @@ parse_tools(struct policy_ld *l, yaml_node_t *n, const char *what, struct policy
 	return ret;
 }
 
+/* audit: [ "$.repo", ... ]: JSON paths rooted at params.arguments, whose values the record may hold in clear. */
+static int
+parse_audit(struct policy_ld *l, yaml_node_t *n, const char *what, struct policy_mcp_cond *m)
+{
+	yaml_node_item_t *it;
+	size_t cnt, j;
+	char esc[160];
+
+	cnt = n->type == YAML_SEQUENCE_NODE ? (size_t)(n->data.sequence.items.top - n->data.sequence.items.start) : 0;
+	if (cnt == 0 || cnt > POLICY_MCP_AUDIT_MAX)
+		return policy_ld_error(l, n, "expected a list of 1 to %d JSON paths ($.repo) in %s", POLICY_MCP_AUDIT_MAX,
+		                       what);
+	m->audit_src = xcalloc(cnt, sizeof(*m->audit_src));
+	m->audit = xcalloc(cnt, sizeof(*m->audit));
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = policy_ld_node(l, *it);
+		const char *s;
+		size_t len;
+
+		if (e == NULL || e->type != YAML_SCALAR_NODE)
+			return policy_ld_error(l, e != NULL ? e : n, "expected a JSON path ($.repo) in %s", what);
+		s = (const char *)e->data.scalar.value;
+		len = e->data.scalar.length;
+		policy_ld_esc(esc, sizeof(esc), e->data.scalar.value, len);
+		if (policy_jpath_compile(s, len, &m->audit[m->naudit]) != 0)
+			return policy_ld_error(l, e, "bad JSON path '%s' in %s (rooted at params.arguments: $.repo, "
+			                       "$.labels[0], $['a key'])", esc, what);
+		m->audit_src[m->naudit++] = xstrndup(s, len);
+		for (j = 0; j + 1 < m->naudit; j++)
+			if (strcmp(m->audit_src[j], m->audit_src[m->naudit - 1]) == 0)
+				return policy_ld_error(l, e, "duplicate path '%s' in %s", esc, what);
+	}
+	return 0;
+}
+
 int
 policy_mcp_cond_parse(struct policy_ld *l, yaml_node_t *n, const char *where, struct policy_rule *r, yaml_node_t **args)
 {
 	char what[WHAT_MAX];
-	yaml_node_t *v[3];
+	yaml_node_t *v[4];
 	int ret;
 
 	*args = NULL;
 	snprintf(what, sizeof(what), "%s.mcp", where);
-	ret = policy_ld_fields(l, n, what, "a map with method, tool, arguments", mcp_keys, 3, v, NULL);
+	ret = policy_ld_fields(l, n, what, "a map with method, tool, arguments, audit", mcp_keys, 4, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] == NULL && v[1] == NULL && v[2] == NULL)
@@ -167,6 +202,9 @@ policy_mcp_cond_parse(struct policy_ld *l, yaml_node_t *n, const char *where, st
 		return ret;
 	snprintf(what, sizeof(what), "%s.mcp.tool", where);
 	if (v[1] != NULL && (ret = parse_tools(l, v[1], what, r->mcp)) != 0)
+		return ret;
+	snprintf(what, sizeof(what), "%s.mcp.audit", where);
+	if (v[3] != NULL && (ret = parse_audit(l, v[3], what, r->mcp)) != 0)
 		return ret;
 	*args = v[2];
 	return 0;
@@ -187,6 +225,12 @@ policy_mcp_cond_dispose(struct policy_mcp_cond *m)
 		policy_glob_dispose(&m->tools[i].glob);
 	}
 	free(m->tools);
+	for (i = 0; i < m->naudit; i++) {
+		free(m->audit_src[i]);
+		policy_jpath_dispose(&m->audit[i]);
+	}
+	free(m->audit_src);
+	free(m->audit);
 	free(m);
 }
 
@@ -258,6 +302,20 @@ policy_rule_posts(const struct policy_rule *r)
 	return 0;
 }
 
+/* 1 when path regex <re> does not match <ep> (an error of the matcher counts as a match: it could). */
+static int
+regex_misses(const pcre2_code *re, const char *ep)
+{
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	int rc;
+
+	if (md == NULL)
+		return 0;
+	rc = pcre2_match(re, (PCRE2_SPTR)ep, strlen(ep), 0, 0, md, NULL);
+	pcre2_match_data_free(md);
+	return rc == PCRE2_ERROR_NOMATCH;
+}
+
 int
 policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const struct policy_rule *r)
 {
@@ -272,6 +330,9 @@ policy_mcp_rule_check(struct policy_ld *l, const struct policy_host *h, const st
 	    !policy_glob_match(&r->glob, h->mcp_endpoint, strlen(h->mcp_endpoint)))
 		return policy_ld_error_at(l, m, "mcp in %s, whose path %s is not the host's MCP endpoint %s", r->where,
 		                          r->path_src, h->mcp_endpoint);
+	if (r->path_kind == POLICY_PATH_REGEX && regex_misses(r->re, h->mcp_endpoint))
+		return policy_ld_error_at(l, m, "mcp in %s, whose path %s cannot match the host's MCP endpoint %s",
+		                          r->where, r->path_src, h->mcp_endpoint);
 	if (!policy_rule_posts(r))
 		return policy_ld_error_at(l, m, "mcp in %s, whose method excludes POST (MCP messages are POSTed)", r->where);
 	return 0;
@@ -285,6 +346,56 @@ policy_host_mcp(const struct policy_host *h, const char **endpoint, int *code)
 	*endpoint = h->mcp_endpoint;
 	*code = h->mcp_error_code;
 	return 1;
+}
+
+/* ---- the audit record's clear values ---- */
+
+static void
+collect(void *arg, const json_t *v)
+{
+	/* jansson's reference count is not part of the value: an incref does not change the argument */
+	if (json_array_append(arg, SLUICE_DECONST(json_t *, v)) != 0)
+		json_array_clear(arg); /* out of memory: the path is left out */
+}
+
+int
+policy_mcp_audit_args(const struct policy_host *h, const char *rule, const json_t *arguments, json_t **out)
+{
+	const struct policy_mcp_cond *m = NULL;
+	json_t *vals;
+	size_t i;
+
+	*out = NULL;
+	if (h == NULL || rule == NULL || !json_is_object(arguments))
+		return 0;
+	for (i = 0; i < h->nrules && m == NULL; i++)
+		if (h->rules[i].mcp != NULL && (h->rules[i].id == rule || strcmp(h->rules[i].id, rule) == 0))
+			m = h->rules[i].mcp;
+	if (m == NULL || m->naudit == 0)
+		return 0;
+	for (i = 0; i < m->naudit; i++) {
+		if ((vals = json_array()) == NULL)
+			goto nomem;
+		/* an ambiguous path (a key differing by case) or one over the bound records nothing in clear */
+		if (policy_json_select(arguments, &m->audit[i], collect, vals, NULL) != 0 || json_array_size(vals) == 0) {
+			json_decref(vals);
+			continue;
+		}
+		if (*out == NULL && (*out = json_object()) == NULL) {
+			json_decref(vals);
+			goto nomem;
+		}
+		if (json_object_set(*out, m->audit_src[i], json_array_size(vals) == 1 ? json_array_get(vals, 0) : vals) != 0) {
+			json_decref(vals);
+			goto nomem;
+		}
+		json_decref(vals);
+	}
+	return 0;
+nomem:
+	json_decref(*out);
+	*out = NULL;
+	return SLUICE_ENOMEM;
 }
 
 /* ---- judging ---- */

@@ -11,6 +11,7 @@
 
 #include "common/sluice.h"
 #include "policy/judge.h"
+#include "policy/mcp.h"
 
 const char *
 policy_judge_verdict_name(enum judge_verdict v)
@@ -139,6 +140,7 @@ request_of(const struct judge_req *rq, struct policy_request *q)
 	q->headers = rq->headers;
 	q->nheaders = rq->nheaders;
 	q->has_body = rq->has_body;
+	q->mcp_msg = rq->mcp_msg;
 	/*
 	 * Content-Type given only when there is exactly one: with two, no one
 	 * can say which the upstream reads, and the policy, finding them among
@@ -333,5 +335,45 @@ policy_judge(const struct policy *pol, const struct judge_conn *cf, const struct
 	}
 	if (ctr != NULL)
 		counters(ctr, cf->sandbox, out);
+	return 0;
+}
+
+/* How far an element's outcome goes toward refusing the batch: a denial, then a hold, then an allow. */
+static int
+severity(const struct judge_outcome *o)
+{
+	return o->verdict == JUDGE_DENY || o->status == 429 ? 2 : o->verdict == JUDGE_HOLD ? 1 : 0;
+}
+
+int
+policy_judge_mcp_batch(const struct policy *pol, const struct judge_conn *cf, const struct judge_req *rq,
+                       const struct policy_mcp_body *b, const struct judge_counters *ctr, struct judge_outcome *out,
+                       struct judge_outcome *each, size_t *at, policy_explain_fn explain, void *arg)
+{
+	struct judge_req er;
+	size_t i, worst = 0;
+	int worst_sev = -1, sev;
+
+	if (pol == NULL || cf == NULL || rq == NULL || b == NULL || out == NULL || !b->batch || b->nmsgs == 0)
+		return -1;
+	er = *rq;
+	for (i = 0; i < b->nmsgs; i++) {
+		er.mcp_msg = &b->msgs[i];
+		policy_judge(pol, cf, &er, ctr, each != NULL ? &each[i] : out, explain, arg);
+		sev = severity(each != NULL ? &each[i] : out);
+		if (sev > worst_sev) {
+			worst_sev = sev;
+			worst = i;
+		}
+		if (each == NULL && sev == 2)
+			break; /* <out> holds the first denial */
+	}
+	if (at != NULL)
+		*at = worst;
+	if (each == NULL && sev == 2)
+		return 0;
+	/* an outcome points into itself (reason, field texts): judged again into <out> rather than copied */
+	er.mcp_msg = &b->msgs[worst];
+	policy_judge(pol, cf, &er, ctr, out, NULL, NULL);
 	return 0;
 }

@@ -92,6 +92,9 @@ struct judge_req {
 	int need_known;                  /* need/need_flags are from this request's JUDGE_NEED_BODY outcome */
 	size_t need;
 	unsigned need_flags;
+	/* mcp: conditions judge this message (one element of a batch: policy_judge_mcp_batch) instead of reading
+	 * the body as one; NULL: the body is read */
+	const struct policy_mcp_msg *mcp_msg;
 };
 
 /*
@@ -181,6 +184,25 @@ long policy_judge_path(const struct policy_host *h, const char *in, size_t len, 
  */
 int policy_judge(const struct policy *pol, const struct judge_conn *cf, const struct judge_req *rq,
                  const struct judge_counters *ctr, struct judge_outcome *out, policy_explain_fn explain, void *arg);
+
+/*
+ * Judges a batch (a JSON array of JSON-RPC messages, as policy_mcp_parse
+ * read it into <b>) POSTed as request <rq>: each element with
+ * policy_judge, rq->mcp_msg set to it, into <each> (b->nmsgs outcomes,
+ * caller storage; may be NULL), and the batch into <out>: the outcome of
+ * the first element denied (a batch is allowed only if every element is),
+ * else of the first held, else of the first element.  *<at> (may be NULL)
+ * gets that element's index.  <explain> is called for every element's
+ * rules in turn.  The takes: each allowed element asks for its own (in
+ * <each>); <out> alone asks for its element's only.  A counters view is
+ * read for each element as it stands (the takes of earlier elements are
+ * not in it).  Returns 0; -1 for bad arguments (<b> not a batch).
+ */
+struct policy_mcp_body;
+int policy_judge_mcp_batch(const struct policy *pol, const struct judge_conn *cf, const struct judge_req *rq,
+                           const struct policy_mcp_body *b, const struct judge_counters *ctr,
+                           struct judge_outcome *out, struct judge_outcome *each, size_t *at,
+                           policy_explain_fn explain, void *arg);
 
 /*
  * Fills <out> as the refusal of a body larger than <bound> (413, rule

@@ -114,6 +114,20 @@ int policy_mcp_name_ok(const char *s, size_t n);
 int policy_host_mcp(const struct policy_host *h, const char **endpoint, int *error_code);
 
 /*
+ * The argument values that rule <rule> (the rule id of an outcome: the
+ * pointer policy_judge returned, or the same text) of host <h> lets the
+ * audit record hold in clear (mcp.audit: [ "$.repo" ]), selected from
+ * <arguments> (params.arguments; NULL: none): a new object
+ * {"$.repo": value, ...} in *<out> holding the paths that select a value (a
+ * path selecting several: an array of them), the values shared with
+ * <arguments> (json_incref: keep <arguments> alive or json_deep_copy it);
+ * *<out> NULL when the rule names no path or none selects.  Every other
+ * argument is recorded only as its fingerprint (audit/audit.h
+ * audit_args_hmac).  Returns 0, or SLUICE_ENOMEM.  O(rules + paths).
+ */
+int policy_mcp_audit_args(const struct policy_host *h, const char *rule, const json_t *arguments, json_t **out);
+
+/*
  * The list results: 1 if the entry named <name>/<n> of a <list> result
  * (POLICY_MCP_M_TOOLS_LIST, _RESOURCES_LIST or _PROMPTS_LIST) is visible on
  * <h>: the first rule that could decide a call of it (its tools/call,

@@ -181,11 +181,15 @@ struct policy_mcp_tool {
 	int prefix;                 /* uri: ends in '*' */
 	struct policy_glob glob;    /* name: "/" + the glob */
 };
+#define POLICY_MCP_AUDIT_MAX 16            /* paths of one mcp.audit list */
 struct policy_mcp_cond {
 	char **methods;             /* NULL/0: any method */
 	size_t nmethods;
 	struct policy_mcp_tool *tools;
 	size_t ntools;              /* 0: any (or no) name */
+	char **audit_src;           /* mcp.audit: JSON paths (rooted at params.arguments) recorded in clear */
+	struct policy_jpath *audit;
+	size_t naudit;
 };
 
 /* What of the body a rule reads. */

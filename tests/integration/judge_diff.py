@@ -73,6 +73,30 @@ def to_json(n):
     return "{" + ",".join(json_str(k.value) + ":" + to_json(v) for k, v in n.value) + "}"
 
 
+def mcp_message(n):
+    """cli/policy_cases.c mcp_message: one JSON-RPC message of an mcp: case."""
+    m = dict((k.value, v) for k, v in n.value)
+    method = m["method"].value if "method" in m else "tools/call"
+    out = '{"jsonrpc":"2.0"'
+    if "id" in m:
+        out += ',"id":' + to_json(m["id"])
+    elif not method.startswith("notifications/"):
+        out += ',"id":1'
+    out += ',"method":' + json_str(method)
+    if "params" in m:
+        out += ',"params":' + to_json(m["params"])
+    elif "tool" in m or "uri" in m or "arguments" in m:
+        parts = []
+        if "tool" in m:
+            parts.append('"name":' + json_str(m["tool"].value))
+        if "uri" in m:
+            parts.append('"uri":' + json_str(m["uri"].value))
+        if "arguments" in m:
+            parts.append('"arguments":' + to_json(m["arguments"]))
+        out += ',"params":{' + ",".join(parts) + "}"
+    return out + "}"
+
+
 def urlenc(s):
     return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-._~" else
                    "".join("%%%02X" % b for b in ch.encode("utf-8")) for ch in s)
@@ -98,7 +122,8 @@ def example_requests(path):
     for c in root.value:
         cm = dict((k.value, v) for k, v in c.value)
         rm = dict((k.value, v) for k, v in cm["request"].value)
-        rq = {"name": cm["name"].value, "method": rm["method"].value if "method" in rm else "GET",
+        rq = {"name": cm["name"].value,
+              "method": rm["method"].value if "method" in rm else ("POST" if "mcp" in rm else "GET"),
               "url": rm["url"].value, "headers": [], "body": None, "ct": None, "ct_in_headers": False}
         if "headers" in rm:
             for k, v in rm["headers"].value:
@@ -115,6 +140,12 @@ def example_requests(path):
             rq["ct"] = rq["ct"] or "application/x-www-form-urlencoded"
         elif "body" in rm:
             rq["body"] = rm["body"].value
+        elif "mcp" in rm:
+            n = rm["mcp"]
+            msgs = n.value if isinstance(n, yaml.SequenceNode) else [n]
+            text = ",".join(mcp_message(m) for m in msgs)
+            rq["body"] = "[" + text + "]" if isinstance(n, yaml.SequenceNode) else text
+            rq["ct"] = rq["ct"] or "application/json"
         if "content_type" in rm:
             rq["ct"], rq["ct_in_headers"] = rm["content_type"].value, False
         if "sandbox" in rm:

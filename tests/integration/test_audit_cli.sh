@@ -50,6 +50,10 @@ with open(out, 'a') as f:
         t = r.pop('time', '2026-12-01T04:%02d:%02d.000Z' % (seq // 60 % 60, seq % 60))
         if r['type'] == 'checkpoint':
             r['head_seq'] = seq - 1; r['head_hash'] = prev
+        if key and 'args_of' in r:  # the mcp fields' fingerprint (docs/audit-schema.md), ASCII arguments only
+            sub = hmac.new(k, b'sluice-mcp-args-v1', hashlib.sha256).digest()
+            canon = json.dumps(r.pop('args_of'), sort_keys=True, separators=(',', ':')).encode()
+            r['args_hmac'] = hmac.new(sub, canon, hashlib.sha256).hexdigest()
         body = '{"seq":%d,"time":%s' % (seq, esc(t)) + ''.join(',' + esc(k2) + ':' + val(v) for k2, v in r.items())
         body += ',"prev":"%s"' % prev
         if key:
@@ -306,5 +310,42 @@ out=$("$S" audit verify "$T/nothing" 2>&1); rc=$?
 check_eq "verify of a missing file exits 1 and says why" "1 sluice audit verify: $T/nothing: No such file or directory" "$rc $out"
 out=$("$S" audit query "$T/nothing" 2>&1); rc=$?
 check_eq "query of a missing file exits 1" 1 "$rc"
+
+# the mcp fields (docs/audit-schema.md): a signed log of MCP calls, one of them a batch
+cat >"$T/mcpspec" <<'EOF'
+{"type":"request","sandbox":"agent-1","id":"7-1","client":"10.200.1.2","host":"mcp.test","method":"POST","path":"/mcp","http_version":"1.1","verdict":"allow","rule":"issues","mcp_method":"tools/call","tool":"create_issue","rpc_id":3,"args_of":{"repo":"widgets","owner":"acme","title":"secret plan"},"args":{"$.repo":"widgets"},"conn":7}
+{"type":"response","sandbox":"agent-1","id":"7-1","status":200,"bytes_up":90,"bytes_down":40,"duration_ms":5,"upstream_tls":true,"conn":7}
+{"type":"request","sandbox":"agent-2","id":"8-1","client":"10.200.2.2","host":"mcp.test","method":"POST","path":"/mcp","http_version":"1.1","verdict":"deny","rule":"no-deletes","status":200,"mcp_batch":[{"mcp_method":"tools/call","tool":"create_issue","rpc_id":"a","verdict":"allow","rule":"issues"},{"mcp_method":"tools/call","tool":"delete_repository","rpc_id":"b","verdict":"deny","rule":"no-deletes"}],"conn":8}
+{"type":"request","sandbox":"agent-2","id":"9-1","client":"10.200.2.2","host":"mcp.test","method":"POST","path":"/mcp","http_version":"1.1","verdict":"allow","rule":"lifecycle","mcp_method":"tools/list","rpc_id":4,"conn":9}
+{"type":"response","sandbox":"agent-2","id":"9-1","status":200,"bytes_up":50,"bytes_down":900,"duration_ms":4,"upstream_tls":true,"mcp_method":"tools/list","removed":3,"conn":9}
+EOF
+"$S" audit keygen "$T/mcp.key" >/dev/null 2>&1
+M=$T/mcp.jsonl
+"$PY" "$T/gen.py" "$M" --key "$T/mcp.key" <"$T/mcpspec" >/dev/null
+out=$("$S" audit verify "$M" --key-file "$T/mcp.key" 2>&1); rc=$?
+check_match "verify: a log with the mcp fields verifies with its key" "^0 ok: 5 records" "$rc $out"
+out=$("$S" audit query "$M" --tool create_issue --format json 2>&1); rc=$?
+check_eq "query --tool: the call, its response by the join, the batch that names it" "0 7-1 7-1 8-1" \
+  "$rc $(printf '%s\n' "$out" | "$PY" -c 'import json,sys; print(" ".join(json.loads(l)["id"] for l in sys.stdin))')"
+out=$("$S" audit query "$M" --tool delete_repository 2>&1)
+check_match "query --tool: a batch element" "request .* deny .* POST +mcp.test +/mcp batch=2" "$out"
+check_eq "query --tool: one row and the header" 2 "$(printf '%s\n' "$out" | wc -l)"
+out=$("$S" audit query "$M" --tool Create_issue --format json 2>&1); rc=$?
+check_eq "query --tool is exact (tool names are case-sensitive)" "0 " "$rc $out"
+out=$("$S" audit query "$M" --tool create_issue 2>&1)
+check "the table shows no argument value" bash -c '! grep -q -e widgets -e "secret plan" <<<"$1"' _ "$out"
+check_match "the table shows the method, tool and id" "/mcp mcp=tools/call tool=create_issue rpc_id=3" "$out"
+out=$("$S" audit query "$M" --type response --format table 2>&1)
+check_match "a filtered list's response shows what it removed" "removed=3" "$out"
+out=$("$S" audit summary "$M" 2>&1); rc=$?
+check_eq "summary per sandbox, then per tool" "0 SANDBOX  REQUESTS  DENIALS  EXFILTRATION  SECRETS  HOSTS
+agent-1         1        0             0  -        mcp.test (1)
+agent-2         2        1             0  -        mcp.test (1)
+
+TOOL                  CALLS  DENIALS   HELD  SANDBOXES
+create_issue              2        0      0  agent-1 (1), agent-2 (1)
+delete_repository         1        1      0  agent-2 (1)" "$rc $out"
+"$S" audit summary "$M" --tool create_issue >/dev/null 2>&1; rc=$?
+check_eq "summary takes no --tool" 2 "$rc"
 
 finish

@@ -113,6 +113,28 @@ rc=1" "$(run "$SLUICE" policy test "$EX/stripe-limited.yaml" badcases.yaml)"
 printf -- '- name: x\n  request: { url: "ftp://api.stripe.com/" }\n  expect: { verdict: allow }\n' >badurl.yaml
 check_eq "test: a bad URL" "badurl.yaml:2:12: bad URL 'ftp://api.stripe.com/': the URL must start with https:// or http://
 rc=1" "$(run "$SLUICE" policy test "$EX/stripe-limited.yaml" badurl.yaml)"
+# mcp: cases: a bad key in a message, two bodies, and a failing batch case naming the element that decided
+printf -- '- name: x\n  request: { url: "https://api.githubcopilot.com/mcp/", mcp: { tool: a, colour: red } }\n  expect: { verdict: allow }\n' >badmcp.yaml
+check_eq "test: a bad key in an mcp message" "badmcp.yaml:2:73: unknown key in mcp
+rc=1" "$(run "$SLUICE" policy test "$EX/mcp-github.yaml" badmcp.yaml)"
+printf -- '- name: x\n  request: { url: "https://api.githubcopilot.com/mcp/", mcp: { tool: a }, json: {} }\n  expect: { verdict: allow }\n' >twobodies.yaml
+check_eq "test: mcp and json together" "twobodies.yaml:2:12: expected at most one of json, form, body, mcp in request
+rc=1" "$(run "$SLUICE" policy test "$EX/mcp-github.yaml" twobodies.yaml)"
+cat >batch.yaml <<'Y'
+- name: a batch of reads and a merge
+  request:
+    url: https://api.githubcopilot.com/mcp/
+    mcp: [ { tool: get_issue, id: 1 }, { tool: merge_pull_request, id: 2 }, { tool: list_issues, id: 3 } ]
+  expect: { verdict: allow }
+Y
+check_eq "test: a batch is held when one element is, and the element is named" "FAIL batch.yaml:1: a batch of reads and a merge: verdict: expected 'allow', got 'hold' [batch: element 2 of 3 decided] (decided: hold by rule 'ask-before-merge': held for approval, status 200)
+batch.yaml: 1 case, 0 passed, 1 failed
+rc=1" "$(run "$SLUICE" policy test "$EX/mcp-github.yaml" batch.yaml)"
+out=$(run "$SLUICE" policy explain "$EX/mcp-github.yaml" --method POST --url https://api.githubcopilot.com/mcp/ \
+  --json '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_issue","arguments":{"owner":"acme","repo":"gadgets","title":"t"}}}')
+check_match "explain: the failing mcp tool condition" "rule 2 'read' \(allow, line 22\): no match: mcp tool create_issue is not get_\* or the others listed" "$out"
+check_match "explain: the failing mcp argument" "rule 3 'issues-in-widgets' \(allow, line 24\): no match: mcp argument \\\$.repo: \"gadgets\" fails eq widgets" "$out"
+check_match "explain: the failing mcp method" "rule 0 'lifecycle' \(allow, line 15\): no match: mcp method tools/call is not initialize or the others listed" "$out"
 check_eq "test: usage" 2 "$("$SLUICE" policy test "$EX/stripe-limited.yaml" >/dev/null 2>&1; echo $?)"
 
 # ---- explain ----

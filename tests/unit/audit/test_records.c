@@ -13,6 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include "common/jcs.h"
 #include "common/sluice.h"
 #include "audit/audit.h"
 
@@ -349,6 +352,179 @@ test_summary(void **state)
 	free(out);
 }
 
+/* Requests on an MCP endpoint (docs/audit-schema.md, the mcp fields): one message, and a batch. */
+#define MCP_CALL \
+	"{\"seq\":10,\"time\":\"2026-12-01T06:00:00.000Z\",\"type\":\"request\",\"sandbox\":\"agent-1\",\"id\":\"9-1\"," \
+	"\"host\":\"mcp.test\",\"method\":\"POST\",\"path\":\"/mcp\",\"verdict\":\"allow\",\"rule\":\"issues\"," \
+	"\"mcp_method\":\"tools/call\",\"tool\":\"create_issue\",\"rpc_id\":3,\"args_hmac\":\"" \
+	"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\",\"args\":{\"$.repo\":\"widgets\"},\"prev\":\"x\"}"
+#define MCP_RESP \
+	"{\"seq\":11,\"time\":\"2026-12-01T06:00:01.000Z\",\"type\":\"response\",\"sandbox\":\"agent-1\",\"id\":\"9-1\"," \
+	"\"status\":200,\"prev\":\"x\"}"
+#define MCP_BATCH \
+	"{\"seq\":12,\"time\":\"2026-12-01T06:00:02.000Z\",\"type\":\"request\",\"sandbox\":\"agent-2\",\"id\":\"9-2\"," \
+	"\"host\":\"mcp.test\",\"method\":\"POST\",\"path\":\"/mcp\",\"verdict\":\"deny\",\"rule\":\"default\"," \
+	"\"status\":200,\"mcp_batch\":[{\"mcp_method\":\"tools/call\",\"tool\":\"create_issue\",\"rpc_id\":\"a\"," \
+	"\"verdict\":\"allow\",\"rule\":\"issues\"},{\"mcp_method\":\"tools/call\",\"tool\":\"delete_repository\"," \
+	"\"rpc_id\":\"b\",\"verdict\":\"deny\",\"rule\":\"default\"}],\"prev\":\"x\"}"
+#define MCP_LIST \
+	"{\"seq\":13,\"time\":\"2026-12-01T06:00:03.000Z\",\"type\":\"request\",\"sandbox\":\"agent-2\",\"id\":\"9-3\"," \
+	"\"host\":\"mcp.test\",\"method\":\"POST\",\"path\":\"/mcp\",\"verdict\":\"allow\",\"rule\":\"lifecycle\"," \
+	"\"mcp_method\":\"tools/list\",\"rpc_id\":4,\"prev\":\"x\"}"
+#define MCP_LIST_RESP \
+	"{\"seq\":14,\"time\":\"2026-12-01T06:00:04.000Z\",\"type\":\"response\",\"sandbox\":\"agent-2\",\"id\":\"9-3\"," \
+	"\"status\":200,\"mcp_method\":\"tools/list\",\"removed\":3,\"prev\":\"x\"}"
+#define MCP_HOLD \
+	"{\"seq\":15,\"time\":\"2026-12-01T06:00:05.000Z\",\"type\":\"request\",\"sandbox\":\"agent-1\",\"id\":\"9-4\"," \
+	"\"host\":\"mcp.test\",\"method\":\"POST\",\"path\":\"/mcp\",\"verdict\":\"allow\",\"rule\":\"ask\"," \
+	"\"mcp_method\":\"tools/call\",\"tool\":\"merge_pull_request\",\"rpc_id\":5,\"hold\":{\"id\":\"0011223344556677\"," \
+	"\"outcome\":\"approved\",\"by\":\"uid:0(root)\"},\"prev\":\"x\"}"
+
+/* --tool: the request that names it, its response by the join, a batch that names it among others. */
+static void
+test_mcp_filter(void **state)
+{
+	static const char *const lines[] = {REQ_ALLOW, MCP_CALL, MCP_RESP, MCP_BATCH, MCP_LIST, MCP_LIST_RESP, MCP_HOLD};
+	static const struct {
+		const char *tool;
+		int match[7];
+	} t[] = {
+		{"create_issue", {0, 1, 1, 1, 0, 0, 0}},
+		{"delete_repository", {0, 0, 0, 1, 0, 0, 0}},
+		{"merge_pull_request", {0, 0, 0, 0, 0, 0, 1}},
+		{"create", {0, 0, 0, 0, 0, 0, 0}},
+		{"Create_issue", {0, 0, 0, 0, 0, 0, 0}},
+	};
+	struct audit_record r[7];
+	struct audit_filter f;
+	struct audit_join *j = audit_join_create();
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < 7; i++) {
+		parse(&r[i], lines[i]);
+		audit_join_add(j, &r[i]);
+	}
+	for (k = 0; k < sizeof(t) / sizeof(t[0]); k++) {
+		audit_filter_init(&f);
+		f.tool = t[k].tool;
+		for (i = 0; i < 7; i++)
+			assert_int_equal(audit_filter_match(&f, &r[i], audit_join_find(j, &r[i])), t[k].match[i]);
+	}
+	/* with other filters: a denied batch that names the tool */
+	audit_filter_init(&f);
+	f.tool = "create_issue";
+	f.verdict = "deny";
+	assert_int_equal(audit_filter_match(&f, &r[3], NULL), 1);
+	assert_int_equal(audit_filter_match(&f, &r[1], NULL), 0);
+	/* a malformed batch names nothing and breaks nothing */
+	{
+		struct audit_record b;
+
+		parse(&b, "{\"type\":\"request\",\"mcp_batch\":[1,\"x\",{\"tool\":7}],\"tool\":[\"create_issue\"]}");
+		assert_int_equal(audit_filter_match(&f, &b, NULL), 0);
+		audit_record_dispose(&b);
+	}
+	for (i = 0; i < 7; i++)
+		audit_record_dispose(&r[i]);
+	audit_join_destroy(j);
+}
+
+static void
+test_mcp_table_summary(void **state)
+{
+	static const char *const lines[] = {REQ_ALLOW, MCP_CALL, MCP_RESP, MCP_BATCH, MCP_LIST, MCP_LIST_RESP, MCP_HOLD,
+		"{\"type\":\"request\",\"sandbox\":\"agent-3\",\"verdict\":\"deny\",\"tool\":\"x\\u001b[2Jy\"}"};
+	struct rows rs = {lines, 7};
+	char *out;
+
+	(void)state;
+	out = capture(table, &rs);
+	assert_non_null(strstr(out, "/mcp mcp=tools/call tool=create_issue rpc_id=3\n"));
+	assert_non_null(strstr(out, "/mcp batch=2\n"));
+	assert_non_null(strstr(out, "/mcp removed=3\n"));
+	/* no argument value is shown, not even the ones recorded in clear: --format json has them */
+	assert_null(strstr(out, "widgets"));
+	free(out);
+	rs.n = 8;
+	out = capture(summary, &rs);
+	assert_string_equal(out,
+		"SANDBOX  REQUESTS  DENIALS  EXFILTRATION  SECRETS     HOSTS\n"
+		"agent-1         3        0             0  github (1)  mcp.test (2), api.github.com (1)\n"
+		"agent-2         2        1             0  -           mcp.test (1)\n"
+		"agent-3         1        1             0  -           -\n"
+		"\n"
+		"TOOL                   CALLS  DENIALS   HELD  SANDBOXES\n"
+		"create_issue               2        0      0  agent-1 (1), agent-2 (1)\n"
+		"delete_repository          1        1      0  agent-2 (1)\n"
+		"merge_pull_request         1        0      1  agent-1 (1)\n"
+		"x\\x1b[2Jy                  1        1      0  agent-3 (1)\n");
+	assert_null(memchr(out, 0x1b, strlen(out)));
+	free(out);
+}
+
+/* The fingerprint of arguments: HMAC(HMAC(K, label), JCS(arguments)), computed here with OpenSSL alone. */
+static void
+test_args_hmac(void **state)
+{
+	uint8_t key[AUDIT_KEY_BYTES], sub[32], mac[32];
+	unsigned int len = 0;
+	char hex[AUDIT_HASH_HEX + 1], want[AUDIT_HASH_HEX + 1], other[AUDIT_HASH_HEX + 1];
+	const char *canon = "{\"labels\":[\"bug\",\"\xe2\x82\xac\"],\"owner\":\"acme\",\"repo\":\"widgets\",\"n\":1}";
+	json_t *a, *b, *c, *deep;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 7 + 1);
+	/* the canonical bytes: names sorted by UTF-16 units ("n" < "o" < "r"; "labels" first), 1.0 is 1 */
+	canon = "{\"labels\":[\"bug\",\"\xe2\x82\xac\"],\"n\":1,\"owner\":\"acme\",\"repo\":\"widgets\"}";
+	assert_non_null(HMAC(EVP_sha256(), key, sizeof(key), (const uint8_t *)AUDIT_ARGS_LABEL,
+	                     strlen(AUDIT_ARGS_LABEL), sub, &len));
+	assert_non_null(HMAC(EVP_sha256(), sub, sizeof(sub), (const uint8_t *)canon, strlen(canon), mac, &len));
+	for (i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", mac[i]);
+	a = json_loads("{\"repo\": \"widgets\", \"owner\": \"acme\", \"n\": 1.0, \"labels\": [\"bug\", \"\\u20ac\"]}", 0, NULL);
+	b = json_loads("{\"n\":1,\"labels\":[\"bug\",\"\xe2\x82\xac\"],\"owner\":\"acme\",\"repo\":\"widgets\"}", 0, NULL);
+	c = json_loads("{\"n\":1,\"labels\":[\"bug\",\"\xe2\x82\xac\"],\"owner\":\"acme\",\"repo\":\"gadgets\"}", 0, NULL);
+	assert_int_equal(audit_args_hmac(key, a, hex), 0);
+	assert_string_equal(hex, want);
+	/* the same arguments written otherwise: the same fingerprint; another value: another */
+	assert_int_equal(audit_args_hmac(key, b, other), 0);
+	assert_string_equal(other, want);
+	assert_int_equal(audit_args_hmac(key, c, other), 0);
+	assert_string_not_equal(other, want);
+	/* the next record's key: another fingerprint of the same arguments */
+	audit_key_evolve(key);
+	assert_int_equal(audit_args_hmac(key, a, other), 0);
+	assert_string_not_equal(other, want);
+	/* not the plain HMAC of the canonical bytes with the record's key (that is what a record's mac is) */
+	assert_non_null(HMAC(EVP_sha256(), key, sizeof(key), (const uint8_t *)canon, strlen(canon), mac, &len));
+	for (i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", mac[i]);
+	assert_string_not_equal(other, want);
+	/* no arguments: as {} */
+	assert_int_equal(audit_args_hmac(key, NULL, hex), 0);
+	deep = json_object();
+	assert_int_equal(audit_args_hmac(key, deep, other), 0);
+	assert_string_equal(hex, other);
+	json_decref(deep);
+	/* too deep to canonicalise: an error, and no fingerprint */
+	deep = json_array();
+	for (i = 0; i < JCS_DEPTH_MAX + 1; i++) {
+		json_t *outer = json_array();
+
+		json_array_append_new(outer, deep);
+		deep = outer;
+	}
+	assert_int_equal(audit_args_hmac(key, deep, hex), SLUICE_ETOOBIG);
+	assert_string_equal(hex, "");
+	json_decref(deep);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
+
 static void
 test_keys(void **state)
 {
@@ -500,6 +676,7 @@ test_records_run(void)
 		cmocka_unit_test(test_time),    cmocka_unit_test(test_escape),  cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_record_parse), cmocka_unit_test(test_table), cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_keys),    cmocka_unit_test(test_checkpoint_lines), cmocka_unit_test(test_reader),
+		cmocka_unit_test(test_mcp_filter), cmocka_unit_test(test_mcp_table_summary), cmocka_unit_test(test_args_hmac),
 	};
 
 	return cmocka_run_group_tests_name("audit/records", tests, NULL, NULL);

@@ -16,6 +16,7 @@ int test_mem_run(void);
 int test_fold_run(void);
 int test_encode_run(void);
 int test_admin_client_run(void);
+int test_jcs_run(void);
 
 int
 main(void)
@@ -30,5 +31,6 @@ main(void)
 	failed += test_fold_run();
 	failed += test_encode_run();
 	failed += test_admin_client_run();
+	failed += test_jcs_run();
 	return failed == 0 ? 0 : 1;
 }

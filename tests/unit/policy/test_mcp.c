@@ -272,6 +272,14 @@ test_load_errors(void **state)
 	expect_err(GH_HOST "      - allow: { path: /other, mcp: { tool: x } }\n", "s.yaml:6:",
 	           "whose path /other is not the host's MCP endpoint /mcp");
 	expect_err(GH_HOST "      - allow: { method: GET, path: /mcp, mcp: { tool: x } }\n", "s.yaml:6:", "excludes POST");
+	/* a regex path is tried on the endpoint too; one that can match it is fine */
+	expect_err(GH_HOST "      - allow: { path: \"regex:^/api/.*$\", mcp: { tool: x } }\n", "s.yaml:6:",
+	           "whose path regex:^/api/.*$ cannot match the host's MCP endpoint /mcp");
+	{
+		struct policy *p = st_load(GH_HOST "      - allow: { path: \"regex:^/(mcp|sse)$\", mcp: { tool: x } }\n");
+
+		policy_unref(p);
+	}
 	/* the host entry */
 	expect_err("ca: /x\nhosts:\n  a.test:\n    mcp: { error_code: -32001 }\n", "s.yaml:4:", "missing required key 'endpoint'");
 	expect_err("ca: /x\nhosts:\n  a.test:\n    mcp: { endpoint: /mcp, error_code: -32020 }\n", "s.yaml:4:",
@@ -384,6 +392,61 @@ test_decide_batch_elements(void **state)
 	assert_string_equal(d.act.rule, "no-deletes");
 	policy_mcp_body_dispose(&b);
 	policy_unref(p);
+}
+
+/* mcp.audit: the argument values a rule lets the record hold in clear; the rest only as a fingerprint. */
+static void
+test_audit_args(void **state)
+{
+	struct policy *p = st_load(GH_HOST
+		"      - id: issues\n"
+		"        allow:\n"
+		"          method: POST\n"
+		"          path: /mcp\n"
+		"          mcp: { tool: create_issue, audit: [\"$.repo\", \"$.labels[*]\", \"$.missing\", \"$.Owner\"] }\n"
+		"      - id: plain\n"
+		"        allow: { method: POST, path: /mcp, mcp: { tool: search } }\n");
+	json_t *args = json_loads("{\"owner\":\"acme\",\"repo\":\"widgets\",\"labels\":[\"bug\",\"p1\"],"
+	                          "\"body\":\"the secret plan\"}", 0, NULL);
+	struct policy_conn_decision cd;
+	const struct policy_host *h;
+	json_t *out = NULL;
+	char *text;
+
+	(void)state;
+	policy_decide_conn(p, "mcp.example.test", 443, &cd);
+	h = cd.host;
+	assert_int_equal(policy_mcp_audit_args(h, "issues", args, &out), 0);
+	assert_non_null(out);
+	text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(text, "{\"$.labels[*]\":[\"bug\",\"p1\"],\"$.repo\":\"widgets\"}");
+	free(text);
+	json_decref(out);
+	/* a rule without audit:, an unknown rule, no arguments: nothing in clear */
+	assert_int_equal(policy_mcp_audit_args(h, "plain", args, &out), 0);
+	assert_null(out);
+	assert_int_equal(policy_mcp_audit_args(h, "default", args, &out), 0);
+	assert_null(out);
+	assert_int_equal(policy_mcp_audit_args(h, "issues", NULL, &out), 0);
+	assert_null(out);
+	/* "Repo" beside "repo": which one the server reads cannot be told, so neither is recorded in clear */
+	json_decref(args);
+	args = json_loads("{\"repo\":\"widgets\",\"Repo\":\"other\"}", 0, NULL);
+	assert_int_equal(policy_mcp_audit_args(h, "issues", args, &out), 0);
+	assert_null(out);
+	json_decref(args);
+	policy_unref(p);
+	/* the loader: a list of JSON paths, each once */
+	expect_err(GH_HOST "      - allow: { path: /mcp, mcp: { tool: x, audit: \"$.repo\" } }\n", "s.yaml:6:",
+	           "expected a list of 1 to 16 JSON paths");
+	expect_err(GH_HOST "      - allow: { path: /mcp, mcp: { tool: x, audit: [repo] } }\n", "s.yaml:6:",
+	           "bad JSON path 'repo' in hosts.mcp.example.test.rules[0].allow.mcp.audit");
+	expect_err(GH_HOST "      - allow: { path: /mcp, mcp: { tool: x, audit: [\"$.a\", \"$.a\"] } }\n", "s.yaml:6:",
+	           "duplicate path '$.a'");
+	expect_err(GH_HOST "      - allow: { path: /mcp, mcp: { tool: x, audit: [[\"$.a\"]] } }\n", "s.yaml:6:",
+	           "expected a JSON path");
+	expect_err(GH_HOST "      - allow: { path: /mcp, mcp: { audit: [\"$.a\"] } }\n", "s.yaml:6:",
+	           "at least one of method, tool, arguments");
 }
 
 /* ---- tools/list filtering ---- */
@@ -534,6 +597,7 @@ main(void)
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_decide_messages),
 		cmocka_unit_test(test_decide_batch_elements),
+		cmocka_unit_test(test_audit_args),
 		cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_list_filter),
 		cmocka_unit_test(test_list_filter_large),
