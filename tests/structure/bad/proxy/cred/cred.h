@@ -1,1 +1,0 @@
-/* proxy/cred/cred.h */

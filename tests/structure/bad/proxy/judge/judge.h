@@ -1,1 +1,0 @@
-/* proxy/judge/judge.h */
