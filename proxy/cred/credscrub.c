@@ -22,7 +22,7 @@
 #include "common/sluice.h"
 #include "proxy/session/session.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "secrets/scrub.h"
 
 #define HOST_SCRUB_CACHE 64   /* sets one worker keeps */

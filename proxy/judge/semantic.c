@@ -31,7 +31,7 @@
 #include "proxy/session/session.h"
 #include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/session/refusal.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"

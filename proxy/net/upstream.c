@@ -24,7 +24,7 @@
 #include "proxy/net/net.h"
 #include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 #define SESSION_SLOTS 128
 #define MEMO_SLOTS 256

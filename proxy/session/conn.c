@@ -26,7 +26,7 @@
 #include "proxy/h2/h2.h"
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/net/linger.h"
 #include "proxy/session/conn_ops.h"
 

@@ -16,7 +16,7 @@
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 #define CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 #define RESP_HEAD_MIN 32768
