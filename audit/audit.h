@@ -1,8 +1,9 @@
 /*
  * audit/audit.h - the audit log READER: line reading, record parsing, chain
  * verification, key files, checkpoints, query filters and terminal-safe
- * display.  The bytes it checks are fixed by docs/audit-schema.md (written by
- * proxy/audit*.c); nothing here writes a log.
+ * display.  The bytes it checks are fixed by docs/audit-schema.md and
+ * audit/format.h, which the writer (audit/writer.h) shares; nothing here
+ * writes a log.
  *
  * Everything read from a log is hostile: every line is bounded
  * (AUDIT_READ_LINE_MAX), every value shown on a terminal goes through
@@ -15,11 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
+#include "audit/format.h"
 
 #define AUDIT_READ_LINE_MAX (1024 * 1024)      /* bytes in one record line, without its "\n" */
-#define AUDIT_HASH_HEX 64                 /* lowercase hex of a SHA-256 */
-#define AUDIT_KEY_BYTES 32                /* K_n */
-#define AUDIT_KEY_LABEL "sluice-audit-key-v1"
 #define AUDIT_SEQ_MAX ((int64_t)1 << 53)  /* larger seq values are refused as malformed */
 #define AUDIT_KEY_EVOLVE_MAX ((int64_t)1 << 28) /* SHA-256 steps verify takes to reach one record's key */
 #define AUDIT_CHECKPOINTS_MAX (4 * 1024 * 1024) /* checkpoint lines read from one file */
@@ -59,12 +58,8 @@ int audit_reader_next(struct audit_reader *r, const char **line, size_t *len);
 /* Bytes of an incomplete line waiting after the last complete one. */
 size_t audit_reader_pending(const struct audit_reader *r);
 
-/* ---- hashes and keys ---- */
+/* ---- keys (the line hash, the key evolution and the mac are audit/format.h's) ---- */
 
-/* Writes the lowercase hex SHA-256 of <p>/<n> and a NUL into <hex> (AUDIT_HASH_HEX + 1 bytes). */
-void audit_sha256_hex(const void *p, size_t n, char *hex);
-/* K_{n+1} = SHA-256("sluice-audit-key-v1" || K_n), in place. */
-void audit_key_evolve(uint8_t key[AUDIT_KEY_BYTES]);
 
 struct audit_key {
 	int64_t seq;                   /* this is K_seq */
@@ -82,7 +77,6 @@ int audit_key_parse(const char *buf, size_t len, struct audit_key *out, const ch
  * <out>: returns its length, or -1 (and <out> wiped) when <cap> is too small
  * (AUDIT_KEY_FILE_MAX is enough).  The writer's key file and keygen's.
  */
-#define AUDIT_KEY_FILE_MAX 256  /* bytes of a key file: read at most this, written well under it */
 int audit_key_format(const struct audit_key *k, char *out, size_t cap);
 /* Reads and parses key file <path> (at most 256 bytes).  Returns 0 or a SLUICE_E* with *<err>. */
 int audit_key_load(const char *path, struct audit_key *out, const char **err);
@@ -205,6 +199,8 @@ struct audit_record {
 	int64_t seq;            /* -1 when absent */
 	int64_t time_ms;        /* INT64_MIN when absent or unparsable */
 	const char *time, *type, *sandbox, *host, *sni, *verdict, *id, *method, *path;
+	enum audit_kind kind;   /* <type> parsed (audit_kind_parse): AUDIT_KIND_UNKNOWN when absent or unknown */
+	enum audit_verdict verdict_kind;  /* <verdict> parsed: AUDIT_VERDICT_NONE when absent or another text */
 	int64_t status;         /* -1 when absent */
 };
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/core_names.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include "common/hex.h"
@@ -17,9 +16,6 @@
 #include "common/sluice.h"
 #include "audit/audit.h"
 
-#define KEY_MAGIC "sluice-audit-key v1 "
-#define MAC_MEMBER ",\"mac\":\""
-#define MAC_TAIL_LEN (sizeof(MAC_MEMBER) - 1 + AUDIT_HASH_HEX + 2)  /* ,"mac":"<64>"} */
 
 /* Decodes exactly 2*<n> hex digits (either case) from <s>; returns 0 or -1. */
 static int
@@ -38,36 +34,16 @@ hex_decode(const char *s, uint8_t *out, size_t n)
 	return 0;
 }
 
-void
-audit_sha256_hex(const void *p, size_t n, char *hex)
-{
-	uint8_t md[SHA256_DIGEST_LENGTH];
-
-	SHA256(p, n, md);
-	hex_encode(hex, md, sizeof(md));
-}
-
-void
-audit_key_evolve(uint8_t key[AUDIT_KEY_BYTES])
-{
-	uint8_t in[sizeof(AUDIT_KEY_LABEL) - 1 + AUDIT_KEY_BYTES];
-
-	memcpy(in, AUDIT_KEY_LABEL, sizeof(AUDIT_KEY_LABEL) - 1);
-	memcpy(in + sizeof(AUDIT_KEY_LABEL) - 1, key, AUDIT_KEY_BYTES);
-	SHA256(in, sizeof(in), key);
-	OPENSSL_cleanse(in, sizeof(in));
-}
-
 int
 audit_key_parse(const char *buf, size_t len, struct audit_key *out, const char **err)
 {
 	uint8_t key[AUDIT_KEY_BYTES];
-	size_t i = sizeof(KEY_MAGIC) - 1, digits = 0;
+	size_t i = sizeof(AUDIT_KEY_MAGIC) - 1, digits = 0;
 	int64_t seq = 0;
 
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
-	if (len < i || memcmp(buf, KEY_MAGIC, i) != 0) {
+	if (len < i || memcmp(buf, AUDIT_KEY_MAGIC, i) != 0) {
 		*err = "not a sluice audit key file (expected \"sluice-audit-key v1 <seq> <64 hex>\")";
 		return SLUICE_EPARSE;
 	}
@@ -100,7 +76,7 @@ audit_key_format(const struct audit_key *k, char *out, size_t cap)
 	int n;
 
 	hex_encode(hex, k->key, AUDIT_KEY_BYTES);
-	n = snprintf(out, cap, "%s%" PRId64 " %s\n", KEY_MAGIC, k->seq, hex);
+	n = snprintf(out, cap, "%s%" PRId64 " %s\n", AUDIT_KEY_MAGIC, k->seq, hex);
 	sluice_wipe(hex, sizeof(hex));
 	if (n < 0 || (size_t)n >= cap) {
 		if (cap > 0)
@@ -198,39 +174,19 @@ out:
 	return ret;
 }
 
-/* HMAC-SHA-256, fetched once (verify calls it per record; the gateway's audit writer per MCP record) */
-static EVP_MAC *hmac;
-static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
-
-static void
-hmac_fetch(void)
-{
-	hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-}
-
-static EVP_MAC *
-hmac_alg(void)
-{
-	(void)pthread_once(&hmac_once, hmac_fetch);
-	return hmac;
-}
-
 int
 audit_mac_check(const struct audit_key *key, const char *line, size_t len)
 {
-	uint8_t mac[SHA256_DIGEST_LENGTH], want[SHA256_DIGEST_LENGTH];
+	uint8_t mac[AUDIT_MAC_BYTES], want[AUDIT_MAC_BYTES];
 	const char *hex;
-	EVP_MAC *m = hmac_alg();
-	EVP_MAC_CTX *c = NULL;
-	OSSL_PARAM params[2];
-	size_t head, outl = 0, i;
-	int ret = -1;
+	size_t head, i;
+	int ret;
 
-	if (len < MAC_TAIL_LEN + 1)
+	if (len < AUDIT_MAC_TAIL_LEN + 1)
 		return -1;
-	head = len - MAC_TAIL_LEN;
-	hex = line + head + sizeof(MAC_MEMBER) - 1;
-	if (memcmp(line + head, MAC_MEMBER, sizeof(MAC_MEMBER) - 1) != 0 || line[len - 2] != '"' ||
+	head = len - AUDIT_MAC_TAIL_LEN;
+	hex = line + head + sizeof(AUDIT_MAC_MEMBER) - 1;
+	if (memcmp(line + head, AUDIT_MAC_MEMBER, sizeof(AUDIT_MAC_MEMBER) - 1) != 0 || line[len - 2] != '"' ||
 	    line[len - 1] != '}')
 		return -1;
 	if (hex_decode(hex, want, sizeof(want)) != 0)
@@ -239,19 +195,9 @@ audit_mac_check(const struct audit_key *key, const char *line, size_t len)
 	for (i = 0; i < AUDIT_HASH_HEX; i++)
 		if (hex[i] >= 'A' && hex[i] <= 'F')
 			return 1;
-	if (m == NULL)
+	if (audit_mac_compute(key->key, line, head, mac) != 0)
 		return -1;
-	c = EVP_MAC_CTX_new(m);
-	params[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_end();
-	if (c == NULL || EVP_MAC_init(c, key->key, AUDIT_KEY_BYTES, params) != 1 ||
-	    EVP_MAC_update(c, (const unsigned char *)line, head) != 1 ||
-	    EVP_MAC_update(c, (const unsigned char *)"}", 1) != 1 ||
-	    EVP_MAC_final(c, mac, &outl, sizeof(mac)) != 1 || outl != sizeof(mac))
-		goto out;
 	ret = CRYPTO_memcmp(mac, want, sizeof(mac)) == 0 ? 0 : 1;
-out:
-	EVP_MAC_CTX_free(c);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return ret;
 }
@@ -268,7 +214,7 @@ int
 audit_args_hmac(const uint8_t key[AUDIT_KEY_BYTES], const json_t *arguments, char hex[AUDIT_HASH_HEX + 1])
 {
 	uint8_t sub[SHA256_DIGEST_LENGTH], mac[SHA256_DIGEST_LENGTH];
-	EVP_MAC *m = hmac_alg();
+	EVP_MAC *m = audit_hmac_alg();
 	EVP_MAC_CTX *c = NULL;
 	OSSL_PARAM params[2];
 	json_t *none = NULL;

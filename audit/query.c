@@ -154,8 +154,7 @@ audit_filter_match(const struct audit_filter *f, const struct audit_record *rec,
 	}
 	if (f->verdict != NULL) {
 		v = json_object_get(o, "verdict");
-		if (v == NULL && rec->type != NULL &&
-		    (strcmp(rec->type, "denial") == 0 || strcmp(rec->type, "exfiltration_attempt") == 0)) {
+		if (v == NULL && (rec->kind == AUDIT_KIND_DENIAL || rec->kind == AUDIT_KIND_EXFILTRATION_ATTEMPT)) {
 			if (strcmp(f->verdict, "deny") != 0)
 				return 0;
 		} else {
@@ -290,7 +289,7 @@ audit_join_add(struct audit_join *j, const struct audit_record *rec)
 	json_t *slim, *v, *id = json_object_get(rec->obj, "id");
 	size_t i, h;
 
-	if (rec->type == NULL || strcmp(rec->type, "request") != 0 || !json_is_string(id))
+	if (rec->kind != AUDIT_KIND_REQUEST || !json_is_string(id))
 		return;
 	if (j->cur->n >= AUDIT_JOIN_MAX / 2) {
 		/* forget the older half: a response that far from its request shows without it */
@@ -309,12 +308,14 @@ audit_join_add(struct audit_join *j, const struct audit_record *rec)
 	e->rec.seq = rec->seq;
 	e->rec.status = -1;
 	e->rec.time_ms = INT64_MIN;
-	e->rec.type = json_string_value(json_object_get(slim, "type"));
+	e->rec.type = json_string_value(json_object_get(slim, AUDIT_FIELD_TYPE));
+	e->rec.kind = rec->kind;
 	e->rec.id = json_string_value(json_object_get(slim, "id"));
 	e->rec.sandbox = json_string_value(json_object_get(slim, "sandbox"));
 	e->rec.host = json_string_value(json_object_get(slim, "host"));
 	e->rec.sni = json_string_value(json_object_get(slim, "sni"));
-	e->rec.verdict = json_string_value(json_object_get(slim, "verdict"));
+	e->rec.verdict = json_string_value(json_object_get(slim, AUDIT_FIELD_VERDICT));
+	e->rec.verdict_kind = rec->verdict_kind;
 	e->rec.method = json_string_value(json_object_get(slim, "method"));
 	e->rec.path = json_string_value(json_object_get(slim, "path"));
 	if (j->cur->n >= 2 * j->cur->nb)
@@ -348,7 +349,7 @@ audit_join_find(const struct audit_join *j, const struct audit_record *rec)
 	json_t *id = json_object_get(rec->obj, "id");
 	const struct audit_record *r;
 
-	if (!json_is_string(id) || (rec->type != NULL && strcmp(rec->type, "request") == 0))
+	if (!json_is_string(id) || rec->kind == AUDIT_KIND_REQUEST)
 		return NULL;
 	r = gen_find(j->cur, id);
 	return r != NULL ? r : gen_find(j->old, id);
@@ -470,9 +471,9 @@ static void
 detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record *req)
 {
 	json_t *o = rec->obj;
-	const char *t = rec->type ? rec->type : "";
 
-	if (strcmp(t, "request") == 0) {
+	switch (rec->kind) {
+	case AUDIT_KIND_REQUEST:
 		dkv(d, NULL, json_object_get(o, "path"));
 		dkv(d, "mcp", json_object_get(o, "mcp_method"));
 		dkv(d, "tool", json_object_get(o, "tool"));
@@ -484,9 +485,10 @@ detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record
 			json_decref(nb);
 		}
 		dkv(d, "secrets", json_object_get(o, "secrets"));
-		if (rec->verdict == NULL || strcmp(rec->verdict, "allow") != 0)
+		if (rec->verdict_kind != AUDIT_VERDICT_ALLOW)
 			dkv(d, "reason", json_object_get(o, "reason"));
-	} else if (strcmp(t, "response") == 0) {
+		break;
+	case AUDIT_KIND_RESPONSE:
 		dkv(d, NULL, req != NULL ? json_object_get(req->obj, "path") : NULL);
 		dkv(d, "up", json_object_get(o, "bytes_up"));
 		dkv(d, "down", json_object_get(o, "bytes_down"));
@@ -494,37 +496,53 @@ detail(struct dbuf *d, const struct audit_record *rec, const struct audit_record
 		dkv(d, "scrubbed", json_object_get(o, "scrubbed"));
 		dkv(d, "removed", json_object_get(o, "removed"));  /* list entries an MCP list result lost */
 		dkv(d, "reason", json_object_get(o, "reason"));  /* the gateway ended it */
-	} else if (strcmp(t, "connection") == 0 || strcmp(t, "denial") == 0 || strcmp(t, "no_request") == 0) {
+		break;
+	case AUDIT_KIND_CONNECTION:
+	case AUDIT_KIND_DENIAL:
+	case AUDIT_KIND_NO_REQUEST:
 		dkv(d, "sni", json_object_get(o, "sni"));
 		dkv(d, "dest", json_object_get(o, "dest"));
 		dkv(d, "rule", json_object_get(o, "rule"));
 		dkv(d, "reason", json_object_get(o, "reason"));
-	} else if (strcmp(t, "dns") == 0) {
+		break;
+	case AUDIT_KIND_DNS:
 		dkv(d, NULL, json_object_get(o, "qtype"));
 		dkv(d, NULL, json_object_get(o, "answer"));
-	} else if (strcmp(t, "exfiltration_attempt") == 0) {
+		break;
+	case AUDIT_KIND_EXFILTRATION_ATTEMPT:
 		dkv(d, "secret", json_object_get(o, "secret"));
 		dkv(d, "place", json_object_get(o, "place"));
 		dkv(d, "rule", json_object_get(o, "rule"));
-	} else if (strcmp(t, "scrub") == 0) {
+		break;
+	case AUDIT_KIND_SCRUB:
 		dkv(d, "scrubbed", json_object_get(o, "secrets"));
-	} else if (strcmp(t, "approval") == 0) {
+		break;
+	case AUDIT_KIND_APPROVAL:
 		dkv(d, "decision", json_object_get(o, "decision"));
 		dkv(d, "by", json_object_get(o, "by"));
-	} else if (strcmp(t, "config_reload") == 0) {
+		break;
+	case AUDIT_KIND_CONFIG_RELOAD:
 		dkv(d, "result", json_object_get(o, "result"));
 		dkv(d, "generation", json_object_get(o, "generation"));
 		dkv(d, "error", json_object_get(o, "error"));
-	} else if (strcmp(t, "checkpoint") == 0) {
+		break;
+	case AUDIT_KIND_CHECKPOINT:
 		dkv(d, "head_seq", json_object_get(o, "head_seq"));
-	} else if (strcmp(t, "start") == 0) {
+		break;
+	case AUDIT_KIND_START:
 		dkv(d, "run", json_object_get(o, "run"));
 		dkv(d, "version", json_object_get(o, "version"));
 		dkv(d, "pid", json_object_get(o, "pid"));
 		dkv(d, "recovered_bytes", json_object_get(o, "recovered_bytes"));
-	} else if (strcmp(t, "stop") == 0) {
+		break;
+	case AUDIT_KIND_STOP:
 		dkv(d, "reason", json_object_get(o, "reason"));
 		dkv(d, "records", json_object_get(o, "records"));
+		break;
+	case AUDIT_KIND_UNKNOWN:
+	case AUDIT_KIND_REVOCATION:
+	case AUDIT_KIND_COUNT:
+		break;
 	}
 }
 
@@ -540,8 +558,7 @@ audit_table_row(FILE *out, const struct audit_record *rec, const struct audit_re
 	cell_json(out, 2, json_object_get(rec->obj, "type"));
 	cell_json(out, 3, field(rec, req, "sandbox"));
 	verdict = field(rec, req, "verdict");
-	if (verdict == NULL && rec->type != NULL &&
-	    (strcmp(rec->type, "denial") == 0 || strcmp(rec->type, "exfiltration_attempt") == 0))
+	if (verdict == NULL && (rec->kind == AUDIT_KIND_DENIAL || rec->kind == AUDIT_KIND_EXFILTRATION_ATTEMPT))
 		cell(out, 4, "deny", 4);  /* refusals by their nature */
 	else
 		cell_json(out, 4, verdict);

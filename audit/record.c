@@ -144,20 +144,22 @@ audit_record_parse(struct audit_record *rec, const char *line, size_t len)
 		return SLUICE_EPARSE;
 	}
 	rec->obj = o;
-	v = json_object_get(o, "seq");
+	v = json_object_get(o, AUDIT_FIELD_SEQ);
 	if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= AUDIT_SEQ_MAX)
 		rec->seq = json_integer_value(v);
 	v = json_object_get(o, "status");
 	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 999)
 		rec->status = json_integer_value(v);
-	rec->time = get_str(o, "time");
+	rec->time = get_str(o, AUDIT_FIELD_TIME);
 	if (rec->time != NULL && parse_rfc3339(rec->time, &t) == 0)
 		rec->time_ms = t;
-	rec->type = get_str(o, "type");
+	rec->type = get_str(o, AUDIT_FIELD_TYPE);
+	rec->kind = audit_kind_parse(rec->type);
 	rec->sandbox = get_str(o, "sandbox");
 	rec->host = get_str(o, "host");
 	rec->sni = get_str(o, "sni");
-	rec->verdict = get_str(o, "verdict");
+	rec->verdict = get_str(o, AUDIT_FIELD_VERDICT);
+	rec->verdict_kind = audit_verdict_parse(rec->verdict);
 	rec->id = get_str(o, "id");
 	rec->method = get_str(o, "method");
 	rec->path = get_str(o, "path");

@@ -141,12 +141,6 @@ audit_summary_destroy(struct audit_summary *s)
 	free(s);
 }
 
-static int
-is(const char *a, const char *b)
-{
-	return a != NULL && strcmp(a, b) == 0;
-}
-
 static void
 count_name(struct namemap *m, json_t *v)
 {
@@ -171,7 +165,7 @@ count_tool(struct audit_summary *s, json_t *name, json_t *sbv, json_t *verdict, 
 	}
 	t = ent->val;
 	ent->count++;
-	if (is(json_string_value(verdict), "deny"))
+	if (audit_verdict_parse(json_string_value(verdict)) == AUDIT_VERDICT_DENY)
 		t->denials++;
 	if (held)
 		t->holds++;
@@ -204,12 +198,12 @@ audit_summary_add(struct audit_summary *s, const struct audit_record *rec)
 	struct name *ent;
 	struct sandbox *sb;
 	size_t i;
-	int deny = is(rec->verdict, "deny");
+	int deny = rec->verdict_kind == AUDIT_VERDICT_DENY;
 
 	if (!json_is_string(sbv))
 		return;
-	if (!is(rec->type, "request") && !is(rec->type, "denial") && !is(rec->type, "connection") &&
-	    !is(rec->type, "exfiltration_attempt"))
+	if (rec->kind != AUDIT_KIND_REQUEST && rec->kind != AUDIT_KIND_DENIAL && rec->kind != AUDIT_KIND_CONNECTION &&
+	    rec->kind != AUDIT_KIND_EXFILTRATION_ATTEMPT)
 		return;
 	ent = lookup(&s->sandboxes, json_string_value(sbv), json_string_length(sbv));
 	if (ent->val == NULL) {
@@ -223,22 +217,22 @@ audit_summary_add(struct audit_summary *s, const struct audit_record *rec)
 	host = json_object_get(rec->obj, "host");
 	if (host == NULL)
 		host = json_object_get(rec->obj, "sni");
-	if (is(rec->type, "request")) {
+	if (rec->kind == AUDIT_KIND_REQUEST) {
 		count_tools(s, rec, sbv);
 		sb->requests++;
 		if (deny)
 			sb->denials++;
-		else if (is(rec->verdict, "allow"))
+		else if (rec->verdict_kind == AUDIT_VERDICT_ALLOW)
 			count_name(&sb->hosts, host);
-		if (is(rec->verdict, "allow") && json_is_array(json_object_get(rec->obj, "secrets")))
+		if (rec->verdict_kind == AUDIT_VERDICT_ALLOW && json_is_array(json_object_get(rec->obj, "secrets")))
 			json_array_foreach(json_object_get(rec->obj, "secrets"), i, e)
 				count_name(&sb->secrets, json_is_object(e) ? json_object_get(e, "name") : e);
-	} else if (is(rec->type, "denial")) {
+	} else if (rec->kind == AUDIT_KIND_DENIAL) {
 		sb->denials++;
-	} else if (is(rec->type, "connection")) {
+	} else if (rec->kind == AUDIT_KIND_CONNECTION) {
 		if (deny)
 			sb->denials++;
-		else if (is(rec->verdict, "allow"))
+		else if (rec->verdict_kind == AUDIT_VERDICT_ALLOW)
 			count_name(&sb->hosts, host);  /* a passthrough tunnel */
 	} else {
 		sb->exfil++;

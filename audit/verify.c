@@ -18,8 +18,17 @@
 #define TIME_SHOW 48      /* columns of a record's time in the report */
 #define REPORT_MAX 2048
 
-static const char genesis[AUDIT_HASH_HEX + 1] =
-	"0000000000000000000000000000000000000000000000000000000000000000";
+/* 1 when <prev> (a 64-hex member) is seq 1's: the genesis value. */
+static int
+is_genesis(const char *prev)
+{
+	size_t i;
+
+	for (i = 0; i < AUDIT_HASH_HEX; i++)
+		if (prev[i] != AUDIT_GENESIS_DIGIT)
+			return 0;
+	return prev[i] == '\0';
+}
 
 struct rec {
 	int64_t seq;
@@ -170,9 +179,9 @@ static int64_t
 guess_seq(const struct audit_verify *v, const char *line, size_t len)
 {
 	int64_t s = 0;
-	size_t i = 7, d = 0;
+	size_t i = sizeof(AUDIT_LINE_HEAD) - 1, d = 0;
 
-	if (len > 7 && memcmp(line, "{\"seq\":", 7) == 0) {
+	if (len > i && memcmp(line, AUDIT_LINE_HEAD, i) == 0) {
 		for (; i < len && line[i] >= '0' && line[i] <= '9' && d < 15; i++, d++)
 			s = s * 10 + (line[i] - '0');
 		if (d > 0 && s > 0)
@@ -278,11 +287,11 @@ check_checkpoints(struct audit_verify *v, const struct rec *r)
 static int
 check_head(struct audit_verify *v, const struct rec *r, json_t *o, const char *prev)
 {
-	const char *type = json_string_value(json_object_get(o, "type"));
+	const char *type = json_string_value(json_object_get(o, AUDIT_FIELD_TYPE));
 	json_t *hs = json_object_get(o, "head_seq");
 	const char *hh = json_string_value(json_object_get(o, "head_hash"));
 
-	if (type == NULL || strcmp(type, "checkpoint") != 0 || r->seq == 1)
+	if (audit_kind_parse(type) != AUDIT_KIND_CHECKPOINT || r->seq == 1)
 		return 0;
 	if (!json_is_integer(hs) || json_integer_value(hs) != r->seq - 1 || hh == NULL || strcmp(hh, prev) != 0) {
 		fail(v, AUDIT_FAULT_EDITED, r->file, r->lineno, r->seq,
@@ -344,17 +353,17 @@ check_record(struct audit_verify *v, struct rec *r, const char *prev, json_t *o,
 		}
 		return;
 	}
-	m = check_mac(v, r, line, len, json_object_get(o, "mac") != NULL);
+	m = check_mac(v, r, line, len, json_object_get(o, AUDIT_FIELD_MAC) != NULL);
 	if (m < 0)
 		return;
-	if (json_object_get(o, "mac") != NULL)
+	if (json_object_get(o, AUDIT_FIELD_MAC) != NULL)
 		v->macs_present = 1;
 	c = check_checkpoints(v, r);
 	if (c < 0)
 		return;
 	r->vouched = m > 0 || c > 0;
 	if (!v->have_last) {
-		if (r->seq == 1 && strcmp(prev, genesis) != 0) {
+		if (r->seq == 1 && !is_genesis(prev)) {
 			fail(v, AUDIT_FAULT_EDITED, r->file, r->lineno, 1, "edited (seq 1's prev is not the genesis value)");
 			return;
 		}
@@ -408,10 +417,10 @@ audit_verify_line(struct audit_verify *v, const char *line, size_t len, uint64_t
 	audit_sha256_hex(line, len, r.hash);
 	o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (o != NULL && json_is_object(o)) {
-		js = json_object_get(o, "seq");
+		js = json_object_get(o, AUDIT_FIELD_SEQ);
 		if (json_is_integer(js) && json_integer_value(js) >= 1 && json_integer_value(js) <= AUDIT_SEQ_MAX)
 			r.seq = json_integer_value(js);
-		prev = json_string_value(json_object_get(o, "prev"));
+		prev = json_string_value(json_object_get(o, AUDIT_FIELD_PREV));
 	}
 	if (r.seq < 0 || !is_hash(prev)) {
 		if (v->pending == PEND_PREV)

@@ -11,6 +11,7 @@
 #include "common/host.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
+#include "audit/writer.h"
 #include "policy/policy_int.h"
 
 #define LEAF_CACHE_MAX 10000000ul
@@ -606,4 +607,21 @@ policy_config_parse(struct policy_ld *l, yaml_node_t *root, struct policy_config
 	if ((n = get(l, root, "reload")) != NULL && (ret = parse_reload(l, n, cfg)) != 0)
 		return ret;
 	return 0;
+}
+
+void
+policy_audit_opts(const struct policy_config *cfg, struct audit_opts *out)
+{
+	*out = (struct audit_opts){
+		.file = cfg->audit_file,
+		.key_file = cfg->audit_key_file,
+		.checkpoint_file = cfg->audit_checkpoint_file,
+		.fsync_ms = cfg->audit_fsync_ms,
+		.checkpoint_ms = cfg->audit_checkpoint_ms,
+		.rotate_size = cfg->audit_rotate_size,
+		.rotate_ms = cfg->audit_rotate_ms,
+		.syslog = cfg->audit_syslog,
+		.syslog_address = cfg->audit_syslog_address,
+		.queue = cfg->audit_queue,
+	};
 }

@@ -140,6 +140,13 @@ int policy_load_buffer_flags(const char *name, const char *buf, size_t len, unsi
                              struct policy_config **cfg, struct policy **pol, char *errbuf, size_t errlen);
 
 void policy_config_free(struct policy_config *cfg);
+/*
+ * The audit writer's settings (audit/writer.h, struct audit_opts) from
+ * <cfg>'s audit.* keys: the strings are <cfg>'s, borrowed while <cfg> lives.
+ * The writer knows no policy; this is where its keys are read.
+ */
+struct audit_opts;
+void policy_audit_opts(const struct policy_config *cfg, struct audit_opts *out);
 
 /* Reference counting (atomic). policy_unref frees at zero. NULL is fine. */
 struct policy *policy_ref(struct policy *p);

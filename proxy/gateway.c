@@ -263,6 +263,7 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
 	const char *proxy_addr;
+	struct audit_opts aopts;
 	struct netaddr_listen la_admin;
 	long ncpu;
 	unsigned i;
@@ -335,7 +336,8 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	}
 	if (cfg->listen_dns != NULL && gwdns_bind(gw, cfg->listen_dns, err) != 0)
 		goto fail;
-	gw->audit = audit_open(cfg, config_path, count_audit, gw->metrics, err);
+	policy_audit_opts(cfg, &aopts);
+	gw->audit = audit_open(&aopts, config_path, count_audit, gw->metrics, err);
 	if (gw->audit == NULL)
 		goto fail;
 	if (cfg->audit_file == NULL)

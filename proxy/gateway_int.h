@@ -18,7 +18,7 @@
 #include "ca/ca.h"
 #include "common/netaddr.h"
 #include "policy/policy.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/judge/approvals.h"
 #include "proxy/net/net.h"
 #include "proxy/h2/h2.h"

@@ -23,7 +23,7 @@
 #include "common/sluice.h"
 #include "policy/policy.h"
 #include "proxy/metrics.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 /* Columns of a label's counters.  Hosts: verdicts, then status classes; rules: one; secrets: two. */
 enum { V_ALLOW = 0, V_DENY = 1, V_ERROR = 2, V_OTHER = 3, NVERDICTS = 4 };

@@ -26,7 +26,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "secrets/scrub.h"
 
 #define HOST_SCRUB_CACHE 64   /* sets one worker keeps */

@@ -16,7 +16,7 @@
 #include "proxy/net/net.h"
 #include "proxy/sbxreg.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 int
 gwdns_bind(struct gateway *gw, const char *spec, const char **err)

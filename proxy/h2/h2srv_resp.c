@@ -15,7 +15,7 @@
 #include "proxy/h2/h2srv_int.h"
 #include "proxy/codec/ws.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 /* ---- refusals: the gateway's own answer on a stream ---- */
 

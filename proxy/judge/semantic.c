@@ -34,7 +34,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 

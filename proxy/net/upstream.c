@@ -23,7 +23,7 @@
 #include "proxy/metrics.h"
 #include "proxy/net/net.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 
 #define SESSION_SLOTS 128
 #define MEMO_SLOTS 256

@@ -15,7 +15,7 @@
 #include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/core/refusal.h"
 

@@ -25,7 +25,7 @@
 #include "proxy/session/session.h"
 #include "proxy/dns/dns.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/net/linger.h"
 #include "proxy/session/conn_ops.h"
 

@@ -19,7 +19,7 @@
 #include "proxy/dns/dns.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/core/refusal.h"
 

@@ -23,7 +23,7 @@
 #include "policy/policy.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/sbxreg.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "secrets/scrub.h"
 #include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"

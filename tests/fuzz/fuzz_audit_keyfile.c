@@ -1,7 +1,7 @@
 /*
  * fuzz_audit_keyfile.c - the audit writer's text parsers: the key file
  * "sluice-audit-key v1 <seq> <64 hex>" (audit/keys.c, which the writer and
- * keygen share), a record line's leading seq (proxy/audit_chain.c), and the
+ * keygen share), a record line's leading seq (audit/format.c), and the
  * wrapping of arbitrary members into a line at every capacity.
  * A parsed key file must format back to text that parses to the same key;
  * nothing may read or write out of bounds.
@@ -9,14 +9,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "proxy/audit_chain.c"
+#include "audit/chain.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t key[AUDIT_KEY_LEN];
+	uint8_t key[AUDIT_KEY_BYTES];
 	struct audit_key k, k2;
 	const char *err;
 	uint64_t seq;

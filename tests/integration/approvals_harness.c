@@ -173,6 +173,7 @@ main(int argc, char **argv)
 {
 	struct policy_config *cfg = NULL;
 	struct policy *pol = NULL;
+	struct audit_opts aopts;
 	struct netaddr_listen la;
 	struct event *sigterm;
 	pthread_t th;
@@ -203,7 +204,8 @@ main(int argc, char **argv)
 	gw.sbx = sbxreg_new();
 	gw.approvals = approvals_new(APPROVALS_MAX_PENDING);
 	approvals_set_note(gw.approvals, admin_approval_note, &gw);
-	gw.audit = audit_open(cfg, argv[1], NULL, NULL, &err);
+	policy_audit_opts(cfg, &aopts);
+	gw.audit = audit_open(&aopts, argv[1], NULL, NULL, &err);
 	if (gw.audit == NULL || audit_start(gw.audit, &err) != 0) {
 		fprintf(stderr, "audit: %s\n", err != NULL ? err : "?");
 		return 1;

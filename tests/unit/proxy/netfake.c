@@ -23,7 +23,7 @@
 #include "proxy/net/linger.h"
 #include "proxy/metrics.h"
 #include "proxy/sbxreg.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/cred/cred.h"
 #include "proxy/judge/limits.h"
 #include "proxy/judge/approvals.h"
@@ -634,6 +634,7 @@ nf_new(const char *yaml)
 	struct worker *w = &nf->w;
 	const char *err = NULL;
 	char ebuf[512], tmpl[] = "/tmp/sluice-netfake-XXXXXX";
+	struct audit_opts aopts;
 
 	world = nf;
 	memset(armed, 0, sizeof(armed));
@@ -657,7 +658,8 @@ nf_new(const char *yaml)
 	gw->sbx = sbxreg_new();
 	gw->approvals = approvals_new(APPROVALS_MAX_PENDING);
 	gw->dns_fd = -1;
-	if ((gw->audit = audit_open(nf->cfg, NULL, count_rec, nf, &err)) == NULL ||
+	policy_audit_opts(nf->cfg, &aopts);
+	if ((gw->audit = audit_open(&aopts, NULL, count_rec, nf, &err)) == NULL ||
 	    (gw->creds = cred_store_create(nf->ca_dir, &err)) == NULL)
 		goto fail;
 	cred_store_sync(gw->creds, nf->pol);

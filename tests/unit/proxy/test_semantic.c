@@ -1,6 +1,6 @@
 /*
  * test_semantic.c - the request record's semantic members (issue 6,
- * proxy/judge/semantic.c fills them, proxy/audit.c writes them): mode, report,
+ * proxy/judge/semantic.c fills them, audit/writer.c writes them): mode, report,
  * limit, hold and budget, as nested objects in the documented order
  * (after status, before conn), each only when set, escaped like every
  * other string, and an overflow of a nested object loses the record (it is
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 #include "proxy/gateway_int.h"
 
 static struct audit_rec

@@ -26,7 +26,7 @@
 #include "proxy/session/session.h"
 #include "proxy/h2/h2.h"
 #include "proxy/core/context.h"
-#include "proxy/audit_api.h"
+#include "audit/writer.h"
 #include "proxy/codec/h1_parse.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"

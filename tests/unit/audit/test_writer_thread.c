@@ -1,6 +1,6 @@
 /*
- * test_audit_writer.c - the audit writer thread and its files
- * (proxy/audit_writer.c, audit_file.c): seq and prev continue across
+ * test_writer_thread.c - the audit writer thread and its files
+ * (audit/writer_thread.c, file.c): seq and prev continue across
  * restarts and rotations; a partial last line is cut and reported, an
  * unreadable last line refuses; macs verify from the initial key, and the
  * key file moves forward and never keeps a used key; a key file ahead of
@@ -25,8 +25,7 @@
 #include <event2/thread.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include "proxy/audit_int.h"
-#include "proxy/gateway_int.h"
+#include "audit/writer_int.h"
 
 static char dir[] = "/tmp/sluice-test-auditw-XXXXXX";
 static char logp[256], keyp[256], ckp[256];
@@ -62,25 +61,25 @@ clean(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-static struct policy_config
+static struct audit_opts
 cfg_for(char *key, unsigned ckpt_ms)
 {
-	struct policy_config c;
+	struct audit_opts c;
 
 	memset(&c, 0, sizeof(c));
-	c.audit_file = logp;
-	c.audit_key_file = key;
-	c.audit_fsync_ms = 1000;
-	c.audit_checkpoint_ms = ckpt_ms;
-	c.audit_checkpoint_file = ckpt_ms ? ckp : NULL;
-	c.audit_queue = 1024;
+	c.file = logp;
+	c.key_file = key;
+	c.fsync_ms = 1000;
+	c.checkpoint_ms = ckpt_ms;
+	c.checkpoint_file = ckpt_ms ? ckp : NULL;
+	c.queue = 1024;
 	return c;
 }
 
 static struct audit *
 start(char *key, unsigned ckpt_ms)
 {
-	struct policy_config c = cfg_for(key, ckpt_ms);
+	struct audit_opts c = cfg_for(key, ckpt_ms);
 	const char *err = NULL;
 	struct audit *a = audit_open(&c, "cfg.yaml", NULL, NULL, &err);
 
@@ -260,7 +259,7 @@ test_partial_line_cut_and_reported(void **state)
 static void
 test_unreadable_last_line_refuses(void **state)
 {
-	struct policy_config c = cfg_for(NULL, 0);
+	struct audit_opts c = cfg_for(NULL, 0);
 	const char *err = NULL;
 	char want[512];
 	FILE *f;
@@ -302,7 +301,7 @@ static void
 test_macs_and_key_file(void **state)
 {
 	struct chain ch = {0};
-	struct policy_config c;
+	struct audit_opts c;
 	struct audit *a;
 	uint8_t k1[32];
 	struct audit_key kf;
@@ -472,7 +471,7 @@ static void
 test_park_until_written(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct policy_config c = cfg_for(NULL, 0);
+	struct audit_opts c = cfg_for(NULL, 0);
 	const char *err = NULL;
 	struct audit *a;
 	int one = 1, hundred = 100, i;
@@ -510,15 +509,15 @@ test_park_until_written(void **state)
 static void
 test_fails_closed_on_a_full_disk(void **state)
 {
-	struct policy_config c = cfg_for(NULL, 0);
+	struct audit_opts c = cfg_for(NULL, 0);
 	const char *err = NULL;
 	struct audit *a;
 	uint64_t got = 0;
 	int i;
 
 	(void)state;
-	c.audit_file = (char *)"/dev/full";  /* every write(2): ENOSPC */
-	c.audit_queue = 16;
+	c.file = "/dev/full";  /* every write(2): ENOSPC */
+	c.queue = 16;
 	a = audit_open(&c, NULL, NULL, NULL, &err);
 	if (a == NULL)
 		skip();

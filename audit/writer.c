@@ -1,7 +1,7 @@
 /*
- * proxy/audit.c - the audit log, the workers' side: a record's members
+ * audit/writer.c - the audit log, the workers' side: a record's members
  * formatted on the thread that has them, queued with a seq for the writer
- * thread (audit_writer.c), and requests parked until their record is in the
+ * thread (writer_thread.c), and requests parked until their record is in the
  * file.
  *
  * Why park: a request's record is written when it is decided, and none of
@@ -29,7 +29,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 
 /* A request waiting for its record (or a passthrough for its connection's). */
 struct audit_parked {
@@ -89,44 +89,6 @@ audit_time_now(char *out, size_t cap)
 	k = cap - 1 < sizeof(pat) - 1 ? (unsigned)cap - 1 : (unsigned)sizeof(pat) - 1;
 	memcpy(out, t, k);
 	out[k] = '\0';
-}
-
-static const char *const kind_names[AUDIT_KIND_COUNT] = {
-	[AUDIT_KIND_UNKNOWN] = "unknown",
-	[AUDIT_KIND_CONNECTION] = "connection",
-	[AUDIT_KIND_DENIAL] = "denial",
-	[AUDIT_KIND_REQUEST] = "request",
-	[AUDIT_KIND_RESPONSE] = "response",
-	[AUDIT_KIND_DNS] = "dns",
-	[AUDIT_KIND_EXFILTRATION_ATTEMPT] = "exfiltration_attempt",
-	[AUDIT_KIND_SCRUB] = "scrub",
-	[AUDIT_KIND_CONFIG_RELOAD] = "config_reload",
-	[AUDIT_KIND_CHECKPOINT] = "checkpoint",
-	[AUDIT_KIND_START] = "start",
-	[AUDIT_KIND_STOP] = "stop",
-	[AUDIT_KIND_NO_REQUEST] = "no_request",
-	[AUDIT_KIND_APPROVAL] = "approval",
-	[AUDIT_KIND_REVOCATION] = "revocation",
-};
-
-const char *
-audit_kind_name(enum audit_kind k)
-{
-	return (unsigned)k < AUDIT_KIND_COUNT && kind_names[k] != NULL ? kind_names[k] : "unknown";
-}
-
-const char *
-audit_verdict_name(enum audit_verdict v)
-{
-	switch (v) {
-	case AUDIT_VERDICT_ALLOW:
-		return "allow";
-	case AUDIT_VERDICT_DENY:
-		return "deny";
-	case AUDIT_VERDICT_NONE:
-		break;
-	}
-	return NULL;
 }
 
 static void
@@ -206,8 +168,8 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 
 	audit_time_now(now, sizeof(now));
 	jb_init(&jb, buf, cap);
-	jb_str(&jb, "time", now);
-	jb_str(&jb, "type", audit_kind_name(k));
+	jb_str(&jb, AUDIT_FIELD_TIME, now);
+	jb_str(&jb, AUDIT_FIELD_TYPE, audit_kind_name(k));
 	jb_str(&jb, "sandbox", r->sandbox != NULL ? r->sandbox : "-");
 	if (k == AUDIT_KIND_REQUEST) {
 		jb_str(&jb, "id", r->id);
@@ -218,7 +180,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "method", r->method);
 		path_member(&jb, r, path_max);
 		jb_str(&jb, "http_version", r->http_version);
-		jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
+		jb_str(&jb, AUDIT_FIELD_VERDICT, audit_verdict_name(r->verdict));
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
 		jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
@@ -247,7 +209,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "sni", r->sni);
 		jb_str(&jb, "host", r->host);
 		if (k == AUDIT_KIND_CONNECTION)
-			jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
+			jb_str(&jb, AUDIT_FIELD_VERDICT, audit_verdict_name(r->verdict));
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);
 		if (r->status >= 0)
@@ -261,7 +223,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "host", r->host);
 		jb_str(&jb, "qtype", r->dns_qtype);
 		jb_str(&jb, "answer", r->dns_answer);
-		jb_str(&jb, "verdict", audit_verdict_name(r->verdict));
+		jb_str(&jb, AUDIT_FIELD_VERDICT, audit_verdict_name(r->verdict));
 	} else if (k == AUDIT_KIND_EXFILTRATION_ATTEMPT) {
 		jb_str(&jb, "id", r->id);
 		jb_str(&jb, "secret", r->secret);
@@ -617,7 +579,7 @@ audit_conn_gate(struct audit *a, uint64_t conn_id, void (*resume)(void *), void 
 /* ---- life cycle ---- */
 
 struct audit *
-audit_open(const struct policy_config *cfg, const char *config_path, audit_count_cb count, void *count_arg,
+audit_open(const struct audit_opts *opts, const char *config_path, audit_count_cb count, void *count_arg,
            const char **err)
 {
 	struct audit *a = xcalloc(1, sizeof(*a));
@@ -638,17 +600,17 @@ audit_open(const struct policy_config *cfg, const char *config_path, audit_count
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (cfg->audit_file == NULL)
+	if (opts->file == NULL)
 		return a;
-	a->path = xstrdup(cfg->audit_file);
-	a->key_path = cfg->audit_key_file != NULL ? xstrdup(cfg->audit_key_file) : NULL;
-	a->ckpt_path = cfg->audit_checkpoint_file != NULL ? xstrdup(cfg->audit_checkpoint_file) : NULL;
+	a->path = xstrdup(opts->file);
+	a->key_path = opts->key_file != NULL ? xstrdup(opts->key_file) : NULL;
+	a->ckpt_path = opts->checkpoint_file != NULL ? xstrdup(opts->checkpoint_file) : NULL;
 	a->config_path = config_path != NULL ? xstrdup(config_path) : NULL;
-	a->fsync_ms = cfg->audit_fsync_ms;
-	a->ckpt_ms = cfg->audit_checkpoint_ms;
-	a->rotate_size = cfg->audit_rotate_size;
-	a->rotate_ms = cfg->audit_rotate_ms;
-	a->queue_max = cfg->audit_queue > 0 ? cfg->audit_queue : 65536;
+	a->fsync_ms = opts->fsync_ms;
+	a->ckpt_ms = opts->checkpoint_ms;
+	a->rotate_size = opts->rotate_size;
+	a->rotate_ms = opts->rotate_ms;
+	a->queue_max = opts->queue > 0 ? opts->queue : 65536;
 	if (RAND_bytes(run, sizeof(run)) != 1) {
 		*err = "audit: no random bytes for the run id";
 		goto fail;
@@ -667,8 +629,8 @@ audit_open(const struct policy_config *cfg, const char *config_path, audit_count
 		*err = open_err;
 		goto fail;
 	}
-	if (cfg->audit_syslog && (a->exp = audit_export_open(cfg->audit_syslog_address != NULL ?
-	                                                     cfg->audit_syslog_address : "local",
+	if (opts->syslog && (a->exp = audit_export_open(opts->syslog_address != NULL ?
+	                                                     opts->syslog_address : "local",
 	                                                     open_err, sizeof(open_err))) == NULL) {
 		*err = open_err;
 		goto fail;
@@ -690,8 +652,8 @@ audit_start(struct audit *a, const char **err)
 		return 0;
 	audit_time_now(now, sizeof(now));
 	jb_init(&jb, buf, sizeof(buf));
-	jb_str(&jb, "time", now);
-	jb_str(&jb, "type", "start");
+	jb_str(&jb, AUDIT_FIELD_TIME, now);
+	jb_str(&jb, AUDIT_FIELD_TYPE, audit_kind_name(AUDIT_KIND_START));
 	jb_str(&jb, "sandbox", "-");
 	jb_str(&jb, "run", a->run);
 	jb_str(&jb, "version", SLUICE_VERSION);

@@ -1,52 +1,20 @@
 /*
- * proxy/audit_api.h - the audit log as the rest of the gateway uses it: one
- * record (struct audit_rec) and the calls workers and the main thread make
- * (audit.c, audit_*.c).  Internal to proxy/; proxy/gateway_int.h includes it.
+ * audit/writer.h - the audit log WRITER as the gateway uses it: one record
+ * (struct audit_rec) and the calls workers and the main thread make
+ * (audit/writer.c, writer_thread.c, chain.c, file.c, export.c; library
+ * sluice_audit_writer).  The record format it shares with the reader is
+ * audit/format.h.  It knows no policy and no gateway: its settings come in
+ * as struct audit_opts, and what counts its records is a callback.
  */
-#ifndef SLUICE_PROXY_AUDIT_API_H
-#define SLUICE_PROXY_AUDIT_API_H
+#ifndef SLUICE_AUDIT_WRITER_H
+#define SLUICE_AUDIT_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <event2/event.h>
-#include "policy/policy.h"
+#include "audit/format.h"
 
-struct metrics;
-
-/* ---- audit.c, audit_*.c: the tamper-evident audit log (docs/audit-schema.md) ---- */
-
-/*
- * The kind of a record: its "type" member.  The text is audit_kind_name()'s,
- * written only in the audit line (docs/audit-schema.md); code compares kinds.
- */
-enum audit_kind {
-	AUDIT_KIND_UNKNOWN = 0,  /* written as "unknown" */
-	AUDIT_KIND_CONNECTION,
-	AUDIT_KIND_DENIAL,
-	AUDIT_KIND_REQUEST,
-	AUDIT_KIND_RESPONSE,
-	AUDIT_KIND_DNS,
-	AUDIT_KIND_EXFILTRATION_ATTEMPT,
-	AUDIT_KIND_SCRUB,
-	AUDIT_KIND_CONFIG_RELOAD,
-	AUDIT_KIND_CHECKPOINT,
-	AUDIT_KIND_START,
-	AUDIT_KIND_STOP,
-	AUDIT_KIND_NO_REQUEST,
-	AUDIT_KIND_APPROVAL,
-	AUDIT_KIND_REVOCATION,
-	AUDIT_KIND_COUNT
-};
-/* A record's verdict member: none (not written), "allow" or "deny". */
-enum audit_verdict {
-	AUDIT_VERDICT_NONE = 0,
-	AUDIT_VERDICT_ALLOW,
-	AUDIT_VERDICT_DENY,
-};
-/* "connection", "denial", ...; "unknown" for AUDIT_KIND_UNKNOWN or a value out of range. */
-const char *audit_kind_name(enum audit_kind k);
-/* "allow", "deny"; NULL for AUDIT_VERDICT_NONE (the member is omitted). */
-const char *audit_verdict_name(enum audit_verdict v);
+/* ---- the tamper-evident audit log (docs/audit-schema.md) ---- */
 
 /*
  * One audit record.  Which members are written depends on <kind> (see
@@ -123,7 +91,25 @@ struct audit_rec {
 typedef void (*audit_count_cb)(void *arg, const struct audit_rec *rec);
 
 /*
- * Opens the audit log of <cfg> (audit.file and the other audit.* keys):
+ * The writer's settings: the audit.* keys of the configuration
+ * (policy_audit_opts fills them from a loaded one).  Strings are borrowed
+ * for the audit_open call only (it copies what it keeps).
+ */
+struct audit_opts {
+	const char *file;             /* audit.file; NULL: no log (records are only counted) */
+	const char *key_file;         /* audit.key_file; NULL: records carry no mac */
+	const char *checkpoint_file;  /* audit.checkpoint_file; NULL: checkpoints go to syslog only */
+	unsigned fsync_ms;            /* audit.fsync; 0: fsync after every write */
+	unsigned checkpoint_ms;       /* audit.checkpoint_interval */
+	uint64_t rotate_size;         /* audit.rotate.size in bytes; 0: never by size */
+	unsigned rotate_ms;           /* audit.rotate.every; 0: never by age */
+	int syslog;                   /* audit.syslog.enabled: every line also to syslog (RFC 5424) */
+	const char *syslog_address;   /* audit.syslog.address; NULL: "local" */
+	unsigned queue;               /* audit.queue; 0: 65536 */
+};
+
+/*
+ * Opens the audit log of <opts> (audit.file and the other audit.* keys):
  * recovers the file after a crash (a partial last line is cut off and
  * reported in the start record; an unreadable last record refuses), reads
  * and evolves the key file.  With no audit.file the log is off: records are
@@ -131,7 +117,7 @@ typedef void (*audit_count_cb)(void *arg, const struct audit_rec *rec);
  * (static text, valid until the next call).  Main thread, before any other
  * audit call.
  */
-struct audit *audit_open(const struct policy_config *cfg, const char *config_path, audit_count_cb count,
+struct audit *audit_open(const struct audit_opts *opts, const char *config_path, audit_count_cb count,
                          void *count_arg, const char **err);
 /* Starts the writer thread and queues the start record.  0, or -1 with *<err>. */
 int audit_start(struct audit *a, const char **err);

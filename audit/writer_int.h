@@ -1,34 +1,34 @@
 /*
- * proxy/audit_int.h - private to proxy/audit*.c: the writer's state, the
- * chain arithmetic and the pieces the unit tests reach.
+ * audit/writer_int.h - private to the writer (audit/writer.c, writer_thread.c,
+ * chain.c, file.c, export.c): its state, the chain arithmetic and the pieces
+ * the unit tests reach.  The record format itself is audit/format.h.
  *
  * Who does what (docs/audit-schema.md fixes the bytes):
- *   workers (audit.c)         format a record's members ("time", "type",
+ *   workers (writer.c)        format a record's members ("time", "type",
  *                             "sandbox", fields) and queue them with a seq;
- *   the writer (audit_writer.c) one thread: wraps each in seq order as
+ *   the writer (writer_thread.c) one thread: wraps each in seq order as
  *                             {"seq":N,<members>,"prev":"<hex>"[,"mac":"<hex>"]},
  *                             appends with one write(2) per batch, fsyncs,
  *                             rotates, writes checkpoints, then publishes
  *                             how far the file is written so parked requests
  *                             go on (audit_park);
- *   audit_chain.c             the pure functions: wrapping, hashes, the
+ *   chain.c                   the pure functions: wrapping, hashes, the
  *                             forward-secure key, the key file's text;
- *   audit_file.c              opening, crash recovery, rotation, the key file;
- *   audit_export.c            the copy of each line to syslog (RFC 5424).
+ *   file.c                    opening, crash recovery, rotation, the key file;
+ *   export.c                  the copy of each line to syslog (RFC 5424).
  */
-#ifndef SLUICE_PROXY_AUDIT_INT_H
-#define SLUICE_PROXY_AUDIT_INT_H
+#ifndef SLUICE_AUDIT_WRITER_INT_H
+#define SLUICE_AUDIT_WRITER_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "audit/audit.h"     /* AUDIT_HASH_HEX, AUDIT_KEY_LABEL, the hashes and the key evolution */
-#include "policy/policy.h"
-#include "proxy/audit_api.h"
+#include "audit/audit.h"     /* the key file's text: audit_key_parse, audit_key_load, audit_key_format */
+#include "audit/format.h"    /* AUDIT_HASH_HEX, AUDIT_KEY_BYTES, the hashes, the mac and the key evolution */
+#include "audit/writer.h"
 
-#define AUDIT_KEY_LEN 32                        /* K_n */
 #define AUDIT_BODY_MAX 8192                     /* a record's members; a longer path is cut to fit */
 #define AUDIT_PATH_CUT 2048                     /* ... to this many bytes */
 #define AUDIT_WRAP_EXTRA 192                    /* {"seq":N, ,"prev":"<64>" ,"mac":"<64>" } and "\n" */
@@ -42,13 +42,13 @@
 #define AUDIT_ROTATE_HOLD_MS 60000              /* after a failed rotation */
 #define AUDIT_LAZY_MS 20                        /* a record nothing waits for is written within this */
 
-/* ---- audit_chain.c: pure functions ---- */
+/* ---- chain.c: pure functions ---- */
 
 struct audit_chain {
 	uint64_t seq;                         /* the seq the next record gets */
 	char prev[AUDIT_HASH_HEX + 1];        /* hex SHA-256 of the previous line, or 64 '0' */
 	int keyed;                            /* <key> is K_seq: records carry a mac */
-	uint8_t key[AUDIT_KEY_LEN];
+	uint8_t key[AUDIT_KEY_BYTES];
 };
 
 /* Sets <ch> at <seq> after a line hashing to <prev_hex> (NULL: genesis), with K_seq <key> (NULL: no mac). */
@@ -62,12 +62,10 @@ void audit_chain_wipe(struct audit_chain *ch);
  * Returns the line's length, or -1 when <cap> is too small (nothing changes).
  */
 long audit_chain_wrap(struct audit_chain *ch, const char *body, size_t blen, char *out, size_t cap);
-/* (The key evolution, SHA-256 hex and hex encoding are the reader's: audit/audit.h.) */
-/* The seq of record line <line>/<len>, which must start `{"seq":<digits>,`: 0, or -1. */
-int audit_line_seq(const char *line, size_t len, uint64_t *seq);
+/* (The mac, the key evolution, the line hash and a line's seq are the record format's: audit/format.h.) */
 /* (The key file's text is the reader's too: audit_key_parse, audit_key_load, audit_key_format.) */
 
-/* ---- audit.c: record members ---- */
+/* ---- writer.c: record members ---- */
 
 /*
  * The members of <r> for its type ("time" first, then "type", "sandbox",
@@ -164,7 +162,7 @@ void audit_time_now(char *out, size_t cap);
 /* The writer wrote every record up to <done>: make active the event of each worker with a request parked on one. */
 void audit_wake_workers(struct audit *a, uint64_t done);
 
-/* audit_file.c */
+/* file.c */
 /* Opens a->path, cuts a partial last line, sets a->chain from the last record; key file read and evolved. */
 int audit_file_open(struct audit *a, char *err, size_t cap);
 /* Rotates: renames the file (unless it was moved away already) and opens a fresh one; the chain goes on. */
@@ -172,7 +170,7 @@ int audit_file_rotate(struct audit *a);
 /* Rewrites the key file with (chain.seq, K) atomically.  0 or -1. */
 int audit_key_save(struct audit *a);
 
-/* audit_writer.c */
+/* writer_thread.c */
 void *audit_writer_main(void *arg);
 /*
  * Queues <body>/<len> under a->mu; <bounded>: refused past queue_max;
@@ -183,7 +181,7 @@ uint64_t audit_enqueue(struct audit *a, const char *body, size_t len, int bounde
 /* Wakes the writer if it waits and something is queued. */
 void audit_signal_writer(struct audit *a);
 
-/* audit_export.c: "local" (/dev/log), "udp://host:port", "tcp://host:port". */
+/* export.c: "local" (/dev/log), "udp://host:port", "tcp://host:port". */
 struct audit_export *audit_export_open(const char *address, char *err, size_t cap);
 void audit_export_line(struct audit_export *e, const char *line, size_t len);
 void audit_export_close(struct audit_export *e);

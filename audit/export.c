@@ -1,5 +1,5 @@
 /*
- * proxy/audit_export.c - a copy of every audit line to syslog, as RFC 5424
+ * audit/export.c - a copy of every audit line to syslog, as RFC 5424
  * messages (audit.syslog): to the local socket /dev/log (which journald and
  * rsyslog read), or to a collector over UDP (one datagram per message) or
  * TCP (octet-counting framing, RFC 6587).
@@ -27,7 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 
 #define AUDIT_EXPORT_RETRY_MS 2000
 #define AUDIT_EXPORT_HEAD_MAX 512      /* PRI, version, time, host, app, pid, msgid, SD */

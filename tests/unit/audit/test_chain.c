@@ -1,5 +1,5 @@
 /*
- * test_audit_chain.c - the audit chain's arithmetic (proxy/audit_chain.c):
+ * test_chain.c - the audit chain's arithmetic (audit/chain.c, audit/format.c):
  * the wrapped line byte for byte, prev as the SHA-256 of the previous line,
  * the mac over the line without its mac member, the forward-secure key,
  * seq parsing and the key file's text.  Every hash and mac here is computed
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 
 #define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 #define PREV_AB "abababababababababababababababababababababababababababababababab"

@@ -1,11 +1,11 @@
 /*
- * proxy/audit_writer.c - the audit writer thread: the queue, the chain, the
+ * audit/writer_thread.c - the audit writer thread: the queue, the chain, the
  * file, fsync, checkpoints, rotation, and failing closed.
  *
  * Each round the writer takes what the workers queued (up to
  * AUDIT_BATCH_BYTES), wraps each record in seq order (seq, prev, mac),
  * appends them with one write(2), and only then publishes how far the file
- * is written: parked requests go upstream after that (audit.c).  With
+ * is written: parked requests go upstream after that (writer.c).  With
  * `fsync: record` it also fsyncs before publishing; otherwise every
  * audit.fsync.  After each fsync the key file is rewritten with the key of
  * the next record (the keys of records already written are gone).
@@ -28,7 +28,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 
 void
 audit_signal_writer(struct audit *a)
@@ -150,7 +150,7 @@ append(struct audit *a, uint64_t seq, const char *body, size_t len)
 
 /* A record the writer makes itself (checkpoint, stop): members from <jb> after time, type, sandbox. */
 static void
-own_record(struct audit *a, uint64_t seq, const char *type, uint64_t head_seq, const char *head_hash,
+own_record(struct audit *a, uint64_t seq, enum audit_kind kind, uint64_t head_seq, const char *head_hash,
            const char *reason)
 {
 	char buf[1024], now[40];
@@ -159,10 +159,10 @@ own_record(struct audit *a, uint64_t seq, const char *type, uint64_t head_seq, c
 
 	audit_time_now(now, sizeof(now));
 	jb_init(&jb, buf, sizeof(buf));
-	jb_str(&jb, "time", now);
-	jb_str(&jb, "type", type);
+	jb_str(&jb, AUDIT_FIELD_TIME, now);
+	jb_str(&jb, AUDIT_FIELD_TYPE, audit_kind_name(kind));
 	jb_str(&jb, "sandbox", "-");
-	if (strcmp(type, "checkpoint") == 0) {
+	if (kind == AUDIT_KIND_CHECKPOINT) {
 		jb_int(&jb, "head_seq", (int64_t)head_seq);
 		jb_str(&jb, "head_hash", head_hash);
 	} else {
@@ -172,7 +172,7 @@ own_record(struct audit *a, uint64_t seq, const char *type, uint64_t head_seq, c
 	}
 	n = jb_finish(&jb, 0);
 	if (n < 2)
-		fatalx("audit: cannot format a %s record", type);
+		fatalx("audit: cannot format a %s record", audit_kind_name(kind));
 	append(a, seq, buf + 1, (size_t)n - 2);
 }
 
@@ -398,13 +398,13 @@ audit_writer_main(void *arg)
 				flush(a);  /* one write(2) per AUDIT_BATCH_BYTES at most; a failure keeps the rest */
 		}
 		if (ck_seq != 0) {
-			own_record(a, ck_seq, "checkpoint", ck_seq - 1, a->chain.prev, NULL);
+			own_record(a, ck_seq, AUDIT_KIND_CHECKPOINT, ck_seq - 1, a->chain.prev, NULL);
 			a->ckpt_head = ck_seq;
 			a->ckpt_out_seq = ck_seq;
 			memcpy(a->ckpt_out_hash, a->chain.prev, sizeof(a->ckpt_out_hash));
 		}
 		if (stop_seq != 0)
-			own_record(a, stop_seq, "stop", 0, NULL, a->stop_reason);
+			own_record(a, stop_seq, AUDIT_KIND_STOP, 0, NULL, a->stop_reason);
 		if (a->failing && now >= a->retry_ms)
 			a->failing = 0;  /* try again */
 		if (!a->failing)

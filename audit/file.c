@@ -1,5 +1,5 @@
 /*
- * proxy/audit_file.c - the audit log's files: opening after a crash,
+ * audit/file.c - the audit log's files: opening after a crash,
  * rotation, and the forward-secure key file.
  *
  * Recovery.  The file may end in a partial line (the gateway died inside a
@@ -30,7 +30,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/audit_int.h"
+#include "audit/writer_int.h"
 
 #define STAMP_LEN 16   /* yyyymmddThhmmssZ */
 
@@ -222,7 +222,7 @@ key_load(struct audit *a, char *err, size_t cap)
 	if (steps > 0)
 		log_info("audit: key file %s evolved %" PRIu64 " steps to record %" PRIu64, a->key_path, steps, kseq);
 	a->chain.keyed = 1;
-	memcpy(a->chain.key, k.key, AUDIT_KEY_LEN);
+	memcpy(a->chain.key, k.key, AUDIT_KEY_BYTES);
 	ret = 0;
 out:
 	sluice_wipe(k.key, sizeof(k.key));
