@@ -10,7 +10,7 @@
 #include <openssl/crypto.h>
 #include "common/hex.h"
 #include "common/sluice.h"
-#include "audit/writer_int.h"
+#include "writer_int.h"
 
 void
 audit_chain_init(struct audit_chain *ch, uint64_t seq, const char *prev_hex, const uint8_t *key)

@@ -27,7 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "audit/writer_int.h"
+#include "writer_int.h"
 
 #define AUDIT_EXPORT_RETRY_MS 2000
 #define AUDIT_EXPORT_HEAD_MAX 512      /* PRI, version, time, host, app, pid, msgid, SD */

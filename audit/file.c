@@ -30,7 +30,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "audit/writer_int.h"
+#include "writer_int.h"
 
 #define STAMP_LEN 16   /* yyyymmddThhmmssZ */
 

@@ -29,7 +29,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "audit/writer_int.h"
+#include "writer_int.h"
 
 /* A request waiting for its record (or a passthrough for its connection's). */
 struct audit_parked {

@@ -28,7 +28,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "audit/writer_int.h"
+#include "writer_int.h"
 
 void
 audit_signal_writer(struct audit *a)

@@ -23,7 +23,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
-#include "ca/ca_int.h"
+#include "ca_int.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/sluice.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <openssl/rand.h>
 
-#include "ca/ca_int.h"
+#include "ca_int.h"
 #include "common/host.h"
 #include "common/sluice.h"
 

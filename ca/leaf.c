@@ -20,7 +20,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
-#include "ca/ca_int.h"
+#include "ca_int.h"
 #include "common/host.h"
 #include "common/sluice.h"
 

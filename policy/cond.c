@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 const char *const policy_cond_keys[POLICY_COND_KEYS] = {
 	"query", "headers", "json", "form", "graphql", "git", "max_body", "limit", "budget", "timeout", "mcp",

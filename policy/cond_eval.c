@@ -17,7 +17,7 @@
 
 #include "common/hex.h"
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 int
 policy_tv_and(int a, int b)

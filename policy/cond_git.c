@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 #define PKT_MAX 65520 /* git's LARGE_PACKET_MAX */
 

@@ -14,7 +14,7 @@
 
 #include "common/fold.h"
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 #define GQL_EXPAND_MAX 4096 /* fragment expansions in one document */
 

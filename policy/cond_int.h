@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "policy/mcp.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 /* Three-valued results: false, true, cannot judge. */
 enum { TV_F = 0, TV_T = 1, TV_U = 2 };

@@ -12,7 +12,7 @@
 
 #include "common/fold.h"
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 #define REAL_EXP_MAX 290 /* |exponent| (or digits) beyond which a real may leave a double's range */
 

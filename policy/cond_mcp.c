@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 #define WHAT_MAX (POLICY_WHERE_MAX + 64)
 #define ENDPOINT_MAX 1024 /* bytes of mcp.endpoint */

@@ -12,7 +12,7 @@
 #include "common/netaddr.h"
 #include "common/sluice.h"
 #include "audit/writer.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 #define LEAF_CACHE_MAX 10000000ul
 #define WORKERS_MAX 64ul            /* PROXY_MAX_WORKERS */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 #include "secrets/secrets.h"
 
 #define STATE_DIR_MAX 1024           /* bytes of state.dir (the counters file name is built from it) */

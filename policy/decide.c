@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 static int
 method_matches(const struct policy_rule *r, const char *m, size_t n)

@@ -12,7 +12,7 @@
 
 #include "common/hex.h"
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 enum {
 	TOK_STAR = 256,

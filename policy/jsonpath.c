@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 enum step_kind { STEP_KEY = 1, STEP_INDEX, STEP_ANY_INDEX, STEP_ANY_KEY };
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 #define LINT_MAX 1000 /* findings kept */
 #define LINT_TEXT_MAX 1024

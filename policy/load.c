@@ -20,7 +20,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 static void __attribute__((format(printf, 3, 0)))
 vformat(struct policy_ld *l, yaml_mark_t mark, const char *fmt, va_list ap)

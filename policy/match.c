@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 static uint64_t
 hash_bytes(const char *s, size_t n)

@@ -15,7 +15,7 @@
 
 #include "common/fold.h"
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 #include "policy/mcp.h"
 
 static const struct {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 static enum policy_mcp_method
 call_of(enum policy_mcp_method list)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 int
 policy_dec_parse(const char *s, size_t n, int exp, struct policy_dec *out)

@@ -13,7 +13,7 @@
 #include "common/pct.h"
 #include "common/sluice.h"
 #include "policy/policy.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 int
 policy_is_unreserved(unsigned c)

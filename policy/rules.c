@@ -8,7 +8,7 @@
 
 #include "common/host.h"
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 #define PORTS_MAX 1024 /* entries in one ports: list */
 

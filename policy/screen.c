@@ -22,7 +22,7 @@
 
 #include "common/fold.h"
 #include "common/sluice.h"
-#include "policy/cond_int.h"
+#include "cond_int.h"
 
 static const char *const override_headers[] = {"x-http-method-override", "x-http-method", "x-method-override"};
 #define METHOD_FIELD "_method"

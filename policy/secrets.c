@@ -16,8 +16,8 @@
 #include "common/host.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
-#include "policy/policy_int.h"
-#include "policy/secrets_int.h"
+#include "policy_int.h"
+#include "secrets_int.h"
 #include "secrets/secrets.h"
 
 #define WHERE_MAX (POLICY_NAME_MAX + 32) /* "secrets.<name>" / "sandboxes.<name>" */

@@ -5,7 +5,7 @@
  */
 #ifndef SLUICE_POLICY_SECRETS_INT_H
 #define SLUICE_POLICY_SECRETS_INT_H
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 struct b_inject {
 	enum policy_inject_kind kind;

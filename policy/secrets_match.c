@@ -12,7 +12,7 @@
 #include "common/host.h"
 #include "common/netaddr.h"
 #include "common/sluice.h"
-#include "policy/policy_int.h"
+#include "policy_int.h"
 
 size_t
 policy_secret_count(const struct policy *p)

@@ -11,7 +11,7 @@
 
 #include "common/netaddr.h"
 #include "common/sluice.h"
-#include "policy/secrets_int.h"
+#include "secrets_int.h"
 
 /* Packing: a first pass with base NULL measures, a second writes. */
 struct pack {

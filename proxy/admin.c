@@ -31,7 +31,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
-#include "proxy/gateway_int.h"
+#include "gateway_int.h"
 
 static void
 admin_health(struct evhttp_request *req, void *arg)

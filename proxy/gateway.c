@@ -25,7 +25,7 @@
 #include "common/sluice.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
-#include "proxy/gateway_int.h"
+#include "gateway_int.h"
 #include "proxy/h2/h2.h"
 
 #define PROXY_DEFAULT_LISTEN "127.0.0.1:3128"

@@ -40,7 +40,7 @@
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
 #include "proxy/metrics.h"
-#include "proxy/gateway_int.h"
+#include "gateway_int.h"
 
 #define RELOAD_DEBOUNCE_MS 200
 #define RELOAD_ERR_MAX 1024          /* bytes of a failed reload's message (file:line:col: ...) */

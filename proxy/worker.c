@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/codec/tls_hello.h"
-#include "proxy/gateway_int.h"
+#include "gateway_int.h"
 #include "proxy/net/tlsbuf.h"
 
 static void

@@ -26,7 +26,7 @@
 #include "sandbox-glue/netns.h"
 #include "sandbox-glue/proc.h"
 #include "sandbox-glue/run.h"
-#include "sandbox-glue/run_int.h"
+#include "run_int.h"
 #include "sandbox-glue/sandbox.h"
 
 #define REG_BODY_MAX 16384     /* the registration JSON */

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 #include "common/sluice.h"
-#include "sandbox-glue/run_int.h"
+#include "run_int.h"
 
 void
 run_console_init(struct run_console *c, run_console_emit_fn *emit, void *arg, int firecracker)

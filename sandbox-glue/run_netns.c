@@ -19,7 +19,7 @@
 #include "sandbox-glue/netns.h"
 #include "sandbox-glue/proc.h"
 #include "sandbox-glue/run.h"
-#include "sandbox-glue/run_int.h"
+#include "run_int.h"
 #include "sandbox-glue/sandbox.h"
 
 #define STATUS_MAX 4096        /* what bwrap writes on its status fd */

@@ -38,7 +38,7 @@
 #include "sandbox-glue/proc.h"
 #include "sandbox-glue/qemu.h"
 #include "sandbox-glue/run.h"
-#include "sandbox-glue/run_int.h"
+#include "run_int.h"
 #include "sandbox-glue/sandbox.h"
 
 #define FC_BINARY "firecracker"

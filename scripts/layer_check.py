@@ -8,7 +8,8 @@ builds that graph over the repository's source folders (tests/, build/ and bench
   - an include from a module into a module of a higher layer (a lower layer calling up), and
   - a cycle between modules (two modules of one layer that include each other, directly or around),
   - an include of another module's private header (*_int.h: only its own module's files, and the unit
-    tests, may include it),
+    tests, may include it; the build enforces it too: its include path has public headers only, so a
+    private header is included by its short name from its own folder, tests/structure/test_private.sh),
 
 except for the edges listed in the allow file (each one a known debt with the issue that removes it; an
 allowed edge that no longer occurs is itself an error, so the list only shrinks).
@@ -220,9 +221,16 @@ def main():
             problems.append(f"{f}: module {fm} has no declared layer (add it to LAYERS in {__file__})")
             continue
         for inc in incs:
+            if "/" not in inc:
+                # a file-local include ("foo_int.h", how a private header is reached: only from its own folder,
+                # since the build's include path has public headers only): the file beside the includer
+                local = os.path.normpath(os.path.join(os.path.dirname(f), inc))
+                if local in files:
+                    fedges.setdefault(f, set()).add(local)
+                continue
             tm = module_of(inc)
             if tm is None:
-                continue   # a file-local include ("foo_int.h" without a folder): same module
+                continue
             if tm not in layer:
                 problems.append(f"{f}: includes {inc} of module {tm}, which has no declared layer")
                 continue

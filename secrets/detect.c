@@ -12,7 +12,7 @@
 #include <string.h>
 #include "common/sluice.h"
 #include "secrets/detect.h"
-#include "secrets/decode_int.h"
+#include "decode_int.h"
 
 #define B64_RUN_MIN 4   /* base64 characters a run needs before it is decoded (one whole group) */
 

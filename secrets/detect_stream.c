@@ -29,9 +29,9 @@
 #include <string.h>
 #include "common/sluice.h"
 #include "secrets/detect.h"
-#include "secrets/decode_int.h"
+#include "decode_int.h"
 #include "secrets/scrub.h"
-#include "secrets/scrub_int.h"
+#include "scrub_int.h"
 
 #define CHUNK 4096                                  /* raw bytes decoded per round */
 #define PEND_MAX (PH_TOKEN_IN_MAX - 1)              /* bytes a decoder keeps between rounds */

@@ -16,7 +16,7 @@
  * one-shot output.
  */
 #include "secrets/scrub.h"
-#include "secrets/scrub_int.h"
+#include "scrub_int.h"
 
 #include <event2/buffer.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include "common/pct.h"
 #include "common/sluice.h"
 #include "secrets/scrub.h"
-#include "secrets/scrub_int.h"
+#include "scrub_int.h"
 
 /*
  * The base64 characters of <v>/<n> placed at offset <align> (0..2) of an

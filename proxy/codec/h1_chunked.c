@@ -7,7 +7,7 @@
 #include <string.h>
 #include "common/sluice.h"
 #include "proxy/codec/h1_parse.h"
-#include "proxy/codec/h1_int.h"
+#include "h1_int.h"
 
 #define H1_CHUNK_SIZE_DIGITS_MAX 16             /* hex digits of a chunk size */
 #define H1_CHUNK_SIZE_MAX (UINT64_C(1) << 62)

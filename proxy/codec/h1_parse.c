@@ -12,7 +12,7 @@
  * bound has passed); the bounds are what keep that wait short.
  */
 #include "proxy/codec/h1_parse.h"
-#include "proxy/codec/h1_int.h"
+#include "h1_int.h"
 
 #include <limits.h>
 #include <stddef.h>

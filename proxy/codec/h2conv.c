@@ -10,7 +10,7 @@
  */
 #include "common/b64.h"
 #include "proxy/codec/h2conv.h"
-#include "proxy/codec/h2conv_int.h"
+#include "h2conv_int.h"
 
 #include <stdio.h>
 #include <string.h>

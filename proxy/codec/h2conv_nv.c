@@ -5,7 +5,7 @@
  * never-indexed (contract in proxy/codec/h2conv.h).
  */
 #include "proxy/codec/h2conv.h"
-#include "proxy/codec/h2conv_int.h"
+#include "h2conv_int.h"
 
 #include <stdio.h>
 #include <string.h>

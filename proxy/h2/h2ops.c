@@ -2,7 +2,7 @@
  * proxy/h2/h2ops.c - the HTTP/2 sides of conn_ops.h: the client connection
  * (its session, state CONN_S_H2) and each stream's virtual connection.
  */
-#include "proxy/h2/h2srv_int.h"
+#include "h2srv_int.h"
 #include "proxy/session/conn_ops.h"
 
 static int

@@ -55,7 +55,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2srv_int.h"
+#include "h2srv_int.h"
 #include "proxy/metrics.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"

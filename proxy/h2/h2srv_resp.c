@@ -12,7 +12,7 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2srv_int.h"
+#include "h2srv_int.h"
 #include "proxy/codec/ws.h"
 #include "proxy/core/context.h"
 #include "audit/writer.h"

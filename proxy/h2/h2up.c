@@ -34,7 +34,7 @@
 #include <event2/bufferevent.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2up_int.h"
+#include "h2up_int.h"
 #include "proxy/core/context.h"
 
 static void sess_pump(struct h2up_sess *s);

@@ -9,7 +9,7 @@
 #include <event2/bufferevent.h>
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/h2/h2up_int.h"
+#include "h2up_int.h"
 #include "proxy/core/context.h"
 
 /*

@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/judge/limits_int.h"
+#include "limits_int.h"
 
 uint32_t
 limits_hash(enum limits_kind kind, const char *key, const char *sandbox)

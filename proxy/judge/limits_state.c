@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include "common/pct.h"
 #include "common/sluice.h"
-#include "proxy/judge/limits_int.h"
+#include "limits_int.h"
 
 #define STATE_HEADER "sluice-counters v1"
 #define RATE_TOKENS_MAX INT64_C(4294967295000)   /* UINT32_MAX tokens, in thousandths */

@@ -36,7 +36,7 @@
 #include "proxy/core/context.h"
 #include "audit/writer.h"
 #include "proxy/judge/semantic.h"
-#include "proxy/judge/semantic_int.h"
+#include "semantic_int.h"
 
 static void approval_done(void *arg, enum approval_decision decision, const char *by);
 

@@ -31,6 +31,8 @@
 #ifndef SLUICE_PROXY_SEMANTIC_H
 #define SLUICE_PROXY_SEMANTIC_H
 
+#include <stddef.h>
+
 /* Bodies held for a decision or an approval (bounds named above) */
 #define PROXY_H2_HELD_MAX (32u << 20)      /* held bodies across one HTTP/2 connection's streams: a stream past it gets 503 */
 #define PROXY_HELD_MAX (512u << 20)        /* held bodies across the gateway: a request past it gets 503 */

@@ -21,7 +21,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/judge/semantic.h"
-#include "proxy/judge/semantic_int.h"
+#include "semantic_int.h"
 #include "proxy/core/context.h"
 
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */

@@ -22,7 +22,7 @@
 
 #include "common/log.h"
 #include "common/sluice.h"
-#include "proxy/store/store_int.h"
+#include "store_int.h"
 #include "secrets/secrets.h"
 
 #define NUM_MAX 24                  /* decimal text of one argument (an int64, with its NUL) */

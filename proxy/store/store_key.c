@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "proxy/store/store_int.h"
+#include "store_int.h"
 
 static int
 plain(unsigned char c)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "proxy/store/store_int.h"
+#include "store_int.h"
 
 /*
  * GCRA in microseconds of Redis's TIME.  T = ceil(period / count) and the
