@@ -11,6 +11,7 @@
 #include "common/sluice.h"
 #include "proxy/core/body.h"
 #include "proxy/core/conn.h"
+#include "proxy/core/refusal.h"
 
 #define BODY_CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 
@@ -106,4 +107,15 @@ req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int ree
 	/* a body held or searched for placeholders (not re-encoded) keeps its trailers to be searched, never sent */
 	return body_chunked_step(in, out, &r->body_chunk, reencode, &r->bytes_up, &r->body_done, reencode ? NULL : &r->req_trailers,
 	                    err);
+}
+
+int
+req_body_hold(struct conn *c, struct evbuffer *in, struct refusal *rf)
+{
+	const char *err = NULL;
+	int p = req_body_move(c, in, c->req->hold, 0, &err);
+
+	if (p < 0)
+		return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err != NULL ? err : "malformed chunked request body");
+	return p;
 }

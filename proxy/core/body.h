@@ -29,4 +29,11 @@ int body_chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunk
  */
 int req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err);
 
+struct refusal;
+/*
+ * One step of a held body: moves what the framing allows from the client's input <in> into r->hold (decoded,
+ * trailers kept apart): 1 progress, 0 wait, -1 malformed (a 400 that closes, in <rf>).
+ */
+int req_body_hold(struct conn *c, struct evbuffer *in, struct refusal *rf);
+
 #endif

@@ -485,8 +485,6 @@ sem_hold_pump(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
-	struct evbuffer *cin = cio_in(c);
-	const char *err = NULL;
 	size_t len, cap;
 	long sec = -2;
 	int p, rc, progress = 0, git;
@@ -502,9 +500,8 @@ sem_hold_pump(struct conn *c, struct refusal *rf)
 			break;
 		if (r->body_done || len > cap)
 			break;
-		p = req_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0)
-			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
+		if ((p = req_body_hold(c, cio_in(c), rf)) < 0)
+			return HOLD_REFUSED;
 		if (p == 0)
 			break;
 		progress = 1;

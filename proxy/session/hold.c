@@ -39,15 +39,12 @@ static int
 cred_pump(struct conn *c, struct refusal *rf)
 {
 	struct req *r = c->req;
-	struct evbuffer *cin = cio_in(c);
-	const char *err = NULL;
 	size_t max = cred_hold_max(r);
 	int p, progress = 0;
 
 	while (!r->body_done && evbuffer_get_length(r->hold) <= max) {
-		p = req_body_move(c, cin, r->hold, 0, &err);
-		if (p < 0)
-			return refusal_close(rf, 400, REFUSAL_BAD_REQUEST, "http", err ? err : "malformed chunked request body");
+		if ((p = req_body_hold(c, cio_in(c), rf)) < 0)
+			return HOLD_REFUSED;
 		if (p == 0)
 			break;
 		progress = 1;

@@ -2,7 +2,7 @@
  * test_semreq.c - semantic rules in the request path (proxy/judge/semantic.c)
  * without a gateway: a request head parsed by the real parser, a struct
  * conn / struct req of the shared fixture (sessfake.h), the client's body bytes arriving in a test
- * buffer (cio_in) a piece at a time and moved by a fake req_body_move (the
+ * buffer (cio_in) a piece at a time and moved by a fake req_body_hold (the
  * net below), and a recording session above (the refusals semantic.c
  * returns, recorded as the session would answer them: sessfake.h;
  * the steps sem_hold_pump returns, counted as hold.c would take them).  Covered: the body bound (413 from Content-Length at once, and
@@ -101,14 +101,16 @@ cio_in(struct conn *c)
 	return client_in;
 }
 
-/* relay.c's: moves what the framing allows from <in> to <out> (the body as sent: length, or "chunked" here raw) */
+/* core/body.c's: moves what the framing allows from the client's input to r->hold (the body as sent: length,
+ * or "chunked" here raw) */
 int
-req_body_move(struct conn *c, struct evbuffer *in, struct evbuffer *out, int reencode, const char **err)
+req_body_hold(struct conn *c, struct evbuffer *in, struct refusal *rf)
 {
 	struct req *r = c->req;
+	struct evbuffer *out = r->hold;
 	size_t n = evbuffer_get_length(in);
 
-	(void)reencode, (void)err;
+	(void)rf;
 	if (r->body == H1_BODY_LENGTH && n > r->body_left)
 		n = (size_t)r->body_left;
 	if (n == 0 && !(r->body == H1_BODY_CHUNKED && chunked_end && !r->body_done))
