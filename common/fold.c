@@ -7,7 +7,7 @@ struct fold_pair {
 	uint32_t from, to;
 };
 
-#include "common/fold_table.h"
+#include "fold_table_int.h"
 
 #define RUNE_ERROR 0xFFFDu
 

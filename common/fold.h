@@ -6,7 +6,7 @@
  * defaults, which fold too) read such keys as one field; a gateway that
  * reads them as different fields judges something else than what runs.
  *
- * The table (common/fold_table.h) is generated from Go's unicode package
+ * The table (common/fold_table_int.h) is generated from Go's unicode package
  * by scripts/gen_fold.go.  Bytes that are not valid UTF-8 fold to U+FFFD,
  * as Go decodes them.
  */
