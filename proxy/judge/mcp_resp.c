@@ -209,6 +209,39 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
+/* 1 if <v> (a message, or a batch of them) has a result member: a list result could be in it. */
+static int
+has_result(const json_t *v)
+{
+	size_t i;
+
+	if (json_is_object(v))
+		return json_object_get(v, "result") != NULL;
+	for (i = 0; i < json_array_size(v); i++)
+		if (json_is_object(json_array_get(v, i)) && json_object_get(json_array_get(v, i), "result") != NULL)
+			return 1;
+	return 0;
+}
+
+/*
+ * JSON text the strict reader refused: an error answer the reader does not
+ * take as a message (the SDK's {"error":...,"id":null} to a bad request, a
+ * 405 to a GET) passes as it is; text that is not JSON (or has a duplicate
+ * key), or that has a result the filter could not read, is refused.
+ */
+static int
+unread_text(const char *t, size_t n, const char **why)
+{
+	json_t *root = json_loadb(t, n, JSON_REJECT_DUPLICATES, NULL);
+	int pass = root != NULL && !has_result(root);
+
+	json_decref(root);
+	if (pass)
+		return 0;
+	*why = "an MCP answer that is not a JSON-RPC message the gateway reads";
+	return -1;
+}
+
 /*
  * One JSON-RPC text <s>/<n> (a body, or an event's data): 0 when it passes as
  * it is, 1 with *<out>/<outlen> its filtered text (malloc'd), -1 refused
@@ -238,8 +271,7 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 	}
 	if (policy_mcp_parse(t, n, &b, &err) != 0) {
 		policy_mcp_body_dispose(&b);
-		*why = "an MCP answer that is not a JSON-RPC message the gateway reads";
-		return -1;
+		return unread_text(t, n, why);
 	}
 	for (i = 0; i < b.nmsgs; i++) {
 		const struct policy_mcp_msg *msg = &b.msgs[i];

@@ -16,6 +16,9 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
     ssecr     the same stream with CR line endings, until close
     sse1      the same stream, until close, every byte of the answer in its own TLS record
     ssebig    a ping, then an event of 10 MiB of data, then a list event (never reached)
+    err405    405, application/json: a JSON-RPC error with id null (what the SDK's stateless server answers a GET)
+    dup       application/json: a list result with a duplicate "result" key (the second lists every tool)
+    ssedup    a ping, then an event whose data is that text
 Log: one {"ev":"req","mode","id"} line per request.
 """
 import json
@@ -61,6 +64,15 @@ class Conn(BufConn):
             rid = 1
         self.emit({"ev": "req", "mode": mode, "id": rid, "method": method})
         c = self.c
+        dup = (b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"result":{"tools":[{"name":"drop_x"}]}}' % int(rid))
+        if mode == "err405":
+            b = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}'
+            c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                      % len(b) + b)
+            return True
+        if mode == "dup":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(dup) + dup)
+            return True
         if mode in ("json", "jsonch", "noid", "big"):
             if mode == "big":
                 names = ["keep_%d" % i for i in range(5000)] + ["drop_%d" % i for i in range(5000)]
@@ -88,6 +100,8 @@ class Conn(BufConn):
         elif mode == "sse1":
             for x in head + stream(rid, b"\r\n"):
                 c.sendall(bytes([x]))
+        elif mode == "ssedup":
+            c.sendall(head + b": ping\n\ndata: " + dup + b"\n\n")
         elif mode == "ssebig":
             c.sendall(head + b": ping\n\n")
             blob = b"x" * (1 << 20)

@@ -5,7 +5,8 @@
 # events anywhere) lists only the tools a rule could allow; the other events and the heartbeats pass byte for
 # byte; a result whose id matches no request is filtered all the same; 10,000 tools are filtered; a 10 MiB event
 # cuts the stream and is audited; the host's bound secret is still scrubbed from a filtered list; the response
-# record says how many entries were removed. Secret values are random per run and never printed.
+# record says how many entries were removed. A JSON-RPC error with id null (not a message the strict reader takes)
+# passes; a list result with a duplicate key is refused (502) in a body and cuts a stream. Secret values are random per run and never printed.
 # HTTP/2: the upstream speaks HTTP/1.1 only, and once the gateway knows that it offers the client http/1.1 for
 # the host, so the "h2" pass runs its first request (json) over HTTP/2 and the rest over HTTP/1.1.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
@@ -95,6 +96,17 @@ for V in 1.1 2; do
       check_eq "$tag ssecr: CR line endings are kept (no LF in the body)" 0 "$(tr -cd '\n' <"$f" | wc -c)"
     fi
   done
+
+  N=$((N + 1)); f=$T/r$N
+  check_eq "$tag err405: a JSON-RPC error with id null passes with its status" "405 0" "$(post "$V" err405 "$f")"
+  check "$tag err405: ... and its body" grep -qF 'Method not allowed.' "$f"
+  N=$((N + 1)); f=$T/r$N
+  check_eq "$tag dup: a list result with a duplicate key is refused (502)" "502 0" "$(post "$V" dup "$f")"
+  check_eq "$tag dup: ... no tool name reaches the client" 0 "$(cat "$f" 2>/dev/null | grep -c drop_x)"
+  N=$((N + 1)); f=$T/r$N
+  out=$(post "$V" ssedup "$f")
+  check_match "$tag ssedup: an event with a duplicate key cuts the stream" '^200 (18|56|92|16)$' "$out"
+  check_eq "$tag ssedup: ... its tool never reaches the client" 0 "$(cat "$f" 2>/dev/null | grep -c drop_x)"
 
   N=$((N + 1)); f=$T/r$N
   out=$(post "$V" ssebig "$f")
