@@ -209,6 +209,24 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
+/*
+ * 1 when JSON text <t>/<n> may hold a list result or a server request: the
+ * rest (tool results, notifications: most events of a stream) need not be
+ * parsed.  Without a backslash a JSON key is spelled as it is, so a list
+ * result has "result" and "tools", "resources" or "prompts" literally, and a
+ * request "method" and "id"; with one (a key may be written with \u
+ * escapes) every text is read.
+ */
+static int
+may_matter(const char *t, size_t n)
+{
+	return memchr(t, '\\', n) != NULL ||
+	       (memmem(t, n, SLUICE_LIT("\"method\"")) != NULL && memmem(t, n, SLUICE_LIT("\"id\"")) != NULL) ||
+	       (memmem(t, n, SLUICE_LIT("\"result\"")) != NULL &&
+	        (memmem(t, n, SLUICE_LIT("\"tools\"")) != NULL || memmem(t, n, SLUICE_LIT("\"resources\"")) != NULL ||
+	         memmem(t, n, SLUICE_LIT("\"prompts\"")) != NULL));
+}
+
 /* 1 if <v> (a message, or a batch of them) has a result member: a list result could be in it. */
 static int
 has_result(const json_t *v)
@@ -261,8 +279,8 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 
 	while (k < n && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\n'))
 		k++;
-	if (k == n)
-		return 0;  /* an empty body (202 Accepted) or an empty data field */
+	if (k == n || !may_matter(t + k, n - k))
+		return 0;  /* an empty body (202 Accepted) or an empty data field; or no list result can be in it */
 	if (t[k] != '{' && t[k] != '[') {
 		if (!strict)
 			return 0;
