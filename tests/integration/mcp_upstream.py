@@ -10,6 +10,7 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
     json      application/json, Content-Length
     jsonch    application/json, chunked
     noid      application/json whose id (999999) matches no request
+    esc       application/json whose "tools" key is written "\\u0074ools" (a reader that looks for the bytes misses it)
     big       application/json, 10,000 tools: keep_0..keep_4999 and drop_0..drop_4999
     sse       text/event-stream, chunked: a ": ping" comment, an event with non-JSON data, the list event
               (id: 7, event: message), a second ping, a tools/call result, a server-to-client request
@@ -73,12 +74,14 @@ class Conn(BufConn):
         if mode == "dup":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(dup) + dup)
             return True
-        if mode in ("json", "jsonch", "noid", "big"):
+        if mode in ("json", "jsonch", "noid", "big", "esc"):
             if mode == "big":
                 names = ["keep_%d" % i for i in range(5000)] + ["drop_%d" % i for i in range(5000)]
             else:
                 names = NAMES
             b = result(999999 if mode == "noid" else rid, names)
+            if mode == "esc":
+                b = b.replace(b'"tools"', b'"\\u0074ools"')
             if mode == "jsonch":
                 half = len(b) // 2
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +

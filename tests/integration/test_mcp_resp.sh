@@ -6,7 +6,8 @@
 # byte; a result whose id matches no request is filtered all the same; 10,000 tools are filtered; a 10 MiB event
 # cuts the stream and is audited; the host's bound secret is still scrubbed from a filtered list; the response
 # record says how many entries were removed. A JSON-RPC error with id null (not a message the strict reader takes)
-# passes; a list result with a duplicate key is refused (502) in a body and cuts a stream. Secret values are random per run and never printed.
+# passes; a list result with a duplicate key is refused (502) in a body and cuts a stream; a "tools" key written
+# with a \\u escape is filtered too. Secret values are random per run and never printed.
 # HTTP/2: the upstream speaks HTTP/1.1 only, and once the gateway knows that it offers the client http/1.1 for
 # the host, so the "h2" pass runs its first request (json) over HTTP/2 and the rest over HTTP/1.1.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
@@ -62,7 +63,7 @@ no_value() { if grep -qF "$MCPV" "$2"; then bad "$1"; else ok "$1"; fi; }
 
 for V in 1.1 2; do
   tag="h$V"
-  for mode in json jsonch noid; do
+  for mode in json jsonch noid esc; do
     N=$((N + 1)); f=$T/r$N
     check_eq "$tag $mode: 200" "200 0" "$(post "$V" "$mode" "$f")"
     check_eq "$tag $mode: only the tools a rule allows are listed" "keep_a keep_b " "$(names "$f")"
