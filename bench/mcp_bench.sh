@@ -77,10 +77,11 @@ for h in api other; do
   for _ in $(seq 1 "$CALLS"); do printf 'url = "https://%s.example.test/mcp"\noutput = "/dev/null"\n' "$h"; done >"$T/urls-$h"
 done
 
-sse_run() { # HOST [mix]: events/s of one GET of the stream (every event a list result, or the mix)
+sse_run() { # HOST [mix]: events/s of one GET of the stream (every event a list result, or the mix), from the
+  # first byte of the answer to its last (the connection, CONNECT and TLS set-up are not counted)
   local t
-  t=$(pcurl -o "$T/sse-$1${2:-}.out" -w '%{time_total}' "https://$1.example.test/mcp?m=${2:-all}")
-  awk -v n="$EVENTS" -v t="$t" 'BEGIN { printf "%.0f", n / t }'
+  t=$(pcurl -o "$T/sse-$1${2:-}.out" -w '%{time_starttransfer} %{time_total}' "https://$1.example.test/mcp?m=${2:-all}")
+  awk -v n="$EVENTS" -v t="$t" 'BEGIN { split(t, a, " "); d = a[2] - a[1]; if (d <= 0) d = 1e-6; printf "%.0f", n / d }'
 }
 call_run() { # HOST: requests/s of CALLS keep-alive POSTs on one connection
   local s e
