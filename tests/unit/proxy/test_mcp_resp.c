@@ -167,32 +167,33 @@ test_sse(void **state)
 	json_decref(id);
 }
 
+/* <cl> sends <req>; the upstream's answer LIST of type <type> reaches the client unchanged. */
+static void
+passes(struct nf *nf, struct nf_client *cl, const char *req, const char *type)
+{
+	struct nf_up *u = sent(nf, cl, req);
+	char resp[256], *s;
+
+	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n%s", type,
+	         sizeof(LIST) - 1, LIST);
+	nf_up_send(u, resp);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_non_null(strstr(s, LIST));
+	free(s);
+}
+
 static void
 test_passes_and_refused(void **state)
 {
 	struct nf *nf = *state;
 	struct nf_client *cl = client(nf);
-	char resp[256], *s;
 	struct nf_up *u;
+	char *s;
 
-	/* off the endpoint: relayed as it came, the hidden tool too */
-	u = sent(nf, cl, "GET /other HTTP/1.1\r\nHost: mcp.example.test\r\n\r\n");
-	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-	         sizeof(LIST) - 1, LIST);
-	nf_up_send(u, resp);
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_non_null(strstr(s, LIST));
-	free(s);
-	/* another type on the endpoint: untouched */
-	u = sent(nf, cl, GET_MCP);
-	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s",
-	         sizeof(LIST) - 1, LIST);
-	nf_up_send(u, resp);
-	nf_run(nf);
-	s = nf_rx_take(cl);
-	assert_non_null(strstr(s, LIST));
-	free(s);
+	/* off the endpoint: relayed as it came, the hidden tool too; another type on the endpoint: untouched */
+	passes(nf, cl, "GET /other HTTP/1.1\r\nHost: mcp.example.test\r\n\r\n", "application/json");
+	passes(nf, cl, GET_MCP, "text/plain");
 	/* encoded: it could not be read, so it is refused before its head goes out */
 	u = sent(nf, cl, GET_MCP);
 	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
