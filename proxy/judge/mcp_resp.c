@@ -34,7 +34,7 @@ struct mcp_peer_req {
 };
 
 struct mcp_peer {
-	size_t n, next;                 /* entries in use; where the next one goes (a ring) */
+	size_t next;                    /* where the next one goes (a ring: the oldest is dropped) */
 	struct mcp_peer_req e[MCP_PEER_REQ_MAX];
 };
 
@@ -146,8 +146,6 @@ peer_add(struct conn *c, const struct policy_mcp_msg *msg)
 	memcpy(e->method, msg->method, msg->method_len);
 	e->method[msg->method_len] = '\0';
 	c->mcp_peer->next = (c->mcp_peer->next + 1) % MCP_PEER_REQ_MAX;
-	if (c->mcp_peer->n < MCP_PEER_REQ_MAX)
-		c->mcp_peer->n++;
 }
 
 int
@@ -166,7 +164,6 @@ mcp_peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
 		if (method != NULL && cap > 0)
 			snprintf(method, cap, "%s", e->method);
 		e->id[0] = '\0';
-		c->mcp_peer->n--;
 		return 1;
 	}
 	return 0;

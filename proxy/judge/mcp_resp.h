@@ -35,7 +35,7 @@
 
 #include "policy/mcp.h"
 
-#define MCP_RESP_JSON_MAX (16u << 20)   /* bytes of an application/json answer held to be filtered */
+#define MCP_RESP_JSON_MAX (8u << 20)    /* bytes of an application/json answer held to be filtered */
 #define MCP_RESP_EVENT_MAX (4u << 20)   /* bytes of one SSE event (or comment run) held to be filtered */
 #define MCP_PEER_REQ_MAX 32             /* server-to-client requests remembered per connection */
 

@@ -17,6 +17,7 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
     ssecr     the same stream with CR line endings, until close
     sse1      the same stream, until close, every byte of the answer in its own TLS record
     ssebig    a ping, then an event of 10 MiB of data, then a list event (never reached)
+    jsonbig   application/json, a list result of 9 MiB (over the gateway's bound of 8 MiB)
     err405    405, application/json: a JSON-RPC error with id null (what the SDK's stateless server answers a GET)
     dup       application/json: a list result with a duplicate "result" key (the second lists every tool)
     ssedup    a ping, then an event whose data is that text
@@ -70,6 +71,10 @@ class Conn(BufConn):
             b = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}'
             c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                       % len(b) + b)
+            return True
+        if mode == "jsonbig":
+            b = result(rid, ["keep_a", "drop_x"]).replace(b'"a tool"', b'"' + b"y" * (9 << 20) + b'"', 1)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
             return True
         if mode == "dup":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(dup) + dup)

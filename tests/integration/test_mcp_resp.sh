@@ -3,7 +3,8 @@
 # through the explicit proxy. A tools/list result in an application/json answer (Content-Length, chunked) and in
 # the events of a text/event-stream answer (LF, CR-only line endings, one byte per TLS record, chunks cutting
 # events anywhere) lists only the tools a rule could allow; the other events and the heartbeats pass byte for
-# byte; a result whose id matches no request is filtered all the same; 10,000 tools are filtered; a 10 MiB event
+# byte; a result whose id matches no request is filtered all the same; 10,000 tools are filtered; a 9 MiB JSON
+# answer is refused (502) and audited; a 10 MiB event
 # cuts the stream and is audited; the host's bound secret is still scrubbed from a filtered list; the response
 # record says how many entries were removed. A JSON-RPC error with id null (not a message the strict reader takes)
 # passes; a list result with a duplicate key is refused (502) in a body and cuts a stream; a "tools" key written
@@ -98,6 +99,11 @@ for V in 1.1 2; do
     fi
   done
 
+  N=$((N + 1)); f=$T/r$N
+  check_eq "$tag jsonbig: a JSON answer over 8 MiB is refused (502)" "502 0" "$(post "$V" jsonbig "$f")"
+  check_eq "$tag jsonbig: ... no tool name reaches the client" 0 "$(cat "$f" 2>/dev/null | grep -c drop_x)"
+  check "audit: $tag the refused answer is recorded with its reason" audit_wait \
+    "((.reason // \"\") | test(\"MCP answer over\"))"
   N=$((N + 1)); f=$T/r$N
   check_eq "$tag err405: a JSON-RPC error with id null passes with its status" "405 0" "$(post "$V" err405 "$f")"
   check "$tag err405: ... and its body" grep -qF 'Method not allowed.' "$f"
