@@ -200,6 +200,9 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		if (r->upstream_tls >= 0)
 			jb_bool(&jb, "upstream_tls", r->upstream_tls);
 		jb_pairs(&jb, "scrubbed", NULL, r->scrubbed, NULL, NULL, r->nscrubbed);
+		jb_str(&jb, "mcp_method", r->mcp_list);
+		if (r->mcp_removed > 0)
+			jb_int(&jb, "removed", r->mcp_removed);
 		/* set only when the gateway ended the exchange itself (an upstream failure, a cut transfer) */
 		jb_str(&jb, "rule", r->rule);
 		jb_str(&jb, "reason", r->reason);

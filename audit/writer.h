@@ -75,6 +75,9 @@ struct audit_rec {
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
+	/* response (issue 23, proxy/judge/mcp_resp.c): an MCP list result filtered; NULL / 0: omitted */
+	const char *mcp_list;             /* "mcp_method": the list method answered */
+	int64_t mcp_removed;              /* "removed": entries the filter removed */
 };
 
 /* A record of kind <k> with every optional number "none" (-1); set the members it has after this. */

@@ -54,6 +54,8 @@ struct cred_req;
 struct sem_req;
 struct ws_tunnel;
 struct refuse_git;
+struct mcp_resp;
+struct mcp_peer;
 struct sbx_entry;
 struct h2srv;
 struct h2stream;
@@ -181,6 +183,7 @@ struct req {
 	size_t up_queued;               /* relay.c: bytes queued toward the upstream when the body timer was last armed */
 	unsigned char proto;            /* enum refuse_proto: how a refusal is answered */
 	struct refuse_git *refuse;      /* refuse_proto.c: a refused push being drained, or its kept section; NULL */
+	struct mcp_resp *mcpr;          /* judge/mcp_resp.c: an MCP answer being filtered, or NULL */
 };
 
 /* A peer's socket address, IPv4 or IPv6, in the space of the larger one. */
@@ -211,6 +214,7 @@ struct conn {
 	struct policy *pol;             /* the snapshot this connection was judged by */
 	const struct policy_host *entry;
 	const char *sandbox;            /* the known sandbox this client is (borrowed from pol or sbx), NULL if none */
+	struct mcp_peer *mcp_peer;      /* judge/mcp_resp.c: server-to-client MCP requests seen, or NULL */
 	struct sbx_entry *sbx;          /* a registered sandbox (sbxreg.c): a reference, given back at reap; streams borrow */
 	uint64_t sbx_id;                /* ... the registration it was judged under (sbxreg_entry_current) */
 	uint64_t pol_gen;               /* the generation of <pol> (revoke.c) */

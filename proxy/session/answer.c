@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/judge/mcp_resp.h"
 #include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
@@ -100,6 +101,7 @@ audit_response_rec(struct conn *c)
 	char peer[CONN_ADDR_STR];
 	const char *scrubbed[SCRUB_TAGS];
 	size_t i, n = 0;
+	long removed;
 
 	/* tag i: policy secret i (credscrub.c), whether or not this request injected it */
 	for (i = 0; i < policy_secret_count(c->pol) && i < SCRUB_TAGS; i++)
@@ -129,6 +131,8 @@ audit_response_rec(struct conn *c)
 	a.upstream_tls = r->upstream_tls;
 	a.rule = r->rule;
 	a.reason = r->reason;
+	a.mcp_list = mcp_resp_audit(r, &removed);
+	a.mcp_removed = removed;
 	audit_write(c->w->gw->audit, &a);
 }
 

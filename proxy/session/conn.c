@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/judge/mcp_resp.h"
 #include "proxy/metrics.h"
 #include "ca/ca.h"
 #include "policy/judge.h"
@@ -155,6 +156,7 @@ conn_close(struct conn *c)
 	conn_set_state(c, CONN_S_DEAD);
 	conn_ops(c)->release(c);
 	http_req_reset(c);
+	mcp_peer_free(c);
 	if (c->up != NULL) {
 		upstream_free(c->up);  /* mid-request: not reusable */
 		c->up = NULL;

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "policy/judge.h"
+#include "proxy/judge/mcp_resp.h"
 #include "proxy/session/session.h"
 #include "proxy/dns/dns.h"
 #include "proxy/judge/semantic.h"
@@ -52,6 +53,7 @@ http_req_reset(struct conn *c)
 	cred_release(r);
 	cred_hold_free(r);
 	ws_tunnel_free(r);
+	mcp_resp_free(r);
 	free(r->path);
 	free(r->query);
 	if (r->up_head != NULL)

@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include "common/log.h"
 #include "common/sluice.h"
+#include "proxy/judge/mcp_resp.h"
 #include "proxy/session/session.h"
 #include "proxy/core/refusal.h"
 #include "proxy/session/conn_ops.h"
@@ -212,7 +213,8 @@ relay_fail(struct conn *c, const struct refusal *rf)
 	struct req *r = c->req;
 
 	log_info("c%llu: %s", (unsigned long long)c->id, rf->reason);
-	if (r->cred->scrub_head != NULL) {  /* a body held whole to be scrubbed: its head never went out */
+	/* a body held whole to be scrubbed or filtered (an MCP answer): its head never went out */
+	if (r->cred->scrub_head != NULL || (r->mcpr != NULL && mcp_resp_frame(r)->head != NULL)) {
 		r->resp = RESP_S_HEAD;
 		r->status = 0;
 	}
@@ -253,7 +255,7 @@ response_head(struct conn *c)
 	size_t len = evbuffer_get_length(uin), cap = len < maxh + 1 ? len : maxh + 1;
 	const struct h1_header *cl;
 	const char *err = NULL, *head;
-	int n;
+	int n, mk;
 
 	if (len == 0) {
 		if (c->up_eof) {
@@ -375,6 +377,13 @@ response_head(struct conn *c)
 		relay_abort(c, "a partial response (206) from a host secrets are bound to", 502);
 		return 1;
 	}
+	/* an MCP answer is filtered (judge/mcp_resp.c): one that cannot be is refused before its head goes out */
+	if ((mk = mcp_resp_begin(c, m)) < 0) {
+		evbuffer_drain(uin, (size_t)n);
+		r->client_keep_alive = 0;
+		relay_abort(c, "an MCP answer that cannot be filtered (a Content-Encoding other than identity)", 502);
+		return 1;
+	}
 	r->status = m->status;
 	if (m->status == 401)  /* an expired token: mint a new one (exec: sources) */
 		for (size_t i = 0; i < r->cred->nuses; i++)
@@ -390,19 +399,22 @@ response_head(struct conn *c)
 	                                              strcmp(r->method, "OPTIONS") == 0));
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
 	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
-	hout = r->cred->hscrub != NULL ? evbuffer_new() : cout;
+	hout = r->cred->hscrub != NULL || mk != MCP_RESP_NONE ? evbuffer_new() : cout;
 	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
-	if (r->cred->hscrub != NULL && m->framing != H1_BODY_NONE) {
+	if ((r->cred->hscrub != NULL || mk != MCP_RESP_NONE) && m->framing != H1_BODY_NONE) {
 		/*
-		 * the body is decoded and scrubbed: lengths change, so it goes out chunked, unencoded;
-		 * a small unencoded one is held whole and keeps a Content-Length (credresp.c)
+		 * the body is decoded and scrubbed, or filtered: lengths change, so it goes out chunked, unencoded;
+		 * a small unencoded one (an MCP JSON answer, up to its bound) is held whole and keeps a
+		 * Content-Length (credresp.c, relay_mcp)
 		 */
 		http_copy_headers(hout, m, "content-encoding", NULL);
-		if (cred_resp_holds(m)) {
-			r->cred->scrub_whole = 1;
+		if (mk == MCP_RESP_JSON || (mk == MCP_RESP_NONE && cred_resp_holds(m))) {
+			r->cred->scrub_whole = r->cred->hscrub != NULL;
 		} else if (r->minor_version == 1) {
 			evbuffer_add(hout, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
-			r->cred->scrub_chunked = 1;
+			r->cred->scrub_chunked = r->cred->hscrub != NULL;
+			if (mk != MCP_RESP_NONE)
+				mcp_resp_frame(r)->chunked = r->cred->hscrub == NULL;
 		} else {
 			r->client_keep_alive = 0;
 		}
@@ -436,7 +448,19 @@ framed:
 	if (!r->client_keep_alive)
 		evbuffer_add(hout, SLUICE_LIT("Connection: close\r\n"));
 	evbuffer_add(hout, SLUICE_LIT("\r\n"));
-	if (hout != cout) {
+	if (hout != cout && r->cred->hscrub == NULL) {
+		/* filtered, not scrubbed: a JSON answer's head waits for its new length (relay_mcp), a stream's goes */
+		if (mk == MCP_RESP_JSON) {
+			struct mcp_frame *f = mcp_resp_frame(r);
+
+			if ((f->head = evbuffer_new()) == NULL)
+				fatalx("out of memory");
+			evbuffer_remove_buffer(hout, f->head, evbuffer_get_length(hout) - 2);
+		} else {
+			evbuffer_add_buffer(cout, hout);
+		}
+		evbuffer_free(hout);
+	} else if (hout != cout) {
 		int sr = cred_resp_head(c, hout, m, cout);
 		evbuffer_free(hout);
 		if (sr != 0) {
@@ -451,6 +475,52 @@ framed:
 	evbuffer_drain(uin, (size_t)n);
 	r->resp = m->framing == H1_BODY_NONE ? RESP_S_DONE : RESP_S_BODY;
 	return 1;
+}
+
+/*
+ * An MCP answer's bytes through its filter (judge/mcp_resp.c), then to the
+ * scrubber when the host has one (secrets are scrubbed from what leaves),
+ * else framed to the client: a JSON answer whole at <end> with its new
+ * Content-Length, a stream chunked or as it comes.  0, or -1 when the answer
+ * was refused or the stream cut (audited with the reason).
+ */
+static int
+relay_mcp(struct conn *c, int end)
+{
+	struct req *r = c->req;
+	struct mcp_frame *f = mcp_resp_frame(r);
+	struct evbuffer *out = mcp_resp_out(r), *cout = cio_out(c);
+	const char *why = "cannot filter the MCP answer";
+	size_t n;
+
+	if (mcp_resp_pump(c, end, &why) != 0) {
+		r->client_keep_alive = 0;
+		relay_abort(c, why, 502);
+		return -1;
+	}
+	if (r->cred->scrub_st != NULL) {
+		evbuffer_add_buffer(r->cred->scrub_in, out);
+		return 0;
+	}
+	n = evbuffer_get_length(out);
+	if (f->head != NULL) {
+		if (!end)
+			return 0;
+		evbuffer_add_buffer(cout, f->head);
+		evbuffer_free(f->head);
+		f->head = NULL;
+		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", n);
+		evbuffer_add_buffer(cout, out);
+		return 0;
+	}
+	if (n > 0 && f->chunked)
+		evbuffer_add_printf(cout, "%zx\r\n", n);
+	evbuffer_add_buffer(cout, out);
+	if (n > 0 && f->chunked)
+		evbuffer_add(cout, SLUICE_LIT("\r\n"));
+	if (end && f->chunked)
+		evbuffer_add(cout, SLUICE_LIT("0\r\n\r\n"));
+	return 0;
 }
 
 static void
@@ -548,10 +618,15 @@ relay_pump(struct conn *c)
 			progress = 1;
 			continue;
 		}
-		/* a scrubbed body goes through the scrubber's queue (credresp.c), else straight to the client */
-		bout = r->cred->scrub_st != NULL ? r->cred->scrub_in : cout;
+		/*
+		 * an MCP answer goes through its filter first (relay_mcp), a scrubbed body through the scrubber's
+		 * queue (credresp.c), else straight to the client
+		 */
+		bout = r->mcpr != NULL ? mcp_resp_in(r) : r->cred->scrub_st != NULL ? r->cred->scrub_in : cout;
 		while (r->resp == RESP_S_BODY && evbuffer_get_length(cout) < PROXY_HIGH_WATER &&
-		       evbuffer_get_length(bout) < (bout == cout ? PROXY_HIGH_WATER : cred_resp_queue_max(r)) &&
+		       evbuffer_get_length(bout) < (bout == cout          ? PROXY_HIGH_WATER
+		                                    : r->mcpr != NULL ? mcp_resp_queue_max(r)
+		                                                      : cred_resp_queue_max(r)) &&
 		       evbuffer_get_length(uin) > 0) {
 			if (r->resp_body == H1_BODY_LENGTH) {
 				if (body_move_counted(uin, bout, &r->resp_left, &r->bytes_down))
@@ -566,7 +641,7 @@ relay_pump(struct conn *c)
 				}
 				if (done) {
 					r->resp = RESP_S_DONE;
-					if (r->cred->scrub_st == NULL)
+					if (r->cred->scrub_st == NULL && r->mcpr == NULL)
 						resp_body_end(c);
 				}
 				if (p == 0)
@@ -581,6 +656,8 @@ relay_pump(struct conn *c)
 				r->bytes_down += n;
 			}
 			progress = 1;
+			if (r->mcpr != NULL && relay_mcp(c, 0) != 0)
+				return;
 			if (r->cred->scrub_st != NULL && cred_resp_pump(c, 0) != 0) {
 				relay_abort(c, "cannot decode the response body to scrub it", 502);
 				return;
@@ -595,6 +672,8 @@ relay_pump(struct conn *c)
 				evbuffer_add(cout, SLUICE_LIT("0\r\n\r\n"));
 			r->resp = RESP_S_DONE;
 		}
+		if (r->mcpr != NULL && relay_mcp(c, r->resp == RESP_S_DONE) != 0)
+			return;
 		if (r->cred->scrub_st != NULL && cred_resp_pump(c, r->resp == RESP_S_DONE) != 0) {
 			relay_abort(c, "cannot decode the response body to scrub it", 502);
 			return;

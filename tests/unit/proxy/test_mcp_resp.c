@@ -1,0 +1,218 @@
+/*
+ * tests/unit/proxy/test_mcp_resp.c - MCP answers through the real session
+ * over the fake net (netfake.h): proxy/judge/mcp_resp.c as the relay drives
+ * it.  A JSON answer split in two is held, filtered and sent with its new
+ * Content-Length (nothing before its end); an SSE answer fed one byte at a
+ * time lets a heartbeat through before the event after it is complete, and
+ * the list event is filtered; a server-to-client request in an event is
+ * remembered once (mcp_peer_take); an answer off the endpoint, or of
+ * another type, passes untouched; an encoded one is refused (502).  Each
+ * request ends once (teardown), and ASan/LSan watch the frees.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "common/sluice.h"
+#include "proxy/judge/mcp_resp.h"
+#include "tests/unit/proxy/netfake.h"
+
+static const char yaml[] =
+	"ca: /nonexistent/ca\n"
+	"default: deny\n"
+	"hosts:\n"
+	"  mcp.example.test:\n"
+	"    mcp: { endpoint: /mcp }\n"
+	"    rules:\n"
+	"      - id: any\n"
+	"        allow: { method: GET, path: /mcp }\n"
+	"      - id: other\n"
+	"        allow: { method: GET, path: /other }\n"
+	"      - id: keep\n"
+	"        allow: { method: POST, path: /mcp, mcp: { tool: \"keep_*\" } }\n"
+	"      - id: no-drop\n"
+	"        deny: { method: POST, path: /mcp, mcp: { tool: \"drop_*\" } }\n"
+	"sandboxes:\n"
+	"  agent-1:\n"
+	"    addresses: [127.0.0.2/32]\n";
+
+#define LIST "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"keep_a\"},{\"name\":\"drop_b\"}]}}"
+#define KEPT "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"keep_a\"}]}}"
+#define GET_MCP "GET /mcp HTTP/1.1\r\nHost: mcp.example.test\r\n\r\n"
+
+static int
+setup(void **state)
+{
+	*state = nf_new(yaml);
+	return *state != NULL ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	nf_assert_ended_once(*state);
+	nf_free(*state);
+	return 0;
+}
+
+static struct nf_client *
+client(struct nf *nf)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	struct nf_client *cl = nf_accept(nf, "CONNECT mcp.example.test:443 HTTP/1.1\r\nHost: mcp.example.test:443\r\n\r\n");
+	char buf[sizeof(ok)];
+
+	assert_non_null(cl->c);
+	assert_int_equal(read(cl->fd, buf, sizeof(ok) - 1), (ssize_t)sizeof(ok) - 1);
+	assert_memory_equal(buf, ok, sizeof(ok) - 1);
+	return cl;
+}
+
+/* <cl> sends <req>; the upstream's request is drained and returned. */
+static struct nf_up *
+sent(struct nf *nf, struct nf_client *cl, const char *req)
+{
+	struct nf_up *u;
+
+	nf_send(cl, req);
+	nf_run(nf);
+	u = nf_up_held(cl);
+	free(nf_up_take(u));
+	return u;
+}
+
+static void
+test_json(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	char head[256], *s;
+	size_t n = sizeof(LIST) - 1;
+
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", n);
+	nf_up_send(u, head);
+	nf_up_send(u, "{\"jsonrpc\":\"2.0\",\"id\":1,");
+	nf_run(nf);
+	assert_int_equal(evbuffer_get_length(cl->rx), 0);  /* held: not even the head before the end */
+	nf_up_send(u, LIST + strlen("{\"jsonrpc\":\"2.0\",\"id\":1,"));
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	snprintf(head, sizeof(head), "Content-Length: %zu\r\n\r\n" KEPT, sizeof(KEPT) - 1);
+	assert_non_null(strstr(s, head));
+	assert_null(strstr(s, "drop_b"));
+	free(s);
+	assert_null(cl->c->req);
+	assert_int_equal(nf_up(nf, 0)->released, 1);
+}
+
+static void
+test_sse(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	const char *ev = ": ping\n\nid: 4\ndata: " LIST "\n\n"
+	                 "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n";
+	char one[2] = {0, 0}, *s;
+	json_t *id;
+	char method[64];
+	size_t i;
+
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_non_null(strstr(s, "Transfer-Encoding: chunked\r\n"));  /* a stream's head goes at once */
+	free(s);
+	for (i = 0; ev[i] != '\0'; i++) {
+		char chunk[16];
+
+		one[0] = ev[i];
+		snprintf(chunk, sizeof(chunk), "1\r\n%s\r\n", one);
+		nf_up_send(u, chunk);
+		nf_run(nf);
+		if (i == 6) {  /* the heartbeat's line came: it is out at once, as is the blank line after it */
+			s = nf_rx_take(cl);
+			assert_string_equal(s, "7\r\n: ping\n\r\n");
+			free(s);
+		}
+		if (i == 7) {
+			s = nf_rx_take(cl);
+			assert_string_equal(s, "1\r\n\n\r\n");
+			free(s);
+		}
+		if (i > 7 && i < 20)  /* inside the next event: nothing of it yet */
+			assert_int_equal(evbuffer_get_length(cl->rx), 0);
+	}
+	nf_up_send(u, "0\r\n\r\n");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_non_null(strstr(s, "id: 4\ndata: " KEPT "\n\n"));
+	assert_null(strstr(s, "drop_b"));
+	assert_non_null(strstr(s, "sampling/createMessage"));
+	assert_non_null(strstr(s, "0\r\n\r\n"));
+	free(s);
+	assert_null(cl->c->req);
+	/* the server's request is remembered for its answer: once */
+	id = json_string("s1");
+	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 1);
+	assert_string_equal(method, "sampling/createMessage");
+	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 0);
+	json_decref(id);
+}
+
+/* <cl> sends <req>; the upstream's answer LIST of type <type> reaches the client unchanged. */
+static void
+passes(struct nf *nf, struct nf_client *cl, const char *req, const char *type)
+{
+	struct nf_up *u = sent(nf, cl, req);
+	char resp[256], *s;
+
+	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n%s", type,
+	         sizeof(LIST) - 1, LIST);
+	nf_up_send(u, resp);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_non_null(strstr(s, LIST));
+	free(s);
+}
+
+static void
+test_passes_and_refused(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u;
+	char *s;
+
+	/* off the endpoint: relayed as it came, the hidden tool too; another type on the endpoint: untouched */
+	passes(nf, cl, "GET /other HTTP/1.1\r\nHost: mcp.example.test\r\n\r\n", "application/json");
+	passes(nf, cl, GET_MCP, "text/plain");
+	/* encoded: it could not be read, so it is refused before its head goes out */
+	u = sent(nf, cl, GET_MCP);
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_memory_equal(s, "HTTP/1.1 502 ", 13);
+	free(s);
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->reason,
+	                    "an MCP answer that cannot be filtered (a Content-Encoding other than identity)");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_passes_and_refused, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
