@@ -136,6 +136,22 @@ path_member(struct jbuf *jb, const struct audit_rec *r, size_t path_max)
 		jb_strn(jb, "path", r->path, strnlen(r->path, path_max));
 }
 
+/* "<key>":<text>, <n> bytes of JSON the gateway wrote itself (n < 0: unusable): a null replaced. */
+static void
+raw_member_n(struct jbuf *jb, const char *key, const char *text, long n)
+{
+	jb_null(jb, key);
+	if (jb->overflow)
+		return;
+	jb->len -= 4;
+	if (n < 0 || jb->len + (size_t)n >= jb->cap) {
+		jb->overflow = 1;
+		return;
+	}
+	memcpy(jb->buf + jb->len, text, (size_t)n);
+	jb->len += (size_t)n;
+}
+
 /*
  * "<key>":<obj> where <obj> is a complete object written by a jbuf of its own
  * (common/json.h has no nesting): the member is started as null and the null
@@ -146,16 +162,29 @@ object_member(struct jbuf *jb, const char *key, struct jbuf *obj)
 {
 	long n = jb_finish(obj, 0);
 
-	jb_null(jb, key);
-	if (jb->overflow)
+	raw_member_n(jb, key, obj->buf, n);
+}
+
+static void
+raw_member(struct jbuf *jb, const char *key, const char *text)
+{
+	size_t n;
+
+	if (text == NULL)
 		return;
-	jb->len -= 4;
-	if (n < 0 || jb->len + (size_t)n >= jb->cap) {
-		jb->overflow = 1;
-		return;
-	}
-	memcpy(jb->buf + jb->len, obj->buf, (size_t)n);
-	jb->len += (size_t)n;
+	n = strnlen(text, AUDIT_BODY_MAX);
+	raw_member_n(jb, key, text, n >= AUDIT_BODY_MAX ? -1 : (long)n);
+}
+
+/* The request record's mcp members (issue 23, docs/audit-schema.md "The mcp fields"). */
+static void
+mcp_members(struct jbuf *jb, const struct audit_rec *r)
+{
+	jb_str(jb, "mcp_method", r->mcp_method);
+	jb_str(jb, "tool", r->mcp_tool);
+	raw_member(jb, "rpc_id", r->mcp_rpc_id);
+	raw_member(jb, "args", r->mcp_args);
+	raw_member(jb, "mcp_batch", r->mcp_batch);
 }
 
 /* The request record's semantic members (issue 6): mode, report, limit, hold, budget. */
@@ -225,6 +254,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
 		semantic_members(&jb, r);
+		mcp_members(&jb, r);
 	} else if (k == AUDIT_KIND_RESPONSE) {
 		jb_str(&jb, "id", r->id);
 		if (r->status >= 0)

@@ -106,6 +106,12 @@ struct audit_rec {
 	const char *hold_by;
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
+	/* request on an MCP endpoint (issue 23, proxy/judge/mcp_req.c); NULL: omitted */
+	const char *mcp_method;           /* "mcp_method": the JSON-RPC method */
+	const char *mcp_tool;             /* "tool": params.name, or params.uri of resources/read */
+	const char *mcp_rpc_id;           /* "rpc_id": the id as JSON text (written as is) */
+	const char *mcp_args;             /* "args": the clear values of the rule's audit: paths, a JSON object text */
+	const char *mcp_batch;            /* "mcp_batch": a batch's elements, a JSON array text */
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 };
 

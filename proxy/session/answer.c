@@ -14,6 +14,7 @@
 #include "common/sluice.h"
 #include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/judge/mcp_req.h"
 #include "proxy/core/context.h"
 #include "proxy/audit_api.h"
 #include "proxy/session/conn_ops.h"
@@ -64,6 +65,8 @@ audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 	};
 	if (r->sem != NULL)
 		sem_audit_fill(r, &a);
+	if (r->mcp != NULL)
+		mcp_req_audit_fill(r, &a);
 	return audit_write(c->w->gw->audit, &a);
 }
 
