@@ -349,7 +349,7 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 	}
 	if ((why = headers_check(q, &b)) != NULL) {
 		policy_mcp_body_dispose(&b);
-		mr->rpc.code = MCP_REQ_CODE_INVALID;
+		mr->rpc.code = MCP_REQ_CODE_HEADER;
 		if (r->body_done)
 			r->body = H1_BODY_NONE;
 		return refusal_set(rf, 400, REFUSAL_BAD_REQUEST, "mcp", why);

@@ -36,7 +36,8 @@
 #define MCP_REQ_BODY_MAX (1024u * 1024u)   /* the body held at an MCP endpoint when no rule asks for more */
 #define MCP_REQ_CODE_LIMITED (-32019)      /* the JSON-RPC error code of a rate limit or budget refusal */
 #define MCP_REQ_CODE_PARSE (-32700)        /* the body is not JSON */
-#define MCP_REQ_CODE_INVALID (-32600)      /* JSON, but not a message the gateway judges (or headers disagree) */
+#define MCP_REQ_CODE_INVALID (-32600)      /* JSON, but not a message the gateway judges */
+#define MCP_REQ_CODE_HEADER (-32020)       /* Mcp-* headers disagree with the body (the 2026-07-28 revision's code) */
 #define MCP_REQ_ID_TEXT_MAX (POLICY_MCP_ID_MAX * 6 + 3)  /* an id as JSON text, escaped and quoted */
 
 struct conn;

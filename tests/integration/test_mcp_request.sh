@@ -113,7 +113,8 @@ for V in 1.1 2; do
   # ---------------------------------------------------------------- headers that mirror the body
   st=$(M "$V" "$L-hname" "$(call 11 get_issue '{"owner":"acme","repo":"widgets"}')" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: delete_repository')
   NOREACH+=("$L-hname")
-  check_eq "$L: an Mcp-Name that disagrees with the body: 400" "400" "$st"
+  check_eq "$L: an Mcp-Name that disagrees with the body: 400, JSON-RPC error -32020" "400 -32020" \
+    "$st $(body | jq -c .error.code)"
   st=$(M "$V" "$L-hmeth" "$(call 12 get_issue '{"owner":"acme","repo":"widgets"}')" -H 'Mcp-Method: tools/list')
   NOREACH+=("$L-hmeth")
   check_eq "$L: an Mcp-Method that disagrees with the body: 400" "400" "$st"
