@@ -59,16 +59,6 @@ reached() { grep -qF "c=$1" "$PYUPLOG"; }
 call() { # call ID TOOL ARGS_JSON
   printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}' "$1" "$2" "$3"
 }
-approval_of() { "$SLUICE" approvals list -c "$GWCONF" --json 2>/dev/null | jq -r --arg p "$1" '.[] | select(.path == $p) | .id' 2>/dev/null | head -n 1; }
-wait_approval() {
-  local i id
-  for i in $(seq 1 100); do
-    id=$(approval_of "$1"); [ -n "$id" ] && { echo "$id"; return 0; }
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
 
 for V in 1.1 2; do
   L=h${V%.*}
