@@ -183,6 +183,8 @@ mcp_members(struct jbuf *jb, const struct audit_rec *r)
 	jb_str(jb, "mcp_method", r->mcp_method);
 	jb_str(jb, "tool", r->mcp_tool);
 	raw_member(jb, "rpc_id", r->mcp_rpc_id);
+	if (r->mcp_batch == NULL && r->mcp_nhmac == 1)  /* the placeholder the writer fills (AUDIT_ARGS_HMAC_PH) */
+		raw_member_n(jb, "args_hmac", AUDIT_ARGS_HMAC_PH + AUDIT_ARGS_HMAC_AT - 1, AUDIT_HASH_HEX + 2);
 	raw_member(jb, "args", r->mcp_args);
 	raw_member(jb, "mcp_batch", r->mcp_batch);
 }
@@ -399,7 +401,15 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 	 * record: the records of one round share one wake-up and one write(2).
 	 * A record nothing waits for (a response, a refusal) wakes nobody.
 	 */
-	if (!awaited(rec)) {
+	if (rec->mcp_nhmac > 0) {
+		/* the fingerprints need the record's key: made on the writer thread, of copies it owns */
+		seq = audit_enqueue_args(a, buf + 1, (size_t)n - 2, bounded(rec->kind), awaited(rec) && !(tl_waker != NULL &&
+		                         tl_waker->a == a), rec->mcp_hmac_args, rec->mcp_nhmac);
+		if (seq != 0 && awaited(rec) && tl_waker != NULL && tl_waker->a == a && !tl_waker->flush_armed) {
+			tl_waker->flush_armed = 1;
+			event_active(tl_waker->flush_ev, EV_TIMEOUT, 1);
+		}
+	} else if (!awaited(rec)) {
 		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
 	} else if (tl_waker != NULL && tl_waker->a == a) {
 		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
@@ -778,7 +788,7 @@ audit_close(struct audit *a)
 	audit_stop(a, "exit");
 	while ((it = a->head) != NULL) {
 		a->head = it->next;
-		free(it);
+		audit_item_free(it);
 	}
 	if (a->fd != -1)
 		close(a->fd);

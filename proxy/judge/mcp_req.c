@@ -12,6 +12,7 @@
 #include "common/sluice.h"
 #include "policy/judge.h"
 #include "policy/mcp.h"
+#include "audit/audit.h"
 #include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
 #include "proxy/audit_api.h"
@@ -180,6 +181,12 @@ keep_msg(const struct policy_host *h, const struct policy_mcp_msg *m, const char
 
 	k->kind = m->kind;
 	k->method_id = m->method_id;
+	if (m->kind != POLICY_MCP_RESPONSE &&
+	    (m->method_id == POLICY_MCP_M_TOOLS_CALL || m->method_id == POLICY_MCP_M_PROMPTS_GET)) {
+		k->fp = 1;
+		/* a reference: the subtree outlives the body's root (policy_mcp_body_dispose) */
+		k->arguments = m->arguments != NULL ? json_incref((json_t *)(uintptr_t)m->arguments) : NULL;
+	}
 	if (m->method != NULL && (k->method = dup_n(m->method, m->method_len)) == NULL)
 		return -1;
 	if (m->name != NULL && (k->name = dup_n(m->name, m->name_len)) == NULL)
@@ -220,6 +227,10 @@ batch_json(const struct mcp_req *mr)
 			goto fail;
 		if (k->id != NULL && ((v = json_loads(k->id, JSON_DECODE_ANY, NULL)) == NULL ||
 		                      json_object_set_new(o, "rpc_id", v) != 0))
+			goto fail;
+		/* the placeholder the audit writer fills: compact, it prints as AUDIT_ARGS_HMAC_PH */
+		if (k->fp && json_object_set_new(o, "args_hmac", json_stringn(AUDIT_ARGS_HMAC_PH + AUDIT_ARGS_HMAC_AT,
+		                                                              AUDIT_HASH_HEX)) != 0)
 			goto fail;
 		if (k->args != NULL &&
 		    ((v = json_loads(k->args, 0, NULL)) == NULL || json_object_set_new(o, "args", v) != 0))
@@ -418,12 +429,18 @@ mcp_req_limit(const struct req *r, size_t i)
 }
 
 void
-mcp_req_audit_fill(const struct req *r, struct audit_rec *a)
+mcp_req_audit_fill(struct req *r, struct audit_rec *a)
 {
-	const struct mcp_req *mr = r->mcp;
+	struct mcp_req *mr = r->mcp;
+	size_t i, n = 0;
 
 	if (mr == NULL || mr->n == 0)
 		return;
+	for (i = 0; i < mr->n; i++)
+		if (mr->m[i].fp)
+			mr->fp_args[n++] = mr->m[i].arguments;
+	a->mcp_hmac_args = mr->fp_args;
+	a->mcp_nhmac = n;
 	if (mr->batch) {
 		a->mcp_batch = mr->batch_json;
 		return;
@@ -474,6 +491,7 @@ mcp_req_free(struct req *r)
 		free(mr->m[i].name);
 		free(mr->m[i].id);
 		free(mr->m[i].args);
+		json_decref(mr->m[i].arguments);
 	}
 	free(mr->batch_json);
 	free(mr);

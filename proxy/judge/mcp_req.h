@@ -59,6 +59,8 @@ struct mcp_req_msg {
 	const char *verdict;                 /* a batch element's own: "allow", "deny", "hold" (static) */
 	const char *rule;                    /* ... and its rule (the snapshot's, or static) */
 	const struct policy_limit *limit;    /* a batch element's limit, taken by sem_admit; NULL: none */
+	unsigned char fp;                    /* tools/call or prompts/get: its arguments are fingerprinted (args_hmac) */
+	json_t *arguments;                   /* ... params.arguments (a reference), NULL: absent (fingerprinted as {}) */
 };
 
 struct mcp_req {
@@ -69,6 +71,7 @@ struct mcp_req {
 	int code;                            /* the host's error_code */
 	const char *ids[POLICY_MCP_BATCH_MAX];  /* the requests' ids (JSON texts), for an error answer */
 	struct refusal_jsonrpc rpc;          /* what a refusal points to (mcp_req_refusal) */
+	const json_t *fp_args[POLICY_MCP_BATCH_MAX];  /* the audit record's args_hmac arguments, in order */
 };
 
 /* 1 when request c->req is a POST to its host's MCP endpoint (its path, normalised, is the endpoint). */
@@ -94,8 +97,8 @@ void mcp_req_refusal(struct req *r, struct refusal *rf);
 /* The limit batch element <i> of <r> takes, or NULL (i >= r->mcp->n, or not a batch). */
 const struct policy_limit *mcp_req_limit(const struct req *r, size_t i);
 
-/* Adds the mcp members (mcp_method, tool, rpc_id, args, mcp_batch) of <r> to its audit record <a>. */
-void mcp_req_audit_fill(const struct req *r, struct audit_rec *a);
+/* Adds the mcp members (mcp_method, tool, rpc_id, args_hmac, args, mcp_batch) of <r> to its audit record <a>. */
+void mcp_req_audit_fill(struct req *r, struct audit_rec *a);
 
 /*
  * For the response side: the method the request of <r> asked with id <id>

@@ -10,7 +10,8 @@
 #   client-posted response (refused: no server request seen), Mcp-Method / Mcp-Name / Mcp-Param-* headers that
 #   disagree with the body (400) and agree (passed), every malformed body of the issue's list (400, nothing
 #   upstream), the create_issue limit (the 4th call within the hour: a JSON-RPC error -32019 with Retry-After;
-#   a batch of 2 takes 2), and the audit: mcp_method, tool, rpc_id, args (only the audit: path), mcp_batch;
+#   a batch of 2 takes 2), and the audit: mcp_method, tool, rpc_id, args_hmac (checked from the initial key),
+#   args (only the audit: path), mcp_batch;
 #   `sluice audit query --tool` finds the calls; `sluice audit verify` passes.
 # Every refused request carries a marker (?c=...) that must never appear in the upstream's log.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
@@ -41,6 +42,9 @@ for r in h["rules"]:
 print(yaml.safe_dump(p, sort_keys=False))
 EOF
 gw_conf <"$T/policy.yaml"
+"$SLUICE" audit keygen "$T/audit.key" >/dev/null 2>&1 || die "sluice audit keygen failed"
+cp "$T/audit.key" "$T/audit.key.initial"
+sed -i "s|^  file: $AUDIT\$|  file: $AUDIT\n  key_file: $T/audit.key|" "$GWCONF"
 out=$("$SLUICE" policy check "$GWCONF" 2>&1)
 check_eq "sluice policy check accepts the test policy" "$GWCONF: ok" "$out"
 gw_start
@@ -186,14 +190,28 @@ check_eq "audit: the create_issue record has mcp_method, tool, rpc_id and only t
   '{"mcp_method":"tools/call","tool":"create_issue","rpc_id":"c-1","args":{"$.repo":"widgets"},"verdict":"allow"}' \
   "$(printf '%s' "$rec" | jq -c '{mcp_method,tool,rpc_id,args,verdict}')"
 check "audit: no other argument value (the title) is written" sh -c "! grep -qF 'Flaky' '$AUDIT'"
+# args_hmac: HMAC(K_args, JCS(arguments)), K_args = HMAC(K_seq, label), K_seq the initial key evolved to the record
+hm=$(grep -F '"rpc_id":"c-1"' "$AUDIT" | head -n 1 | "$PY" -c '
+import hashlib, hmac, json, sys
+rec = json.loads(sys.stdin.readline())
+k = bytes.fromhex(open(sys.argv[1]).read().split()[3])
+for _ in range(rec["seq"] - 1):
+    k = hashlib.sha256(b"sluice-audit-key-v1" + k).digest()
+ka = hmac.new(k, b"sluice-mcp-args-v1", hashlib.sha256).digest()
+jcs = json.dumps({"owner": "acme", "repo": "widgets", "title": "Flaky"}, sort_keys=True, separators=(",", ":"))
+print("match" if rec.get("args_hmac") == hmac.new(ka, jcs.encode(), hashlib.sha256).hexdigest() else
+      "mismatch %s" % rec.get("args_hmac"))' "$T/audit.key.initial" 2>&1)
+check_eq "audit: args_hmac is the keyed fingerprint of the arguments (checked from the initial key)" match "$hm"
+check_eq "audit: every element of a batch that calls a tool has a 64-hex args_hmac" true \
+  "$(audit_get '.type == "request" and .mcp_batch != null' | jq -s -c '[.[].mcp_batch[] | select(.tool != null) | .args_hmac | test("^[0-9a-f]{64}$")] | (length > 0 and all)')"
 rec=$(audit_get '.type == "request" and .mcp_batch != null and .verdict == "deny"' | head -n 1)
 check_eq "audit: a denied batch has mcp_batch with each element's verdict and rule" \
   '[["get_issue","allow","read"],["delete_repository","deny","no-repo-deletion"],[null,"allow","lifecycle"]]' \
   "$(printf '%s' "$rec" | jq -c '[.mcp_batch[] | [.tool, .verdict, .rule]]')"
 n=$("$SLUICE" audit query "$AUDIT" --tool delete_repository 2>/dev/null | grep -c .)
 check_match "sluice audit query --tool delete_repository finds the denied calls and batches" '^[4-9]$|^[1-9][0-9]$' "$n"
-out=$("$SLUICE" audit verify "$AUDIT" 2>&1); rc=$?
-check_match "sluice audit verify passes" '^0 ok: ' "$rc $out"
+out=$("$SLUICE" audit verify "$AUDIT" --key-file "$T/audit.key.initial" 2>&1); rc=$?
+check_match "sluice audit verify --key-file (the initial key) passes: every mac, with the fingerprints in place" '^0 ok: ' "$rc $out"
 gw_stop
 check_eq "the gateway exits 0" 0 "$GW_RC"
 finish
