@@ -184,7 +184,7 @@ mcp_members(struct jbuf *jb, const struct audit_rec *r)
 	jb_str(jb, "tool", r->mcp_tool);
 	raw_member(jb, "rpc_id", r->mcp_rpc_id);
 	if (r->mcp_batch == NULL && r->mcp_nhmac == 1)  /* the placeholder the writer fills (AUDIT_ARGS_HMAC_PH) */
-		raw_member_n(jb, "args_hmac", AUDIT_ARGS_HMAC_PH + AUDIT_ARGS_HMAC_AT - 1, AUDIT_HASH_HEX + 2);
+		raw_member_n(jb, "args_hmac", "\"" AUDIT_ARGS_HMAC_ZEROS "\"", AUDIT_HASH_HEX + 2);
 	raw_member(jb, "args", r->mcp_args);
 	raw_member(jb, "mcp_batch", r->mcp_batch);
 }

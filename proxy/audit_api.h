@@ -126,7 +126,8 @@ struct audit_rec {
  * (no key file, or the fingerprint cannot be made).  It cannot occur in any
  * other member: every other string is JSON-escaped (its quotes are \").
  */
-#define AUDIT_ARGS_HMAC_PH ",\"args_hmac\":\"0000000000000000000000000000000000000000000000000000000000000000\""
+#define AUDIT_ARGS_HMAC_ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
+#define AUDIT_ARGS_HMAC_PH ",\"args_hmac\":\"" AUDIT_ARGS_HMAC_ZEROS "\""
 #define AUDIT_ARGS_HMAC_AT 14   /* the offset of its zeros */
 #define AUDIT_ARGS_PER_REC 64   /* fingerprints of one record, at most (a batch's elements) */
 

@@ -107,14 +107,9 @@ arg_named(const json_t *args, const char *name, size_t n, int *amb)
 	return found;
 }
 
-/*
- * The Mcp-Method, Mcp-Name and Mcp-Param-* headers of <q> against the body <b>:
- * NULL when they agree (or are absent), else why not (static text).  A batch
- * carries none; each header at most once; a Mcp-Param-X names one argument
- * (its key folded) whose value it carries.
- */
-static const char *
-headers_check(const struct judge_req *q, const struct policy_mcp_body *b)
+/* (mcp_req.h) A batch carries none; each header at most once; a Mcp-Param-X names one argument (its key folded). */
+const char *
+mcp_req_headers_check(const struct policy_header *hdrs, size_t nhdrs, const struct policy_mcp_body *b)
 {
 	const struct policy_mcp_msg *m = &b->msgs[0];
 	const struct policy_header *h;
@@ -124,8 +119,10 @@ headers_check(const struct judge_req *q, const struct policy_mcp_body *b)
 	long vn;
 	int amb;
 
-	for (i = 0; i < q->nheaders; i++) {
-		h = &q->headers[i];
+	if (b->nmsgs == 0)
+		return "no message";
+	for (i = 0; i < nhdrs; i++) {
+		h = &hdrs[i];
 		if (sluice_iov_ieq(h->name, h->name_len, "mcp-method")) {
 			if (b->batch || nm++ > 0 || m->method == NULL || h->value_len != m->method_len ||
 			    memcmp(h->value, m->method, m->method_len) != 0)
@@ -146,14 +143,14 @@ headers_check(const struct judge_req *q, const struct policy_mcp_body *b)
 	}
 	/* each Mcp-Param header names its own argument: two naming one are caught as ambiguous above only when
 	 * the keys differ; the same header twice is a header list the upstream may join: refused */
-	for (i = 0; i < q->nheaders; i++) {
+	for (i = 0; i < nhdrs; i++) {
 		size_t j;
 
-		h = &q->headers[i];
+		h = &hdrs[i];
 		if (h->name_len <= pn || strncasecmp(h->name, PARAM_PREFIX, pn) != 0)
 			continue;
-		for (j = i + 1; j < q->nheaders; j++)
-			if (q->headers[j].name_len == h->name_len && strncasecmp(q->headers[j].name, h->name, h->name_len) == 0)
+		for (j = i + 1; j < nhdrs; j++)
+			if (hdrs[j].name_len == h->name_len && strncasecmp(hdrs[j].name, h->name, h->name_len) == 0)
 				return "an Mcp-Param header is given twice";
 	}
 	return NULL;
@@ -229,8 +226,7 @@ batch_json(const struct mcp_req *mr)
 		                      json_object_set_new(o, "rpc_id", v) != 0))
 			goto fail;
 		/* the placeholder the audit writer fills: compact, it prints as AUDIT_ARGS_HMAC_PH */
-		if (k->fp && json_object_set_new(o, "args_hmac", json_stringn(AUDIT_ARGS_HMAC_PH + AUDIT_ARGS_HMAC_AT,
-		                                                              AUDIT_HASH_HEX)) != 0)
+		if (k->fp && json_object_set_new(o, "args_hmac", json_string(AUDIT_ARGS_HMAC_ZEROS)) != 0)
 			goto fail;
 		if (k->args != NULL &&
 		    ((v = json_loads(k->args, 0, NULL)) == NULL || json_object_set_new(o, "args", v) != 0))
@@ -358,7 +354,7 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 		return e == POLICY_MCP_E_NOMEM ? refusal_close(rf, 503, REFUSAL_INTERNAL, "mcp", "out of memory")
 		                               : bad_body(c, e, rf);
 	}
-	if ((why = headers_check(q, &b)) != NULL) {
+	if ((why = mcp_req_headers_check(q->headers, q->nheaders, &b)) != NULL) {
 		policy_mcp_body_dispose(&b);
 		mr->rpc.code = MCP_REQ_CODE_HEADER;
 		if (r->body_done)

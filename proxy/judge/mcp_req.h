@@ -74,6 +74,15 @@ struct mcp_req {
 	const json_t *fp_args[POLICY_MCP_BATCH_MAX];  /* the audit record's args_hmac arguments, in order */
 };
 
+/*
+ * The Mcp-Method, Mcp-Name and Mcp-Param-* headers among <h>/<n> against the
+ * parsed body <b> (SEP-2243; "=?base64?...?=" values decoded): NULL when they
+ * agree or are absent, else why not (static text).  Pure; O(n^2) in the
+ * Mcp-Param-* headers (at most the head's H1_MAX_HEADERS).
+ */
+struct policy_header;
+const char *mcp_req_headers_check(const struct policy_header *h, size_t n, const struct policy_mcp_body *b);
+
 /* 1 when request c->req is a POST to its host's MCP endpoint (its path, normalised, is the endpoint). */
 int mcp_req_applies(const struct conn *c);
 
