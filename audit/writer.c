@@ -98,6 +98,22 @@ path_member(struct jbuf *jb, const struct audit_rec *r, size_t path_max)
 		jb_strn(jb, "path", r->path, strnlen(r->path, path_max));
 }
 
+/* "<key>":<text>, <n> bytes of JSON the gateway wrote itself (n < 0: unusable): a null replaced. */
+static void
+raw_member_n(struct jbuf *jb, const char *key, const char *text, long n)
+{
+	jb_null(jb, key);
+	if (jb->overflow)
+		return;
+	jb->len -= 4;
+	if (n < 0 || jb->len + (size_t)n >= jb->cap) {
+		jb->overflow = 1;
+		return;
+	}
+	memcpy(jb->buf + jb->len, text, (size_t)n);
+	jb->len += (size_t)n;
+}
+
 /*
  * "<key>":<obj> where <obj> is a complete object written by a jbuf of its own
  * (common/json.h has no nesting): the member is started as null and the null
@@ -108,16 +124,31 @@ object_member(struct jbuf *jb, const char *key, struct jbuf *obj)
 {
 	long n = jb_finish(obj, 0);
 
-	jb_null(jb, key);
-	if (jb->overflow)
+	raw_member_n(jb, key, obj->buf, n);
+}
+
+static void
+raw_member(struct jbuf *jb, const char *key, const char *text)
+{
+	size_t n;
+
+	if (text == NULL)
 		return;
-	jb->len -= 4;
-	if (n < 0 || jb->len + (size_t)n >= jb->cap) {
-		jb->overflow = 1;
-		return;
-	}
-	memcpy(jb->buf + jb->len, obj->buf, (size_t)n);
-	jb->len += (size_t)n;
+	n = strnlen(text, AUDIT_BODY_MAX);
+	raw_member_n(jb, key, text, n >= AUDIT_BODY_MAX ? -1 : (long)n);
+}
+
+/* The request record's mcp members (issue 23, docs/audit-schema.md "The mcp fields"). */
+static void
+mcp_members(struct jbuf *jb, const struct audit_rec *r)
+{
+	jb_str(jb, "mcp_method", r->mcp_method);
+	jb_str(jb, "tool", r->mcp_tool);
+	raw_member(jb, "rpc_id", r->mcp_rpc_id);
+	if (r->mcp_batch == NULL && r->mcp_nhmac == 1)  /* the placeholder the writer fills (AUDIT_ARGS_HMAC_PH) */
+		raw_member_n(jb, "args_hmac", "\"" AUDIT_ARGS_HMAC_ZEROS "\"", AUDIT_HASH_HEX + 2);
+	raw_member(jb, "args", r->mcp_args);
+	raw_member(jb, "mcp_batch", r->mcp_batch);
 }
 
 /* The request record's semantic members (issue 6): mode, report, limit, hold, budget. */
@@ -187,6 +218,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
 		semantic_members(&jb, r);
+		mcp_members(&jb, r);
 	} else if (k == AUDIT_KIND_RESPONSE) {
 		jb_str(&jb, "id", r->id);
 		if (r->status >= 0)
@@ -334,7 +366,15 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 	 * record: the records of one round share one wake-up and one write(2).
 	 * A record nothing waits for (a response, a refusal) wakes nobody.
 	 */
-	if (!awaited(rec)) {
+	if (rec->mcp_nhmac > 0) {
+		/* the fingerprints need the record's key: made on the writer thread, of copies it owns */
+		seq = audit_enqueue_args(a, buf + 1, (size_t)n - 2, bounded(rec->kind), awaited(rec) && !(tl_waker != NULL &&
+		                         tl_waker->a == a), rec->mcp_hmac_args, rec->mcp_nhmac);
+		if (seq != 0 && awaited(rec) && tl_waker != NULL && tl_waker->a == a && !tl_waker->flush_armed) {
+			tl_waker->flush_armed = 1;
+			event_active(tl_waker->flush_ev, EV_TIMEOUT, 1);
+		}
+	} else if (!awaited(rec)) {
 		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
 	} else if (tl_waker != NULL && tl_waker->a == a) {
 		seq = audit_enqueue(a, buf + 1, (size_t)n - 2, bounded(rec->kind), 0);
@@ -713,7 +753,7 @@ audit_close(struct audit *a)
 	audit_stop(a, "exit");
 	while ((it = a->head) != NULL) {
 		a->head = it->next;
-		free(it);
+		audit_item_free(it);
 	}
 	if (a->fd != -1)
 		close(a->fd);

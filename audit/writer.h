@@ -74,11 +74,33 @@ struct audit_rec {
 	const char *hold_by;
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
+	/* request on an MCP endpoint (issue 23, proxy/judge/mcp_req.c); NULL: omitted */
+	const char *mcp_method;           /* "mcp_method": the JSON-RPC method */
+	const char *mcp_tool;             /* "tool": params.name, or params.uri of resources/read */
+	const char *mcp_rpc_id;           /* "rpc_id": the id as JSON text (written as is) */
+	const char *mcp_args;             /* "args": the clear values of the rule's audit: paths, a JSON object text */
+	const char *mcp_batch;            /* "mcp_batch": a batch's elements, a JSON array text */
+	/* "args_hmac": the writer thread fingerprints these with the record's key (audit_args_hmac): one per
+	 * placeholder (AUDIT_ARGS_HMAC_PH) in the record, in order: a single message's (written by the formatter
+	 * when mcp_batch is NULL) or those inside mcp_batch; an entry NULL is fingerprinted as {} */
+	const struct json_t *const *mcp_hmac_args;
+	size_t mcp_nhmac;
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 	/* response (issue 23, proxy/judge/mcp_resp.c): an MCP list result filtered; NULL / 0: omitted */
 	const char *mcp_list;             /* "mcp_method": the list method answered */
 	int64_t mcp_removed;              /* "removed": entries the filter removed */
 };
+
+/*
+ * The placeholder of an "args_hmac" member in a record's text: the writer
+ * thread puts the fingerprint in place of its zeros, or removes the member
+ * (no key file, or the fingerprint cannot be made).  It cannot occur in any
+ * other member: every other string is JSON-escaped (its quotes are \").
+ */
+#define AUDIT_ARGS_HMAC_ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
+#define AUDIT_ARGS_HMAC_PH ",\"args_hmac\":\"" AUDIT_ARGS_HMAC_ZEROS "\""
+#define AUDIT_ARGS_HMAC_AT 14   /* the offset of its zeros */
+#define AUDIT_ARGS_PER_REC 64   /* fingerprints of one record, at most (a batch's elements) */
 
 /* A record of kind <k> with every optional number "none" (-1); set the members it has after this. */
 #define AUDIT_REC_INIT(k)                                                                                    \

@@ -80,6 +80,9 @@ struct audit_item {
 	struct audit_item *next;
 	uint64_t seq;
 	size_t len;
+	json_t **args;                    /* the arguments its args_hmac placeholders fingerprint (copies, owned) */
+	size_t nargs;
+	int placeholders;                 /* the body holds AUDIT_ARGS_HMAC_PH members (nargs of them, or fewer args) */
 	char body[];                      /* the members, no braces */
 };
 
@@ -178,6 +181,16 @@ void *audit_writer_main(void *arg);
  * The seq, or 0.
  */
 uint64_t audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int signal);
+/*
+ * audit_enqueue of a record with <n> args_hmac placeholders (AUDIT_ARGS_HMAC_PH):
+ * <args> (borrowed; entries may be NULL) are deep-copied for the writer, which
+ * fingerprints them with the record's key (audit_args_hmac) or removes the
+ * members (no key file, a copy or fingerprint that failed).
+ */
+uint64_t audit_enqueue_args(struct audit *a, const char *body, size_t len, int bounded, int signal,
+                            const json_t *const *args, size_t n);
+/* Frees a queued item and the copies it owns. */
+void audit_item_free(struct audit_item *it);
 /* Wakes the writer if it waits and something is queued. */
 void audit_signal_writer(struct audit *a);
 

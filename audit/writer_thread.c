@@ -41,11 +41,30 @@ audit_signal_writer(struct audit *a)
 	pthread_mutex_unlock(&a->mu);
 }
 
+void
+audit_item_free(struct audit_item *it)
+{
+	size_t i;
+
+	for (i = 0; i < it->nargs; i++)
+		json_decref(it->args[i]);
+	free(it->args);
+	free(it);
+}
+
 uint64_t
 audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int signal)
 {
+	return audit_enqueue_args(a, body, len, bounded, signal, NULL, 0);
+}
+
+uint64_t
+audit_enqueue_args(struct audit *a, const char *body, size_t len, int bounded, int signal, const json_t *const *args,
+                   size_t nargs)
+{
 	struct audit_item *it = try_malloc(sizeof(*it) + len);
 	uint64_t seq = 0;
+	size_t i;
 
 	if (it == NULL) {
 		atomic_fetch_add(&a->errors, 1);
@@ -53,7 +72,20 @@ audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int si
 	}
 	it->next = NULL;
 	it->len = len;
+	it->args = NULL;
+	it->nargs = 0;
+	it->placeholders = nargs > 0;
 	memcpy(it->body, body, len);
+	if (nargs > 0 && nargs <= AUDIT_ARGS_PER_REC && (it->args = try_malloc(nargs * sizeof(*it->args))) != NULL) {
+		/* an entry that cannot be copied leaves the copies before it: the rest of the members are removed */
+		for (i = 0; i < nargs; i++) {
+			if (args[i] == NULL)
+				it->args[i] = NULL;
+			else if ((it->args[i] = json_deep_copy(args[i])) == NULL)
+				break;
+			it->nargs = i + 1;
+		}
+	}
 	pthread_mutex_lock(&a->mu);
 	if (a->closed || (bounded && a->depth >= a->queue_max)) {
 		if (!a->closed) {
@@ -65,7 +97,7 @@ audit_enqueue(struct audit *a, const char *body, size_t len, int bounded, int si
 			}
 		}
 		pthread_mutex_unlock(&a->mu);
-		free(it);
+		audit_item_free(it);
 		atomic_fetch_add(&a->errors, 1);
 		return 0;
 	}
@@ -129,6 +161,36 @@ wbuf_reserve(struct audit *a, size_t n)
 		return;
 	a->wcap = a->wcap * 2 > a->wlen + n ? a->wcap * 2 : a->wlen + n + AUDIT_LINE_MAX;
 	a->wbuf = xrealloc(a->wbuf, a->wcap);
+}
+
+/*
+ * The args_hmac members of item <it> (AUDIT_ARGS_HMAC_PH, in order): each
+ * filled with the fingerprint of its arguments under the record's key K_seq
+ * (the chain's current key: <it> is the next record), or removed when there
+ * is no key, no copy of its arguments, or the fingerprint fails.
+ */
+static void
+args_fill(struct audit *a, struct audit_item *it)
+{
+	static const char ph[] = AUDIT_ARGS_HMAC_PH;
+	char hex[AUDIT_HASH_HEX + 1];
+	size_t off = 0, i = 0, at;
+	char *p;
+
+	while (off < it->len && (p = memmem(it->body + off, it->len - off, ph, sizeof(ph) - 1)) != NULL) {
+		at = (size_t)(p - it->body);
+		hex[0] = '\0';
+		if (a->chain.keyed && i < it->nargs && audit_args_hmac(a->chain.key, it->args[i], hex) == 0 &&
+		    strlen(hex) == AUDIT_HASH_HEX) {
+			memcpy(p + AUDIT_ARGS_HMAC_AT, hex, AUDIT_HASH_HEX);
+			off = at + sizeof(ph) - 1;
+		} else {
+			memmove(p, p + sizeof(ph) - 1, it->len - at - (sizeof(ph) - 1));
+			it->len -= sizeof(ph) - 1;
+			off = at;
+		}
+		i++;
+	}
 }
 
 /* Wraps members <body>/<len> as record <seq> at the end of the write buffer. */
@@ -392,8 +454,10 @@ audit_writer_main(void *arg)
 
 		for (it = batch; it != NULL; it = next) {
 			next = it->next;
+			if (it->placeholders)
+				args_fill(a, it);
 			append(a, it->seq, it->body, it->len);
-			free(it);
+			audit_item_free(it);
 			if (a->wlen >= AUDIT_BATCH_BYTES && !a->failing)
 				flush(a);  /* one write(2) per AUDIT_BATCH_BYTES at most; a failure keeps the rest */
 		}

@@ -197,6 +197,39 @@ cli_describe(const struct policy *pol, const struct cli_req *rq, struct cli_desc
 	return 0;
 }
 
+/*
+ * What the gateway refuses on an MCP endpoint before any rule (proxy/judge/mcp_req.c): a body that is not a
+ * JSON-RPC message it judges (400), a response the client POSTs (403: no server request is known here).  1 with
+ * <out> filled, else 0.
+ */
+static int
+mcp_refused(const struct cli_described *d, const struct policy_mcp_body *b, int parsed, enum policy_mcp_error e,
+            struct judge_outcome *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->verdict = JUDGE_DENY;
+	out->stage = JUDGE_AT_BODY;
+	out->rule = "mcp";
+	out->entry = d->cf.entry;
+	if (!parsed) {
+		snprintf(out->_reason, sizeof(out->_reason), "malformed JSON-RPC body: %s",
+		         d->rq.body == NULL || d->rq.body_len == 0 ? "not JSON" : policy_mcp_strerror(e));
+		out->status = 400;
+		out->reason = out->_reason;
+		return 1;
+	}
+	for (i = 0; i < b->nmsgs; i++)
+		if (b->msgs[i].kind == POLICY_MCP_RESPONSE) {
+			out->status = 403;
+			out->stage = JUDGE_AT_RULES;
+			out->reason = "a JSON-RPC response that answers no server request seen on this connection";
+			return 1;
+		}
+	return 0;
+}
+
 void
 cli_judge(const struct policy *pol, struct cli_described *d, struct cli_counters *ctr, const char *sandbox,
           struct judge_outcome *out, size_t *nbatch, size_t *at, policy_explain_fn explain, void *arg)
@@ -206,7 +239,7 @@ cli_judge(const struct policy *pol, struct cli_described *d, struct cli_counters
 	struct policy_mcp_body b;
 	enum policy_mcp_error e;
 	const char *ep = NULL;
-	int code, batch;
+	int code, batch, parsed;
 	size_t i;
 
 	*nbatch = 0;
@@ -216,9 +249,18 @@ cli_judge(const struct policy *pol, struct cli_described *d, struct cli_counters
 		cli_counters_view(ctr, &view);
 		vp = &view;
 	}
-	batch = policy_host_mcp(d->cf.entry, &ep, &code) && strcmp(d->rq.path, ep) == 0 && d->rq.body != NULL &&
-	        d->rq.method_len == 4 && memcmp(d->rq.method, "POST", 4) == 0 &&
-	        policy_mcp_parse(d->rq.body, d->rq.body_len, &b, &e) == 0 && b.batch;
+	batch = 0;
+	if (policy_host_mcp(d->cf.entry, &ep, &code) && strcmp(d->rq.path, ep) == 0 && d->rq.method_len == 4 &&
+	    memcmp(d->rq.method, "POST", 4) == 0) {
+		/* the gateway judges an MCP POST per message: what it refuses first, refused here the same */
+		e = POLICY_MCP_E_JSON;
+		parsed = d->rq.body != NULL && d->rq.body_len > 0 && policy_mcp_parse(d->rq.body, d->rq.body_len, &b, &e) == 0;
+		if (mcp_refused(d, &b, parsed, e, out)) {
+			policy_mcp_body_dispose(&b);
+			return;
+		}
+		batch = b.batch;
+	}
 	if (!batch) {
 		policy_mcp_body_dispose(&b);
 		policy_judge(pol, &d->cf, &d->rq, vp, out, explain, arg);

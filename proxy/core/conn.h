@@ -52,6 +52,7 @@ struct worker;
 struct upstream;
 struct cred_req;
 struct sem_req;
+struct mcp_req;
 struct ws_tunnel;
 struct refuse_git;
 struct mcp_resp;
@@ -180,6 +181,7 @@ struct req {
 	unsigned char audit_exfil;      /* its exfiltration_attempt record is queued */
 	unsigned char audit_parked;     /* waiting for its record before the first byte goes upstream */
 	struct sem_req *sem;            /* semantic.c: a held body, a hold, limits, report mode; NULL when none */
+	struct mcp_req *mcp;            /* judge/mcp_req.c: the JSON-RPC messages of an MCP POST; NULL when none */
 	size_t up_queued;               /* relay.c: bytes queued toward the upstream when the body timer was last armed */
 	unsigned char proto;            /* enum refuse_proto: how a refusal is answered */
 	struct refuse_git *refuse;      /* refuse_proto.c: a refused push being drained, or its kept section; NULL */

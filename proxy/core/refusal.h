@@ -32,6 +32,8 @@
 #ifndef SLUICE_PROXY_CORE_REFUSAL_H
 #define SLUICE_PROXY_CORE_REFUSAL_H
 
+#include <stddef.h>
+
 /* The "error" member of a JSON answer: what kind of refusal it is (text only at the edge: refusal_err_text). */
 enum refusal_err {
 	REFUSAL_BAD_REQUEST = 1,       /* "bad request" */
@@ -67,6 +69,21 @@ struct refusal_limit {
 };
 
 /*
+ * A refusal answered as JSON-RPC errors (an MCP endpoint, issue 23): a 403 or
+ * 429 of a request with ids is answered with HTTP 200 and one error per id
+ * ({"jsonrpc":"2.0","id":..,"error":{"code","message","data":{"rule","reason"}}},
+ * a JSON array for a batch; a 429 adds Retry-After and data.retry_after);
+ * a 400 of the body with one error of id null at HTTP 400.  The storage is the
+ * judge's (proxy/judge/mcp_req.h, r->mcp), alive until the answer is written.
+ */
+struct refusal_jsonrpc {
+	int code;                           /* the error code (-32001 by default; -32019 a limit; -32700, -32600) */
+	const char *const *ids;             /* the ids as JSON texts; nids 0: one error of id null */
+	size_t nids;
+	unsigned char batch;                /* answered as a JSON array */
+};
+
+/*
  * A refusal of the current request, filled by whoever decided it.  Pointers
  * are borrowed as said above; the struct itself lives in the caller's frame.
  */
@@ -79,6 +96,7 @@ struct refusal {
 	const char *phrase;                 /* the status line's reason phrase instead of the status's, or NULL */
 	unsigned char close;                /* the connection closes after the answer (else: as the request allows) */
 	unsigned char quiet;                /* no audit record (it was written when the refusal was decided) */
+	const struct refusal_jsonrpc *jsonrpc; /* answered as JSON-RPC errors (above), or NULL */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include "proxy/codec/sse.h"
 #include "proxy/net/net.h"
 #include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_req.h"
 
 #define MCP_ID_TEXT_MAX (POLICY_MCP_ID_MAX + 8)  /* an id as JSON text: a string with its quotes and escapes, or an integer */
 
@@ -131,10 +132,21 @@ id_text(const json_t *id, char *buf, size_t cap)
 	return 0;
 }
 
+/* Where a connection's server requests are remembered: the client connection (an HTTP/2 stream's parent). */
+static struct conn *
+peer_owner(struct conn *c)
+{
+	struct conn *p = conn_ops(c)->parent(c);
+
+	return p != NULL ? p : c;
+}
+
 static void
 peer_add(struct conn *c, const struct policy_mcp_msg *msg)
 {
 	struct mcp_peer_req *e;
+
+	c = peer_owner(c);
 
 	if (c->mcp_peer == NULL && (c->mcp_peer = calloc(1, sizeof(*c->mcp_peer))) == NULL)
 		return;  /* unremembered: its answer is refused as uncorrelated (fails closed) */
@@ -154,6 +166,7 @@ mcp_peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
 	char t[MCP_ID_TEXT_MAX];
 	size_t i;
 
+	c = peer_owner(c);
 	if (c->mcp_peer == NULL || id == NULL || id_text(id, t, sizeof(t)) != 0)
 		return 0;
 	for (i = 0; i < MCP_PEER_REQ_MAX; i++) {
@@ -179,18 +192,19 @@ mcp_peer_free(struct conn *c)
 /* ---- filtering ---- */
 
 /*
- * The list method that the request with <id> asked for.  The ids of the
- * request in flight are the request side's (proxy/judge/mcp_req.h, issue 23's
- * other half); until it is there no request is known and every result is
- * filtered by its shape (POLICY_MCP_M_NONE), which is what an uncorrelated
- * result gets in any case: over-filtering, never under.
+ * The list method that the request with <id> asked for (the request in
+ * flight, proxy/judge/mcp_req.h), when it asked for a list; else
+ * POLICY_MCP_M_NONE, and the result is filtered by its shape, which is what
+ * an uncorrelated result gets in any case: over-filtering, never under.
  */
 static enum policy_mcp_method
 request_list_method(struct conn *c, const json_t *id)
 {
-	(void)c;
-	(void)id;
-	return POLICY_MCP_M_NONE;
+	enum policy_mcp_method m = c->req != NULL ? mcp_req_method_of(c->req, id) : POLICY_MCP_M_NONE;
+
+	return m == POLICY_MCP_M_TOOLS_LIST || m == POLICY_MCP_M_RESOURCES_LIST || m == POLICY_MCP_M_PROMPTS_LIST
+	           ? m
+	           : POLICY_MCP_M_NONE;
 }
 
 /* The list a result is by its shape, for the record. */

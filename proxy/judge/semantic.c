@@ -37,6 +37,7 @@
 #include "audit/writer.h"
 #include "proxy/judge/semantic.h"
 #include "semantic_int.h"
+#include "proxy/judge/mcp_req.h"
 
 static void approval_done(void *arg, enum approval_decision decision, const char *by);
 
@@ -195,7 +196,9 @@ refuse(struct conn *c, const struct judge_outcome *o, struct refusal *rf)
 		return refusal_close(rf, 413, REFUSAL_TOO_LARGE, o->rule, reason);
 	if (r->body_done)
 		r->body = H1_BODY_NONE;  /* read whole: the connection can stay */
-	return refusal_set(rf, o->status, o->status == 400 ? REFUSAL_BAD_REQUEST : REFUSAL_DENIED, o->rule, reason);
+	refusal_set(rf, o->status, o->status == 400 ? REFUSAL_BAD_REQUEST : REFUSAL_DENIED, o->rule, reason);
+	mcp_req_refusal(r, rf);  /* on an MCP endpoint: JSON-RPC errors */
+	return -1;
 }
 
 /* A body found larger than <bound> while it streams in (chunked): 413 into <rf>; returns -1. */
@@ -335,6 +338,8 @@ approval_done(void *arg, enum approval_decision decision, const char *by)
 		                   "the gateway is stopping: the held request was not sent");
 		break;
 	}
+	if (step == HOLD_REFUSED)
+		mcp_req_refusal(r, &rf);
 	/* an event's outermost frame: the session goes on from here (sends, or answers <rf>) */
 	c->w->sem_hooks->resumed(c, step, &rf);
 }
@@ -362,6 +367,7 @@ sem_timeout(struct conn *c, struct refusal *rf)
 	s->hold_outcome = approvals_decision_name(APPROVAL_TIMEOUT);
 	snprintf(s->hold_by, sizeof(s->hold_by), "timeout");
 	refusal_set(rf, 403, REFUSAL_DENIED, s->rule, "approval timed out");
+	mcp_req_refusal(r, rf);
 	return 1;
 }
 
@@ -429,6 +435,18 @@ sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 	}
 	facts_of(c, hdr, n, r->body_left, &cf, &q);
 	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
+	if (mcp_req_applies(c) && !(o.verdict == JUDGE_DENY && o.status == 413)) {
+		/* an MCP POST is judged per message, whatever the head alone would say: its body is held */
+		if (r->body == H1_BODY_NONE)
+			return refusal_set(rf, 400, REFUSAL_BAD_REQUEST, "mcp", "a POST to the MCP endpoint without a body");
+		if (o.verdict != JUDGE_NEED_BODY || (o.need_flags & POLICY_NEED_GIT_SECTION)) {
+			o.verdict = JUDGE_NEED_BODY;
+			o.need = MCP_REQ_BODY_MAX;
+			o.need_flags = 0;
+		}
+		if (r->body == H1_BODY_LENGTH && r->body_left > o.need)
+			return too_large(c, o.need, 0, rf);
+	}
 	if (o.verdict == JUDGE_NEED_BODY) {  /* held (sem_hold_pump), then judged again with it (decide) */
 		s = sem_req_of(r);
 		if (headers_keep(s, hdr, n) != 0)
@@ -464,7 +482,16 @@ decide(struct conn *c, struct refusal *rf)
 	q.need_known = 1;
 	q.need = s->need;
 	q.need_flags = s->flags;
-	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
+	if (mcp_req_applies(c)) {
+		if (mcp_req_judge(c, &cf, &q, &o, rf) != 0) {
+			mcp_req_refusal(r, rf);
+			headers_drop(s);
+			s->phase = SEM_P_NONE;
+			return HOLD_REFUSED;
+		}
+	} else {
+		policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
+	}
 	if (o.verdict == JUDGE_NEED_BODY)
 		return 1;
 	if (o.git_section > 0)
@@ -563,6 +590,7 @@ sem_req_free(struct conn *c)
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
 
+	mcp_req_free(r);
 	if (s == NULL)
 		return;
 	(void)sem_cancel(c);  /* the session cancelled it first (and audited); this one only if it did not */

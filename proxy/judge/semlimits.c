@@ -22,6 +22,7 @@
 #include "proxy/cred/cred.h"
 #include "proxy/judge/semantic.h"
 #include "semantic_int.h"
+#include "proxy/judge/mcp_req.h"
 #include "proxy/core/context.h"
 
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
@@ -45,6 +46,7 @@ refuse_limit(struct conn *c, const char *rule, const char *key, const char *kind
 	/* git, gRPC: answered in the client's protocol, the retry time in the reason; else JSON with Retry-After */
 	refusal_set(rf, 429, REFUSAL_RATE_LIMITED, rule, r->rule_buf);
 	rf->limit = (struct refusal_limit){.key = key, .kind = kind, .retry_after = retry, .reset = s->reset};
+	mcp_req_refusal(r, rf);  /* on an MCP endpoint: JSON-RPC errors, with Retry-After */
 	return -1;
 }
 
@@ -93,7 +95,7 @@ sem_admit(struct conn *c, struct refusal *rf)
 
 	if (s != NULL && s->admitted)
 		return 0;
-	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)))
+	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)) && r->mcp == NULL)
 		return 0;
 	/* each secret the request uses, once */
 	for (i = 0; i < r->cred->nuses; i++) {
@@ -112,6 +114,10 @@ sem_admit(struct conn *c, struct refusal *rf)
 		now = clock_wall_ms();
 	if (s->limit != NULL && take_rate(c, s->limit, s->rule, sbx, now, rf) != 0)
 		return -1;
+	/* a batch on an MCP endpoint: each allowed element's own limit (N calls through one limit take N) */
+	for (i = 0; i < POLICY_MCP_BATCH_MAX; i++)
+		if ((lim = mcp_req_limit(r, i)) != NULL && take_rate(c, lim, s->rule, sbx, now, rf) != 0)
+			return -1;
 	if (s->budget != NULL) {
 		rc = l != NULL ? limits_budget_take(l, s->budget, sbx, s->amount, now, &retry) : SLUICE_EIO;
 		if (rc < 0)

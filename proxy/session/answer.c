@@ -15,6 +15,7 @@
 #include "proxy/judge/mcp_resp.h"
 #include "proxy/session/session.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/judge/mcp_req.h"
 #include "proxy/core/context.h"
 #include "audit/writer.h"
 #include "proxy/session/conn_ops.h"
@@ -65,6 +66,8 @@ audit_request_rec(struct conn *c, enum audit_verdict verdict, int with_status)
 	};
 	if (r->sem != NULL)
 		sem_audit_fill(r, &a);
+	if (r->mcp != NULL)
+		mcp_req_audit_fill(r, &a);
 	return audit_write(c->w->gw->audit, &a);
 }
 

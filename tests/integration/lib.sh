@@ -547,6 +547,18 @@ gw_final_checks() {
 
 # ---------------------------------------------------------------- clients
 # PCURL_OPTS: extra curl options of a test (test_http11 pins --http1.1)
+# approval_of PATH: the id of the waiting approval whose path (with its query) is PATH
+approval_of() { "$SLUICE" approvals list -c "$GWCONF" --json 2>/dev/null | jq -r --arg p "$1" '.[] | select(.path == $p) | .id' 2>/dev/null | head -n 1; }
+# wait_approval PATH CLIENT_PID: polls (10 s at most) until PATH is listed; gives up early when the client ended
+wait_approval() {
+  local i id
+  for i in $(seq 1 50); do
+    id=$(approval_of "$1"); [ -n "$id" ] && { echo "$id"; return 0; }
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
 pcurl() { $CLEAN curl -sS --max-time 10 -x "http://127.0.0.1:$PP" --cacert "$CA/ca.pem" ${PCURL_OPTS:-} "$@"; }
 proxy_raw() { $CLEAN IT_IDLE="${IT_IDLE:-3}" timeout 30 "$PY" "$IT" proxy_raw "${1:-127.0.0.1}" "${2:-$PP}"; }
 tunnel_raw() {

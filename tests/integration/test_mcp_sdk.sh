@@ -108,9 +108,10 @@ for host in api.example.test other.example.test; do
   check_eq "SDK $tag: tools/list shows only the allowed tool" '["keep_echo"]' "$(jq -c .tools "$T/client-$tag.json")"
   check_eq "SDK $tag: the allowed tool is called" '"echo: hello"' "$(jq -c .echo "$T/client-$tag.json")"
   check_eq "SDK $tag: the denied tool never ran" null "$(jq -c .denied_ok "$T/client-$tag.json")"
-  # TO CHANGE when the request side (proxy/judge/mcp_req) is merged: the denial is then a JSON-RPC error
-  # (code -32001, "denied by policy") instead of the HTTP 403 whose JSON body the SDK reports as a transport error
-  check_match "SDK $tag: the denied tool is refused (HTTP 403 until the JSON-RPC error answer is merged)" \
+  # the denial is a JSON-RPC error (HTTP 200), which the SDK raises as an McpError the agent can read
+  check_eq "SDK $tag: the denied tool is answered with the JSON-RPC error -32001" -32001 \
+    "$(jq -r '.denied.code // ""' "$T/client-$tag.json")"
+  check_match "SDK $tag: ... whose message says the policy denied it" \
     'denied by policy' "$(jq -r '.denied.message // ""' "$T/client-$tag.json")"
   check "audit: SDK $tag: tools/list filtered, 2 removed" audit_wait \
     ".host==\"$host\" and .mcp_method==\"tools/list\" and .removed==2"

@@ -141,18 +141,6 @@ FORM() { R "$1" "$2" --data-binary "$3"; }                                      
 body_is() { jq -e "$1" "$T/r.body" >/dev/null 2>&1; }
 denied_default() { body_is '.error == "denied by policy" and .host == "api.example.test" and .rule == "default" and .reason == "no rule matched"'; }
 hdr() { tr -d '\r' <"$T/r.head" | sed -n "s/^$1: *//Ip" | tail -n 1; }
-# approval_of PATH: the id of the waiting approval whose path (with its query) is PATH
-approval_of() { "$SLUICE" approvals list -c "$GWCONF" --json 2>/dev/null | jq -r --arg p "$1" '.[] | select(.path == $p) | .id' 2>/dev/null | head -n 1; }
-# wait_approval PATH CLIENT_PID: polls (10 s at most) until PATH is listed; gives up early when the client ended
-wait_approval() {
-  local i id
-  for i in $(seq 1 50); do
-    id=$(approval_of "$1"); [ -n "$id" ] && { echo "$id"; return 0; }
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.2
-  done
-  return 1
-}
 no_approval() { [ -z "$(approval_of "$1")" ]; }
 # upstream_saw MARK: nginx's access log or pyup's log has the request marked ?c=MARK
 upstream_saw() { grep -qF "c=$1 " "$NGXLOG" 2>/dev/null || grep -qF "c=$1\"" "$PYUPLOG" 2>/dev/null; }

@@ -365,6 +365,116 @@ test_macs_and_key_file(void **state)
 	assert_non_null(strstr(err, "not a key file"));
 }
 
+/* A request record of an MCP message: <batch> NULL, one fingerprint of <args>; else the batch text, with two. */
+static void
+put_mcp(struct audit *a, const json_t *args, const char *batch)
+{
+	const json_t *fp[2] = {args, NULL};
+	struct audit_rec r = AUDIT_REC_INIT(AUDIT_KIND_REQUEST);
+
+	r.sandbox = "sb";
+	r.id = "1-1";
+	r.host = "mcp.test";
+	r.method = "POST";
+	r.path = "/mcp";
+	r.verdict = AUDIT_VERDICT_ALLOW;
+	r.mcp_method = "tools/call";
+	r.mcp_tool = "get_issue";
+	r.mcp_rpc_id = "7";
+	r.mcp_batch = batch;
+	r.mcp_hmac_args = fp;
+	r.mcp_nhmac = batch != NULL ? 2 : 1;
+	assert_true(audit_write(a, &r) != 0);
+}
+
+/* The line of record <seq> in <text>, parsed. */
+static json_t *
+line_of(const char *text, uint64_t seq)
+{
+	const char *p = text, *e;
+	json_t *o;
+
+	while (*p != '\0' && (e = strchr(p, '\n')) != NULL) {
+		o = json_loadb(p, (size_t)(e - p), 0, NULL);
+		assert_non_null(o);
+		if ((uint64_t)json_integer_value(json_object_get(o, "seq")) == seq)
+			return o;
+		json_decref(o);
+		p = e + 1;
+	}
+	fail_msg("no record %llu", (unsigned long long)seq);
+	return NULL;
+}
+
+static void
+test_args_hmac(void **state)
+{
+	static const char batch[] = "[{\"mcp_method\":\"tools/call\",\"tool\":\"a\"" AUDIT_ARGS_HMAC_PH "},"
+	                            "{\"mcp_method\":\"ping\"},{\"mcp_method\":\"prompts/get\"" AUDIT_ARGS_HMAC_PH "}]";
+	struct chain ch = {0};
+	json_t *args = json_pack("{s:s,s:i}", "repo", "widgets", "n", 1), *o, *e, *empty = json_object();
+	uint8_t k1[32], k[32];
+	char want[AUDIT_HASH_HEX + 1], *text;
+	size_t len;
+	int i;
+
+	(void)state;
+	clean();
+	for (i = 0; i < 32; i++)
+		k1[i] = (uint8_t)(0x30 + i);
+	write_key(1, k1);
+	{
+		struct audit *a = start(keyp, 0);
+
+		put_mcp(a, args, NULL);  /* seq 2 (1 is the start record) */
+		put_mcp(a, NULL, batch); /* seq 3 */
+		audit_close(a);
+	}
+	ch.keyed = 1;
+	memcpy(ch.key, k1, 32);
+	free(verify_file(logp, &ch));  /* every mac verifies: the fingerprints were in place before the mac */
+	text = slurp(logp, &len);
+	/* record 2: HMAC(K_args, JCS(args)) under K_2 */
+	memcpy(k, k1, 32);
+	evolve(k);
+	assert_int_equal(audit_args_hmac(k, args, want), 0);
+	o = line_of(text, 2);
+	assert_string_equal(json_string_value(json_object_get(o, "args_hmac")), want);
+	json_decref(o);
+	/* record 3: each placeholder of the batch in order; the second fingerprints absent arguments as {} */
+	evolve(k);
+	o = line_of(text, 3);
+	e = json_array_get(json_object_get(o, "mcp_batch"), 0);
+	assert_int_equal(audit_args_hmac(k, NULL, want), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "args_hmac")), want);
+	e = json_array_get(json_object_get(o, "mcp_batch"), 2);
+	assert_int_equal(audit_args_hmac(k, empty, want), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "args_hmac")), want);
+	assert_null(json_object_get(json_array_get(json_object_get(o, "mcp_batch"), 1), "args_hmac"));
+	json_decref(o);
+	free(text);
+	/* no key file: no fingerprint, the members removed and the records still JSON */
+	clean();
+	{
+		struct audit *a = start(NULL, 0);
+
+		put_mcp(a, args, NULL);
+		put_mcp(a, NULL, batch);
+		audit_close(a);
+	}
+	text = slurp(logp, &len);
+	assert_null(strstr(text, "args_hmac"));
+	o = line_of(text, 2);
+	assert_string_equal(json_string_value(json_object_get(o, "tool")), "get_issue");
+	json_decref(o);
+	o = line_of(text, 3);
+	assert_int_equal(json_array_size(json_object_get(o, "mcp_batch")), 3);
+	json_decref(o);
+	free(text);
+	json_decref(args);
+	json_decref(empty);
+}
+
 static void
 test_rotation_continues_chain(void **state)
 {
@@ -545,6 +655,7 @@ main(void)
 		cmocka_unit_test(test_partial_line_cut_and_reported),
 		cmocka_unit_test(test_unreadable_last_line_refuses),
 		cmocka_unit_test(test_macs_and_key_file),
+		cmocka_unit_test(test_args_hmac),
 		cmocka_unit_test(test_rotation_continues_chain),
 		cmocka_unit_test(test_checkpoints),
 		cmocka_unit_test(test_park_until_written),

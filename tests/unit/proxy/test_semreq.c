@@ -31,6 +31,8 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/judge/semantic_int.h"
 #include "tests/unit/proxy/sessfake.h"
+#include "proxy/judge/mcp_req.h"
+#include "proxy/core/refusal.h"
 
 static const char yaml[] =
 	"ca: /nonexistent/ca\n"
@@ -52,7 +54,16 @@ static const char yaml[] =
 	"    mode: report\n"
 	"    rules:\n"
 	"      - id: no-admin\n"
-	"        deny: { path: \"/admin/**\" }\n";
+	"        deny: { path: \"/admin/**\" }\n"
+	"  mcp.test:\n"
+	"    mcp: { endpoint: /mcp, error_code: -32005 }\n"
+	"    rules:\n"
+	"      - { id: list, allow: { method: POST, path: /mcp, mcp: { method: [tools/list] } } }\n"
+	"      - { id: reads, allow: { method: POST, path: /mcp, mcp: { tool: \"get_*\", audit: [\"$.repo\"] } } }\n"
+	"  mcp-open.test:\n"
+	"    mcp: { endpoint: /mcp }\n"
+	"    rules:\n"
+	"      - { id: anything, allow: { method: POST, path: /mcp } }\n";
 
 /* ---- the session above and the net below ---- */
 
@@ -446,6 +457,197 @@ test_held_bound(void **state)
 	end(f);
 }
 
+/* ---- MCP endpoints (issue 23): judged per JSON-RPC message, refusals answered as JSON-RPC errors ---- */
+
+static char answer_text[4096];
+
+/* POSTs <body> to <host>'s /mcp with the extra head lines <hdrs>, the body whole: the step sem_hold_pump returns;
+ * a refusal is rendered as the session answers it (respond_refusal) into answer_text, then recorded (fake_ret). */
+static int
+mcp_post(struct fake_fx *f, const char *host, const char *hdrs, const char *b)
+{
+	char h[1024];
+	struct evbuffer *out;
+	size_t n;
+	int step;
+
+	snprintf(h, sizeof(h), "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n",
+	         host, hdrs, strlen(b));
+	answer_text[0] = '\0';
+	if (head(f, host, h) != 0) {
+		snprintf(answer_text, sizeof(answer_text), "head refused %d", fake_ans.status);
+		return HOLD_REFUSED;
+	}
+	assert_true(sem_holds_body(&f->c));  /* held whatever the rules read */
+	f->r.hold = evbuffer_new();
+	evbuffer_add(client_in, b, strlen(b));
+	step = sem_hold_pump(&f->c, &fake_rf);
+	if (step == HOLD_REFUSED) {
+		out = evbuffer_new();
+		respond_refusal(out, &fake_rf, host, 0);
+		n = evbuffer_get_length(out) < sizeof(answer_text) - 1 ? evbuffer_get_length(out) : sizeof(answer_text) - 1;
+		evbuffer_remove(out, answer_text, n);
+		answer_text[n] = '\0';
+		evbuffer_free(out);
+		fake_ret(&f->c, -1);
+	}
+	return step;
+}
+
+static void
+mcp_end(struct fake_fx *f)
+{
+	end(f);
+	assert_null(f->r.mcp);  /* freed with the request (sem_req_free) */
+}
+
+static void
+test_mcp_single(void **state)
+{
+	struct fake_fx *f = *state;
+	struct audit_rec a;
+	json_t *id;
+
+	/* allowed: the message is kept for the response side and the audit */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}"),
+	                 HOLD_SEND_WHOLE);
+	assert_non_null(f->r.mcp);
+	id = json_integer(7);
+	assert_int_equal(mcp_req_method_of(&f->r, id), POLICY_MCP_M_TOOLS_LIST);
+	json_decref(id);
+	id = json_string("7");  /* "7" is another id than 7 */
+	assert_int_equal(mcp_req_method_of(&f->r, id), POLICY_MCP_M_NONE);
+	json_decref(id);
+	mcp_end(f);
+	/* the audit members: only the audit: path in clear */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"tools/call\","
+	                                             "\"params\":{\"name\":\"get_issue\",\"arguments\":{\"repo\":\"w\",\"t\":\"secret\"}}}"),
+	                 HOLD_SEND_WHOLE);
+	memset(&a, 0, sizeof(a));
+	mcp_req_audit_fill(&f->r, &a);
+	assert_string_equal(a.mcp_method, "tools/call");
+	assert_string_equal(a.mcp_tool, "get_issue");
+	assert_string_equal(a.mcp_rpc_id, "\"q\"");
+	assert_string_equal(a.mcp_args, "{\"$.repo\":\"w\"}");
+	mcp_end(f);
+	/* denied: HTTP 200, a JSON-RPC error with the request's id and the host's code */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\","
+	                                             "\"params\":{\"name\":\"delete_repo\"}}"),
+	                 HOLD_REFUSED);
+	assert_int_equal(fake_ans.status, 403);
+	assert_non_null(strstr(answer_text, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(answer_text, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32005,\"message\":"
+	                                    "\"denied by policy\",\"data\":{\"rule\":\"default\""));
+	assert_int_equal(seen.sent + seen.dialled, 0);
+	mcp_end(f);
+	/* a notification denied: no id to answer, a 403 with the JSON reason */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"), HOLD_REFUSED);
+	assert_non_null(strstr(answer_text, "HTTP/1.1 403 "));
+	assert_null(strstr(answer_text, "jsonrpc"));
+	mcp_end(f);
+	/* a client-posted response: refused (no server request seen) */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), HOLD_REFUSED);
+	assert_string_equal(fake_ans.rule, "mcp");
+	assert_non_null(strstr(answer_text, "HTTP/1.1 403 "));
+	mcp_end(f);
+}
+
+static void
+test_mcp_batch(void **state)
+{
+	struct fake_fx *f = *state;
+	struct audit_rec a;
+
+	assert_int_equal(mcp_post(f, "mcp.test", "", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"},"
+	                                             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"get_x\"}}]"),
+	                 HOLD_SEND_WHOLE);
+	mcp_end(f);
+	/* one element denied: one error per request id, in a JSON array; the notification gets none */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"},"
+	                                             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/y\"},"
+	                                             "{\"jsonrpc\":\"2.0\",\"id\":\"z\",\"method\":\"tools/call\",\"params\":{\"name\":\"drop\"}}]"),
+	                 HOLD_REFUSED);
+	assert_non_null(strstr(answer_text, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(answer_text, "\r\n\r\n[{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":"));
+	assert_non_null(strstr(answer_text, "},{\"jsonrpc\":\"2.0\",\"id\":\"z\",\"error\":"));
+	memset(&a, 0, sizeof(a));
+	mcp_req_audit_fill(&f->r, &a);
+	assert_non_null(a.mcp_batch);
+	/* the placeholder of its fingerprint, which the audit writer fills (AUDIT_ARGS_HMAC_PH) */
+	assert_non_null(strstr(a.mcp_batch, "\"tool\":\"drop\",\"rpc_id\":\"z\"" AUDIT_ARGS_HMAC_PH
+	                                     ",\"verdict\":\"deny\",\"rule\":\"default\""));
+	assert_int_equal(a.mcp_nhmac, 1);
+	assert_null(a.mcp_tool);
+	mcp_end(f);
+}
+
+static void
+test_mcp_bad(void **state)
+{
+	static const char *const bad[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"", "[]", "[1]", "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"method\":\"x\"}", "{\"jsonrpc\":\"2.0\",\"id\":1,\"Method\":\"ping\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a b\"}}",
+	};
+	struct fake_fx *f = *state;
+	size_t i;
+
+	/* on a host whose only rule reads no body, the body is held and read all the same: 400, JSON-RPC id null */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(mcp_post(f, "mcp-open.test", "", bad[i]), HOLD_REFUSED);
+		assert_int_equal(fake_ans.status, 400);
+		assert_string_equal(fake_ans.rule, "mcp");
+		assert_non_null(strstr(answer_text, "HTTP/1.1 400 "));
+		assert_non_null(strstr(answer_text, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32"));
+		assert_int_equal(seen.sent + seen.dialled, 0);
+		mcp_end(f);
+	}
+	assert_int_equal(mcp_post(f, "mcp-open.test", "", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"anything\"}"),
+	                 HOLD_SEND_WHOLE);
+	mcp_end(f);
+}
+
+static void
+test_mcp_headers(void **state)
+{
+	static const char call[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"get_a\","
+	                           "\"arguments\":{\"Repo\":\"w\",\"n\":12,\"ok\":true,\"r\":1.5}}}";
+	static const struct {
+		const char *hdrs;
+		int ok;
+	} cases[] = {
+		{"Mcp-Method: tools/call\r\nMcp-Name: get_a\r\n", 1},
+		{"Mcp-Name: =?base64?Z2V0X2E=?=\r\n", 1},            /* padded base64 of get_a */
+		{"Mcp-Param-repo: w\r\nMcp-Param-N: 12\r\nMcp-Param-ok: true\r\n", 1},
+		{"Mcp-Session-Id: abc\r\n", 1},
+		{"Mcp-Method: tools/list\r\n", 0},
+		{"Mcp-Name: get_b\r\n", 0},
+		{"Mcp-Name: =?base64?Z2V0X2I=?=\r\n", 0},            /* get_b */
+		{"Mcp-Name: =?base64?!!!!?=\r\n", 0},
+		{"Mcp-Name: get_a\r\nMcp-Name: get_a\r\n", 0},      /* twice */
+		{"Mcp-Param-Repo: x\r\n", 0},
+		{"Mcp-Param-N: 012\r\n", 0},
+		{"Mcp-Param-r: 1.5\r\n", 0},                         /* a real: cannot be checked exactly */
+		{"Mcp-Param-missing: x\r\n", 0},
+		{"Mcp-Param-ok: true\r\nMcp-Param-ok: true\r\n", 0},
+	};
+	struct fake_fx *f = *state;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int step = mcp_post(f, "mcp.test", cases[i].hdrs, call);
+
+		if (cases[i].ok) {
+			assert_int_equal(step, HOLD_SEND_WHOLE);
+		} else {
+			assert_int_equal(step, HOLD_REFUSED);
+			assert_int_equal(fake_ans.status, 400);
+			assert_non_null(strstr(answer_text, "\"code\":-32020"));
+		}
+		mcp_end(f);
+	}
+}
+
 int
 main(void)
 {
@@ -455,6 +657,10 @@ main(void)
 		cmocka_unit_test(test_report_mode),
 		cmocka_unit_test(test_hold_unavailable),
 		cmocka_unit_test(test_held_bound),
+		cmocka_unit_test(test_mcp_single),
+		cmocka_unit_test(test_mcp_batch),
+		cmocka_unit_test(test_mcp_bad),
+		cmocka_unit_test(test_mcp_headers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

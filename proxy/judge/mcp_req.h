@@ -1,0 +1,130 @@
+/*
+ * proxy/judge/mcp_req.h - MCP on the request path (issue 23): a POST to a
+ * host's MCP endpoint (policy/mcp.h policy_host_mcp) is judged per JSON-RPC
+ * message, and what the rest of the request needs of its messages is kept in
+ * r->mcp (struct mcp_req): the ids for a JSON-RPC error answer, the limits of
+ * a batch's elements, the audit members, and for the response side the
+ * methods asked by id.
+ *
+ * The order (called by proxy/judge/semantic.c, which runs it for the session):
+ *   mcp_req_applies()   at the head: the request is a POST to the endpoint, so
+ *                       its body is held (at most MCP_REQ_BODY_MAX, or the
+ *                       rules' larger max_body) whatever the head's outcome
+ *   mcp_req_judge()     the body is held whole: read with policy_mcp_parse
+ *                       (any bad input: 400), the Mcp-Method, Mcp-Name and
+ *                       Mcp-Param-* headers checked against it (a mismatch:
+ *                       400), each message judged (policy_judge with
+ *                       rq->mcp_msg; a batch by policy_judge_mcp_batch)
+ *   mcp_req_refusal()   a refusal of such a request becomes a JSON-RPC error
+ *                       answer (struct refusal_jsonrpc, proxy/core/refusal.h)
+ *   mcp_req_limit()     sem_admit takes each allowed batch element's limit
+ *   mcp_req_audit_fill() the request record's mcp members
+ *   mcp_req_free()      the request ends (sem_req_free)
+ *
+ * Ownership: r->mcp is allocated by mcp_req_judge and freed by mcp_req_free;
+ * everything it points to is its own or the policy snapshot's.  The response
+ * side (proxy/session/relay.c, proxy/cred/credresp.c) only reads it.
+ */
+#ifndef SLUICE_PROXY_JUDGE_MCP_REQ_H
+#define SLUICE_PROXY_JUDGE_MCP_REQ_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "policy/mcp.h"
+#include "proxy/core/refusal.h"
+
+#define MCP_REQ_BODY_MAX (1024u * 1024u)   /* the body held at an MCP endpoint when no rule asks for more */
+#define MCP_REQ_CODE_LIMITED (-32019)      /* the JSON-RPC error code of a rate limit or budget refusal */
+#define MCP_REQ_CODE_PARSE (-32700)        /* the body is not JSON */
+#define MCP_REQ_CODE_INVALID (-32600)      /* JSON, but not a message the gateway judges */
+#define MCP_REQ_CODE_HEADER (-32020)       /* Mcp-* headers disagree with the body (the 2026-07-28 revision's code) */
+#define MCP_REQ_ID_TEXT_MAX (POLICY_MCP_ID_MAX * 6 + 3)  /* an id as JSON text, escaped and quoted */
+
+struct conn;
+struct req;
+struct audit_rec;
+struct judge_conn;
+struct judge_req;
+struct judge_outcome;
+struct policy_limit;
+
+/* One message of the request, as judged (copies: the body's tree is gone after the judge). */
+struct mcp_req_msg {
+	enum policy_mcp_kind kind;
+	enum policy_mcp_method method_id;
+	char *method;                        /* NULL for a response */
+	char *name;                          /* tool or prompt name, or resource uri; NULL: none */
+	char *id;                            /* the id as compact JSON text ("7", "\"a\""); NULL: a notification */
+	char *args;                          /* the clear arguments of the rule's audit: paths, JSON text; NULL: none */
+	const char *verdict;                 /* a batch element's own: "allow", "deny", "hold" (static) */
+	const char *rule;                    /* ... and its rule (the snapshot's, or static) */
+	const struct policy_limit *limit;    /* a batch element's limit, taken by sem_admit; NULL: none */
+	unsigned char fp;                    /* tools/call or prompts/get: its arguments are fingerprinted (args_hmac) */
+	json_t *arguments;                   /* ... params.arguments (a reference), NULL: absent (fingerprinted as {}) */
+};
+
+struct mcp_req {
+	int batch;                           /* the body was a JSON array */
+	size_t n;
+	struct mcp_req_msg m[POLICY_MCP_BATCH_MAX];
+	char *batch_json;                    /* a batch: the audit's mcp_batch array, JSON text */
+	int code;                            /* the host's error_code */
+	const char *ids[POLICY_MCP_BATCH_MAX];  /* the requests' ids (JSON texts), for an error answer */
+	struct refusal_jsonrpc rpc;          /* what a refusal points to (mcp_req_refusal) */
+	const json_t *fp_args[POLICY_MCP_BATCH_MAX];  /* the audit record's args_hmac arguments, in order */
+};
+
+/*
+ * The Mcp-Method, Mcp-Name and Mcp-Param-* headers among <h>/<n> against the
+ * parsed body <b> (SEP-2243; "=?base64?...?=" values decoded): NULL when they
+ * agree or are absent, else why not (static text).  Pure; O(n^2) in the
+ * Mcp-Param-* headers (at most the head's H1_MAX_HEADERS).
+ */
+struct policy_header;
+const char *mcp_req_headers_check(const struct policy_header *h, size_t n, const struct policy_mcp_body *b);
+
+/* 1 when request c->req is a POST to its host's MCP endpoint (its path, normalised, is the endpoint). */
+int mcp_req_applies(const struct conn *c);
+
+/*
+ * Judges the MCP request <q> (its body held, <q>->headers the head's) on
+ * <cf> into <o>: 0 with <o> the outcome to apply (for a batch: allowed only
+ * if every element is; its limit is cleared, each element's being in
+ * r->mcp), or -1 with <rf> filled (400: the body or its headers; 503: out of
+ * memory).  A body not complete gives <o> a 413.  Allocates r->mcp.
+ */
+int mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_req *q, struct judge_outcome *o,
+                  struct refusal *rf);
+
+/*
+ * A refusal <rf> of request <r> (403, 429; a 400 of its body) becomes a
+ * JSON-RPC error answer when <r> is an MCP request: rf->jsonrpc points into
+ * r->mcp.  A request without ids (notifications only) stays a JSON answer.
+ */
+void mcp_req_refusal(struct req *r, struct refusal *rf);
+
+/* The limit batch element <i> of <r> takes, or NULL (i >= r->mcp->n, or not a batch). */
+const struct policy_limit *mcp_req_limit(const struct req *r, size_t i);
+
+/* Adds the mcp members (mcp_method, tool, rpc_id, args_hmac, args, mcp_batch) of <r> to its audit record <a>. */
+void mcp_req_audit_fill(struct req *r, struct audit_rec *a);
+
+/*
+ * For the response side: the method the request of <r> asked with id <id>
+ * (a response's id), POLICY_MCP_M_NONE when no request of it has that id.
+ */
+enum policy_mcp_method mcp_req_method_of(const struct req *r, const json_t *id);
+
+/*
+ * A response the client POSTs answers a server request: 1 when one with id
+ * <id> was seen in an answer on this client connection (an HTTP/2 stream's:
+ * its connection's) and not answered yet (mcp_peer_take, mcp_resp.h, fed by
+ * the response side from the answers' JSON and SSE events); 0 otherwise, and
+ * the response is refused (fail closed).
+ */
+int mcp_req_server_request_seen(struct conn *c, const json_t *id);
+
+/* Frees r->mcp (NULL: nothing). */
+void mcp_req_free(struct req *r);
+
+#endif
