@@ -380,6 +380,18 @@ audit_write_errors(struct audit *a)
 	return a == NULL ? 0 : atomic_load(&a->errors);
 }
 
+uint64_t
+audit_syslog_dropped(struct audit *a)
+{
+	return a != NULL ? audit_export_dropped(a->exp) : 0;
+}
+
+uint64_t
+audit_ocsf_errors(struct audit *a)
+{
+	return a != NULL ? audit_ocsf_dropped(a->ocsf) : 0;
+}
+
 int
 audit_written(struct audit *a, uint64_t seq)
 {
@@ -631,7 +643,12 @@ audit_open(const struct audit_opts *opts, const char *config_path, audit_count_c
 	}
 	if (opts->syslog && (a->exp = audit_export_open(opts->syslog_address != NULL ?
 	                                                     opts->syslog_address : "local",
-	                                                     open_err, sizeof(open_err))) == NULL) {
+	                                                     opts->syslog_enterprise, open_err,
+	                                                     sizeof(open_err))) == NULL) {
+		*err = open_err;
+		goto fail;
+	}
+	if (opts->ocsf_file != NULL && (a->ocsf = audit_ocsf_open(opts->ocsf_file, open_err, sizeof(open_err))) == NULL) {
 		*err = open_err;
 		goto fail;
 	}
@@ -717,6 +734,7 @@ audit_close(struct audit *a)
 	if (a->ckpt_fd != -1)
 		close(a->ckpt_fd);
 	audit_export_close(a->exp);
+	audit_ocsf_close(a->ocsf);
 	audit_chain_wipe(&a->chain);
 	free(a->wbuf);
 	free(a->path);

@@ -1,7 +1,7 @@
 /*
  * audit/writer.h - the audit log WRITER as the gateway uses it: one record
  * (struct audit_rec) and the calls workers and the main thread make
- * (audit/writer.c, writer_thread.c, chain.c, file.c, export.c; library
+ * (audit/writer.c, writer_thread.c, chain.c, file.c, export.c, sd.c, ocsf.c; library
  * sluice_audit_writer).  The record format it shares with the reader is
  * audit/format.h.  It knows no policy and no gateway: its settings come in
  * as struct audit_opts, and what counts its records is a callback.
@@ -105,6 +105,8 @@ struct audit_opts {
 	unsigned rotate_ms;           /* audit.rotate.every; 0: never by age */
 	int syslog;                   /* audit.syslog.enabled: every line also to syslog (RFC 5424) */
 	const char *syslog_address;   /* audit.syslog.address; NULL: "local" */
+	const char *syslog_enterprise; /* audit.syslog.enterprise: the SD-ID's number; NULL: 32473 */
+	const char *ocsf_file;        /* audit.ocsf.file: OCSF events, one a line; NULL: none */
 	unsigned queue;               /* audit.queue; 0: 65536 */
 };
 
@@ -138,6 +140,9 @@ int audit_healthy(struct audit *a);
 size_t audit_queue_depth(struct audit *a);
 /* Failed write(2)/fsync(2) calls plus records dropped because the queue was full. */
 uint64_t audit_write_errors(struct audit *a);
+/* Lines the syslog copy dropped (collector down or slow), and OCSF events not written; 0 when off. */
+uint64_t audit_syslog_dropped(struct audit *a);
+uint64_t audit_ocsf_errors(struct audit *a);
 /* 1 when record <seq> is in the file (0 and the log off count as written). */
 int audit_written(struct audit *a, uint64_t seq);
 /*
