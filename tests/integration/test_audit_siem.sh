@@ -84,6 +84,15 @@ first_tcp=$(printf '%s' "$out" | awk '{print $3}')
 check_eq "  the first one is this run's start record (nothing lost while connecting)" "$((lines_before + 1))" "$first_tcp"
 check_eq "  no drops counted while the collector is up" 0 "$(metric sluice_audit_syslog_dropped_total)"
 
+# logrotate moves the OCSF file (and the audit file) and sends SIGUSR1: the writer reopens both by name
+mv "$T/ocsf.jsonl" "$T/ocsf.jsonl.1"
+kill -USR1 "$GWPID"
+eventually 5 test -f "$T/ocsf.jsonl" || true
+pcurl -o /dev/null "https://api.example.test/ok/after-usr1"
+check "after SIGUSR1 the OCSF events go to a new file by the configured name" \
+  eventually 10 grep -q '"path":"/ok/after-usr1"' "$T/ocsf.jsonl"
+check_nomatch "  and not to the moved one" 'after-usr1' "$(cat "$T/ocsf.jsonl.1")"
+
 # ---------------------------------------------------------------- 3. the collector stops: counted drops, no stuck gateway
 kill "$RSPID"; wait "$RSPID" 2>/dev/null
 eventually 5 sh -c "! ss -ltnH | grep -q '127.0.0.1:$TCPP '" || die "rsyslogd did not stop"
@@ -100,17 +109,22 @@ gw_stop
 check_eq "the gateway stops cleanly with the collector gone" 0 "$GW_RC"
 
 # ---------------------------------------------------------------- 4. the OCSF events
-out=$("$PY" "$HERE/ocsf_validate.py" "$FIX" "$T/ocsf.jsonl" "$AUDIT" 2>&1)
+cat "$T/ocsf.jsonl.1" "$T/ocsf.jsonl" >"$T/ocsf.all"
+ROTATED=$(ls "$AUDIT".* 2>/dev/null | grep -E '\.[0-9]{8}T[0-9]{6}Z$' | head -n 1)
+[ -n "$ROTATED" ] || bad "SIGUSR1 rotated the audit file"
+cat "$ROTATED" "$AUDIT" >"$T/audit.all"
+out=$("$PY" "$HERE/ocsf_validate.py" "$FIX" "$T/ocsf.all" "$T/audit.all" 2>&1)
 check_match "every OCSF event validates against the class definitions (required, recommended, types)" '^ok ' "$out"
 check_match "  HTTP Activity, Network Activity events were written" '4001=[1-9][0-9]* 4002=[1-9]' "$out"
 check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed" "4002 3 400203 1 1" \
-  "$(jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id)"' "$T/ocsf.jsonl")"
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id)"')"
 check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition" \
   "2 2 q=a true" \
-  "$(jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null)"' "$T/ocsf.jsonl")"
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null)"')"
 check_eq "  a refused host: class 4001, activity 5 (Refuse), dst hostname" "4001 5 other.example.test" \
-  "$(jq -r 'select(.class_uid == 4001) | "\(.class_uid) \(.activity_id) \(.dst_endpoint.hostname)"' "$T/ocsf.jsonl" | sort -u | head -n 1)"
+  "$(cat "$T/ocsf.all" | jq -r 'select(.class_uid == 4001) | "\(.class_uid) \(.activity_id) \(.dst_endpoint.hostname)"' | sort -u | head -n 1)"
 
 # ---------------------------------------------------------------- 5. the file is the record
-check_match "the audit file verifies (sluice audit verify)" '^ok: ' "$("$SLUICE" audit verify "$AUDIT" 2>&1)"
+check_match "the audit files verify (sluice audit verify, the rotated one and the current one)" '^ok: ' \
+  "$("$SLUICE" audit verify "$ROTATED" "$AUDIT" 2>&1)"
 finish
