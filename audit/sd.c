@@ -73,26 +73,6 @@ audit_sd_name_ok(const char *s, size_t n)
 	return 0;
 }
 
-int
-audit_sd_enterprise_ok(const char *s)
-{
-	size_t i, n = strlen(s);
-	int digit = 0;
-
-	/* digits, one or more, in dot-separated parts ("32473", "32473.1.2"); "sluice@" + it fits SD-NAME */
-	if (n == 0 || n > AUDIT_SD_NAME_MAX - sizeof(AUDIT_SD_NAME))
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			digit = 1;
-		else if (s[i] == '.' && digit)
-			digit = 0;
-		else
-			return -1;
-	}
-	return digit ? 0 : -1;
-}
-
 /* " <prefix><name>=\"<value>\"" for one scalar or array; an object one level down when <depth> is 0. */
 static void
 param(struct sdbuf *b, const char *prefix, const char *name, json_t *v, int depth)

@@ -10,6 +10,7 @@
 #define SLUICE_AUDIT_WRITER_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <event2/event.h>
 #include "audit/format.h"
@@ -109,6 +110,32 @@ struct audit_opts {
 	const char *ocsf_file;        /* audit.ocsf.file: OCSF events, one a line; NULL: none */
 	unsigned queue;               /* audit.queue; 0: 65536 */
 };
+
+/*
+ * 0 when <s> is an enterprise number for audit.syslog.enterprise, the SD-ID
+ * "sluice@<s>": digits in dot-separated parts ("32473", "32473.1.2"), at most
+ * AUDIT_SD_PEN_MAX characters; else -1.  Inline: the loader (policy/config.c)
+ * checks the key with it and links no writer.
+ */
+#define AUDIT_SD_PEN_MAX 25  /* 32 (SD-NAME) - sizeof("sluice@") + 1 */
+static inline int
+audit_sd_enterprise_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+	int digit = 0;
+
+	if (n == 0 || n > AUDIT_SD_PEN_MAX)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			digit = 1;
+		else if (s[i] == '.' && digit)
+			digit = 0;
+		else
+			return -1;
+	}
+	return digit ? 0 : -1;
+}
 
 /*
  * Opens the audit log of <opts> (audit.file and the other audit.* keys):

@@ -206,8 +206,7 @@ void audit_export_close(struct audit_export *e);
 #define AUDIT_SD_MAX (4 * AUDIT_LINE_MAX)       /* the SD element of one line: values escaped, names added */
 /* 0 when <s>/<n> is a valid SD-NAME (1..32 PRINTUSASCII but '=', ' ', ']', '"'), else -1. */
 int audit_sd_name_ok(const char *s, size_t n);
-/* 0 when <s> is an enterprise number ("32473", "32473.1") short enough for the SD-ID, else -1. */
-int audit_sd_enterprise_ok(const char *s);
+/* (audit_sd_enterprise_ok, which the loader calls too, is in audit/writer.h.) */
 /* The SD element "[<sd_id> hash=... <members>]" of <line>/<len> parsed as <rec> into <out>/<cap>: its length, or -1. */
 long audit_sd_format(const char *sd_id, const struct audit_record *rec, const char *line, size_t len, char *out,
                      size_t cap);

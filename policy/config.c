@@ -309,26 +309,6 @@ parse_audit_rotate(struct policy_ld *l, yaml_node_t *map, struct policy_config *
 	return 0;
 }
 
-/* An enterprise number for an SD-ID "sluice@<n>": digits in dot-separated parts, at most 25 characters. */
-static int
-enterprise_ok(const char *s)
-{
-	size_t i, n = strlen(s);
-	int digit = 0;
-
-	if (n == 0 || n > 25)
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			digit = 1;
-		else if (s[i] == '.' && digit)
-			digit = 0;
-		else
-			return 0;
-	}
-	return digit;
-}
-
 static int
 parse_audit_ocsf(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
@@ -367,7 +347,7 @@ parse_audit_syslog(struct policy_ld *l, yaml_node_t *map, struct policy_config *
 		if ((ret = policy_ld_string(l, v[3], "an enterprise number for audit.syslog.enterprise",
 		                            &cfg->audit_syslog_enterprise)) != 0)
 			return ret;
-		if (!enterprise_ok(cfg->audit_syslog_enterprise))
+		if (audit_sd_enterprise_ok(cfg->audit_syslog_enterprise) != 0)
 			return policy_ld_error(l, v[3], "expected an enterprise number (\"32473\", \"32473.1\"; at most 25 "
 			                                "characters) for audit.syslog.enterprise");
 	}
