@@ -127,4 +127,5 @@ check_eq "  a refused host: class 4001, activity 5 (Refuse), dst hostname" "4001
 # ---------------------------------------------------------------- 5. the file is the record
 check_match "the audit files verify (sluice audit verify, the rotated one and the current one)" '^ok: ' \
   "$("$SLUICE" audit verify "$ROTATED" "$AUDIT" 2>&1)"
+check_nomatch "the gateway's log has no sanitizer report" 'AddressSanitizer|LeakSanitizer|runtime error:' "$(cat "$GWLOG")"
 finish
