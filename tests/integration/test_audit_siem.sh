@@ -6,7 +6,8 @@
 # seqs (syslog5424.py); rsyslog's own parse must agree. Then the collector is stopped: requests still pass and
 # the drops are counted in /metrics (sluice_audit_syslog_dropped_total), not a stuck gateway. The same runs write
 # audit.ocsf, and every event is validated against the OCSF class definitions kept in tests/fixtures/ocsf-1.x
-# (ocsf_validate.py). The audit file verifies at the end: it stays the record of truth.
+# (ocsf_validate.py): requests, DNS answers of its responder (listen.dns) and refused connections. SIGUSR1 reopens
+# the OCSF file. The audit files verify at the end: it stays the record of truth.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 
 HERE=$(dirname "$(readlink -f "$0")")
@@ -49,7 +50,27 @@ traffic() {  # $1: a tag; allowed, denied by path, denied by host (a connection 
   pcurl -g -o /dev/null "https://api.example.test/no/$1]\\x" 2>/dev/null   # SD-PARAM escapes: ] and \
   pcurl -o /dev/null "https://api.example.test/no/$1?q=a" 2>/dev/null
   pcurl -o /dev/null "https://other.example.test/$1" 2>/dev/null
+  dnsq api.example.test 1 >/dev/null     # DNS Activity: an answer
+  dnsq nx-$1.attacker.test 1 >/dev/null  # ... and a refusal
   return 0
+}
+DNSP=$(freeport)
+GW_DNS="127.0.0.1:$DNSP"
+dnsq() {  # NAME QTYPE: one query to the gateway's DNS responder; prints "rcode N an M" (stdlib only)
+  "$PY" -c '
+import socket, struct, sys
+port, name, qt = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack(">HH", qt, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.sendto(q, ("127.0.0.1", port))
+try:
+    d = s.recv(4096)
+    print("rcode", d[3] & 15, "an", struct.unpack(">H", d[6:8])[0])
+except socket.timeout:
+    print("timeout")
+' "$DNSP" "$1" "$2"
 }
 conf() {  # $1: the syslog address
   GW_EXTRA="  syslog: { address: \"$1\", format: rfc5424, enterprise: \"32473.7\" }
@@ -115,7 +136,10 @@ ROTATED=$(ls "$AUDIT".* 2>/dev/null | grep -E '\.[0-9]{8}T[0-9]{6}Z$' | head -n 
 cat "$ROTATED" "$AUDIT" >"$T/audit.all"
 out=$("$PY" "$HERE/ocsf_validate.py" "$FIX" "$T/ocsf.all" "$T/audit.all" 2>&1)
 check_match "every OCSF event validates against the class definitions (required, recommended, types)" '^ok ' "$out"
-check_match "  HTTP Activity, Network Activity events were written" '4001=[1-9][0-9]* 4002=[1-9]' "$out"
+check_match "  HTTP Activity, DNS Activity and Network Activity events were written" \
+  '4001=[1-9][0-9]* 4002=[1-9][0-9]* 4003=[1-9]' "$out"
+check_eq "  a refused DNS name: class 4003, Response, rcode NXDomain (3), no answers, action Denied" "4003 400302 3 0 2" \
+  "$(cat "$T/ocsf.all" | jq -r 'select(.query.hostname == "nx-tcp.attacker.test") | "\(.class_uid) \(.type_uid) \(.rcode_id) \(.answers | length) \(.action_id)"')"
 check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed" "4002 3 400203 1 1" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id)"')"
 check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition" \
