@@ -342,6 +342,13 @@ audit_export_poll(struct audit_export *e)
 		tcp_push(e);
 }
 
+void
+audit_export_count_dropped(struct audit_export *e, uint64_t n)
+{
+	if (e != NULL)
+		atomic_fetch_add(&e->dropped, n);
+}
+
 uint64_t
 audit_export_dropped(const struct audit_export *e)
 {

@@ -1,7 +1,7 @@
 /*
  * audit/ocsf.c - audit.ocsf: each record that maps to an OCSF 1.x event
- * class, as one JSON object a line in its own file, written by the writer
- * thread after the record is in the audit file (docs/audit-schema.md has
+ * class, as one JSON object a line in its own file, written by the copies'
+ * thread (sinks.c) after the record is in the audit file (docs/audit-schema.md has
  * the mapping field by field):
  *
  *   request           HTTP Activity    (class_uid 4002)
@@ -88,6 +88,13 @@ audit_ocsf_reopen(struct audit_ocsf *o)
 	if (o != NULL && reopen(o, NULL, 0) != 0)
 		log_warnx("audit: cannot reopen audit.ocsf.file %s: %s (writing on to the old one)", o->path,
 		          strerror(errno));
+}
+
+void
+audit_ocsf_count_dropped(struct audit_ocsf *o, uint64_t n)
+{
+	if (o != NULL)
+		atomic_fetch_add(&o->dropped, n);
 }
 
 uint64_t

@@ -684,6 +684,7 @@ audit_start(struct audit *a, const char **err)
 		*err = "audit: cannot queue the start record";
 		return -1;
 	}
+	a->sinks = audit_sinks_start(a->exp, a->ocsf);  /* before the writer: it pushes from its first batch */
 	if (pthread_create(&a->thread, NULL, audit_writer_main, a) != 0) {
 		*err = "audit: cannot start the writer thread";
 		return -1;
@@ -715,6 +716,8 @@ audit_stop(struct audit *a, const char *reason)
 	pthread_mutex_unlock(&a->mu);
 	pthread_join(a->thread, NULL);
 	a->started = 0;
+	audit_sinks_stop(a->sinks);  /* after the stop record: its copies go too */
+	a->sinks = NULL;
 }
 
 void
@@ -733,6 +736,7 @@ audit_close(struct audit *a)
 		close(a->fd);
 	if (a->ckpt_fd != -1)
 		close(a->ckpt_fd);
+	audit_sinks_stop(a->sinks);  /* started but the writer was not (audit_start failed) */
 	audit_export_close(a->exp);
 	audit_ocsf_close(a->ocsf);
 	audit_chain_wipe(&a->chain);

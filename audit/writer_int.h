@@ -18,8 +18,8 @@
  *   export.c                  the copy of each line to syslog (RFC 5424);
  *   sd.c                      ... its STRUCTURED-DATA: the record's members;
  *   ocsf.c                    request, dns and denial records as OCSF events.
- * The copies are made on the writer thread, after the lines are in the file,
- * from one parse of each line (export_lines); never on a worker.
+ *   sinks.c                   the thread that makes those copies: the writer
+ *                             hands it each batch once it is in the file.
  */
 #ifndef SLUICE_AUDIT_WRITER_INT_H
 #define SLUICE_AUDIT_WRITER_INT_H
@@ -159,6 +159,7 @@ struct audit {
 	uint64_t records;                 /* written this run */
 	struct audit_export *exp;
 	struct audit_ocsf *ocsf;
+	struct audit_sinks *sinks;        /* the thread that makes their copies (audit_start) */
 	int ident_open;
 	int key_failing;                  /* the last key file rewrite failed (said once) */
 };
@@ -195,6 +196,7 @@ void audit_signal_writer(struct audit *a);
 struct audit_export *audit_export_open(const char *address, const char *enterprise, char *err, size_t cap);
 void audit_export_rec(struct audit_export *e, const struct audit_record *rec, const char *line, size_t len);
 uint64_t audit_export_dropped(const struct audit_export *e);  /* any thread */
+void audit_export_count_dropped(struct audit_export *e, uint64_t n);  /* any thread; NULL is fine */
 /* TCP: sends what is queued if the connection can take it now (the writer calls it when it wakes). */
 void audit_export_poll(struct audit_export *e);
 void audit_export_close(struct audit_export *e);
@@ -217,11 +219,24 @@ struct audit_ocsf;
 struct audit_ocsf *audit_ocsf_open(const char *path, char *err, size_t cap);
 /* The event of <rec> (a new reference), or NULL for a kind with no OCSF class. */
 json_t *audit_ocsf_event(const struct audit_record *rec);
-/* Appends <rec>'s event (if it has one); a failed write is counted. Writer thread. */
+/* Appends <rec>'s event (if it has one); a failed write is counted. The copies' thread (sinks.c). */
 void audit_ocsf_rec(struct audit_ocsf *o, const struct audit_record *rec);
 /* Reopens the file by name (after the audit file rotated). */
 void audit_ocsf_reopen(struct audit_ocsf *o);
 uint64_t audit_ocsf_dropped(const struct audit_ocsf *o);  /* any thread */
+void audit_ocsf_count_dropped(struct audit_ocsf *o, uint64_t n);  /* any thread; NULL is fine */
+
+/*
+ * sinks.c: the thread of the copies.  Started (audit_start) when either sink is on, with both borrowed
+ * (NULL: none); the writer pushes each written batch of complete lines (dropped and counted when the
+ * copies are AUDIT_SINKS_BUF_MAX behind), asks for the OCSF file's reopening after a rotation, and stops
+ * it after its own stop record (what is queued is copied first).
+ */
+struct audit_sinks;
+struct audit_sinks *audit_sinks_start(struct audit_export *exp, struct audit_ocsf *ocsf);
+void audit_sinks_push(struct audit_sinks *s, const char *lines, size_t len);
+void audit_sinks_reopen(struct audit_sinks *s);
+void audit_sinks_stop(struct audit_sinks *s);
 void audit_ocsf_close(struct audit_ocsf *o);
 
 #endif

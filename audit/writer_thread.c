@@ -176,25 +176,6 @@ own_record(struct audit *a, uint64_t seq, enum audit_kind kind, uint64_t head_se
 	append(a, seq, buf + 1, (size_t)n - 2);
 }
 
-/* The copies of the lines now in the file: syslog and OCSF, from one parse of each line. */
-static void
-export_lines(struct audit *a)
-{
-	const char *p = a->wbuf, *end = a->wbuf + a->wlen, *nl;
-	struct audit_record rec;
-
-	for (; p < end; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (nl == NULL)
-			break;
-		if (audit_record_parse(&rec, p, (size_t)(nl - p)) != 0)
-			rec.obj = NULL;  /* cannot happen for the writer's lines; the syslog copy still goes */
-		audit_export_rec(a->exp, &rec, p, (size_t)(nl - p));
-		audit_ocsf_rec(a->ocsf, &rec);
-		audit_record_dispose(&rec);
-	}
-}
-
 /* Writes the buffer; when all of it is in the file (and fsynced with `fsync: record`), publishes it. */
 static void
 flush(struct audit *a)
@@ -234,8 +215,7 @@ flush(struct audit *a)
 	a->depth -= a->wcount;
 	pthread_mutex_unlock(&a->mu);
 	a->records += a->wcount;
-	if (a->exp != NULL || a->ocsf != NULL)
-		export_lines(a);
+	audit_sinks_push(a->sinks, a->wbuf, a->wlen);  /* the syslog and OCSF copies, on their own thread */
 	a->wlen = a->woff = a->wcount = 0;
 	if (a->fsync_ms == 0)
 		audit_key_save(a);
@@ -303,7 +283,7 @@ rotate_if_due(struct audit *a, uint64_t now, int asked)
 		return;
 	}
 	a->dirty = 0;
-	audit_ocsf_reopen(a->ocsf);
+	audit_sinks_reopen(a->sinks);
 }
 
 static uint64_t
@@ -416,7 +396,6 @@ audit_writer_main(void *arg)
 			a->failing = 0;  /* try again */
 		if (!a->failing)
 			flush(a);
-		audit_export_poll(a->exp);  /* TCP: what waited for the connection */
 		sync_if_due(a, now, ck_seq != 0 || a->closed);
 		announce_checkpoint(a);
 		rotate_if_due(a, now, rot);

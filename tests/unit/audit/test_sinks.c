@@ -182,6 +182,42 @@ test_export_tcp_down(void **state)
 	close(fd);
 }
 
+/* The copies' thread: a batch it cannot hold is dropped and counted, line by line; what it holds is sent. */
+static void
+test_sinks_thread(void **state)
+{
+	static const char line[] = "{\"seq\":4,\"type\":\"request\",\"prev\":\"00\"}\n";
+	size_t n = 4 * 1024 * 1024 / (sizeof(line) - 1) + 1, i;
+	char addr[64], err[256], buf[4096], *big = malloc(n * (sizeof(line) - 1));
+	struct audit_export *e;
+	struct audit_sinks *s;
+	int fd, port;
+	ssize_t got;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		memcpy(big + i * (sizeof(line) - 1), line, sizeof(line) - 1);
+	fd = udp_listener(&port);
+	snprintf(addr, sizeof(addr), "udp://127.0.0.1:%d", port);
+	e = audit_export_open(addr, NULL, err, sizeof(err));
+	assert_non_null(e);
+	assert_null(audit_sinks_start(NULL, NULL));
+	s = audit_sinks_start(e, NULL);
+	assert_non_null(s);
+	audit_sinks_push(s, big, n * (sizeof(line) - 1));  /* more than the buffer: never waited for */
+	assert_int_equal(audit_export_dropped(e), n);
+	audit_sinks_push(s, line, sizeof(line) - 1);
+	audit_sinks_stop(s);  /* what was queued is copied before the thread ends */
+	got = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	assert_true(got > 0);
+	buf[got] = '\0';
+	assert_non_null(strstr(buf, " request [sluice@32473 hash=\""));
+	assert_int_equal(audit_export_dropped(e), n);
+	audit_export_close(e);
+	close(fd);
+	free(big);
+}
+
 static json_t *
 ev_of(const char *line)
 {
@@ -316,7 +352,7 @@ main(void)
 		cmocka_unit_test(test_sd_exact),        cmocka_unit_test(test_sd_names),
 		cmocka_unit_test(test_sd_bounded),      cmocka_unit_test(test_export_udp),
 		cmocka_unit_test(test_export_tcp_down), cmocka_unit_test(test_ocsf_http),
-		cmocka_unit_test(test_ocsf_dns_denial),
+		cmocka_unit_test(test_ocsf_dns_denial), cmocka_unit_test(test_sinks_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
