@@ -302,7 +302,7 @@ audit_export_rec(struct audit_export *e, const struct audit_record *rec, const c
 		if (n == -1) {
 			dropped(e);
 			say(e, 1, strerror(errno));
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EMSGSIZE)
 				drop_conn(e);
 			return;
 		}
