@@ -205,7 +205,8 @@ void audit_export_close(struct audit_export *e);
 #define AUDIT_SD_NAME "sluice"                  /* SD-ID "sluice@<enterprise>" */
 #define AUDIT_SD_PEN_DEFAULT "32473"            /* RFC 5612's example enterprise number */
 #define AUDIT_SD_NAME_MAX 32                    /* SD-NAME and PARAM-NAME: 1*32 */
-#define AUDIT_SD_MAX (4 * AUDIT_LINE_MAX)       /* the SD element of one line: values escaped, names added */
+#define AUDIT_SD_MAX (8 * AUDIT_LINE_MAX)       /* the SD element of one line: values escaped (x2), a nested
+                                                 * name "parent.k" (<= 32) per member of >= 6 bytes (< x6.2) */
 /* 0 when <s>/<n> is a valid SD-NAME (1..32 PRINTUSASCII but '=', ' ', ']', '"'), else -1. */
 int audit_sd_name_ok(const char *s, size_t n);
 /* (audit_sd_enterprise_ok, which the loader calls too, is in audit/writer.h.) */

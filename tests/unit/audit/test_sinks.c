@@ -97,6 +97,16 @@ test_sd_bounded(void **state)
 	memcpy(line + AUDIT_LINE_MAX - 2, "\"}", 3);
 	assert_true(sd_of(line, out, AUDIT_SD_MAX) > (long)(2 * (AUDIT_LINE_MAX - 20)));
 	assert_int_equal(sd_of(line, out, 100), -1);
+	/* the most a name costs: a 26-byte parent of distinct 1- and 2-byte keys, "k":1 each (6.2 times its bytes) */
+	n = (size_t)snprintf(line, AUDIT_LINE_MAX, "{\"seq\":1,\"abcdefghijklmnopqrstuvwxyz\":{");
+	for (i = 0; n + 16 < AUDIT_LINE_MAX && i < 62 + 62 * 62; i++) {
+		static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+		char k[3] = {al[i < 62 ? i : (i - 62) / 62], i < 62 ? '\0' : al[(i - 62) % 62], '\0'};
+
+		n += (size_t)snprintf(line + n, AUDIT_LINE_MAX - n, "%s\"%s\":1", i ? "," : "", k);
+	}
+	memcpy(line + n, "}}", 3);
+	assert_true(sd_of(line, out, AUDIT_SD_MAX) > 0);
 	free(line);
 	free(out);
 }
