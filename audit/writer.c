@@ -423,6 +423,18 @@ audit_write_errors(struct audit *a)
 	return a == NULL ? 0 : atomic_load(&a->errors);
 }
 
+uint64_t
+audit_syslog_dropped(struct audit *a)
+{
+	return a != NULL ? audit_export_dropped(a->exp) : 0;
+}
+
+uint64_t
+audit_ocsf_errors(struct audit *a)
+{
+	return a != NULL ? audit_ocsf_dropped(a->ocsf) : 0;
+}
+
 int
 audit_written(struct audit *a, uint64_t seq)
 {
@@ -674,7 +686,12 @@ audit_open(const struct audit_opts *opts, const char *config_path, audit_count_c
 	}
 	if (opts->syslog && (a->exp = audit_export_open(opts->syslog_address != NULL ?
 	                                                     opts->syslog_address : "local",
-	                                                     open_err, sizeof(open_err))) == NULL) {
+	                                                     opts->syslog_enterprise, open_err,
+	                                                     sizeof(open_err))) == NULL) {
+		*err = open_err;
+		goto fail;
+	}
+	if (opts->ocsf_file != NULL && (a->ocsf = audit_ocsf_open(opts->ocsf_file, open_err, sizeof(open_err))) == NULL) {
 		*err = open_err;
 		goto fail;
 	}
@@ -710,6 +727,7 @@ audit_start(struct audit *a, const char **err)
 		*err = "audit: cannot queue the start record";
 		return -1;
 	}
+	a->sinks = audit_sinks_start(a->exp, a->ocsf);  /* before the writer: it pushes from its first batch */
 	if (pthread_create(&a->thread, NULL, audit_writer_main, a) != 0) {
 		*err = "audit: cannot start the writer thread";
 		return -1;
@@ -741,6 +759,8 @@ audit_stop(struct audit *a, const char *reason)
 	pthread_mutex_unlock(&a->mu);
 	pthread_join(a->thread, NULL);
 	a->started = 0;
+	audit_sinks_stop(a->sinks);  /* after the stop record: its copies go too */
+	a->sinks = NULL;
 }
 
 void
@@ -759,7 +779,9 @@ audit_close(struct audit *a)
 		close(a->fd);
 	if (a->ckpt_fd != -1)
 		close(a->ckpt_fd);
+	audit_sinks_stop(a->sinks);  /* started but the writer was not (audit_start failed) */
 	audit_export_close(a->exp);
+	audit_ocsf_close(a->ocsf);
 	audit_chain_wipe(&a->chain);
 	free(a->wbuf);
 	free(a->path);

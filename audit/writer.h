@@ -1,7 +1,7 @@
 /*
  * audit/writer.h - the audit log WRITER as the gateway uses it: one record
  * (struct audit_rec) and the calls workers and the main thread make
- * (audit/writer.c, writer_thread.c, chain.c, file.c, export.c; library
+ * (audit/writer.c, writer_thread.c, chain.c, file.c, export.c, sd.c, ocsf.c; library
  * sluice_audit_writer).  The record format it shares with the reader is
  * audit/format.h.  It knows no policy and no gateway: its settings come in
  * as struct audit_opts, and what counts its records is a callback.
@@ -10,6 +10,7 @@
 #define SLUICE_AUDIT_WRITER_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <event2/event.h>
 #include "audit/format.h"
@@ -130,8 +131,36 @@ struct audit_opts {
 	unsigned rotate_ms;           /* audit.rotate.every; 0: never by age */
 	int syslog;                   /* audit.syslog.enabled: every line also to syslog (RFC 5424) */
 	const char *syslog_address;   /* audit.syslog.address; NULL: "local" */
+	const char *syslog_enterprise; /* audit.syslog.enterprise: the SD-ID's number; NULL: 32473 */
+	const char *ocsf_file;        /* audit.ocsf.file: OCSF events, one a line; NULL: none */
 	unsigned queue;               /* audit.queue; 0: 65536 */
 };
+
+/*
+ * 0 when <s> is an enterprise number for audit.syslog.enterprise, the SD-ID
+ * "sluice@<s>": digits in dot-separated parts ("32473", "32473.1.2"), at most
+ * AUDIT_SD_PEN_MAX characters; else -1.  Inline: the loader (policy/config.c)
+ * checks the key with it and links no writer.
+ */
+#define AUDIT_SD_PEN_MAX 25  /* 32 (SD-NAME) - sizeof("sluice@") + 1 */
+static inline int
+audit_sd_enterprise_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+	int digit = 0;
+
+	if (n == 0 || n > AUDIT_SD_PEN_MAX)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			digit = 1;
+		else if (s[i] == '.' && digit)
+			digit = 0;
+		else
+			return -1;
+	}
+	return digit ? 0 : -1;
+}
 
 /*
  * Opens the audit log of <opts> (audit.file and the other audit.* keys):
@@ -163,6 +192,9 @@ int audit_healthy(struct audit *a);
 size_t audit_queue_depth(struct audit *a);
 /* Failed write(2)/fsync(2) calls plus records dropped because the queue was full. */
 uint64_t audit_write_errors(struct audit *a);
+/* Lines the syslog copy dropped (collector down or slow), and OCSF events not written; 0 when off. */
+uint64_t audit_syslog_dropped(struct audit *a);
+uint64_t audit_ocsf_errors(struct audit *a);
 /* 1 when record <seq> is in the file (0 and the log off count as written). */
 int audit_written(struct audit *a, uint64_t seq);
 /*

@@ -1,6 +1,6 @@
 /*
  * audit/writer_int.h - private to the writer (audit/writer.c, writer_thread.c,
- * chain.c, file.c, export.c): its state, the chain arithmetic and the pieces
+ * chain.c, file.c, export.c, sd.c, ocsf.c): its state, the chain arithmetic and the pieces
  * the unit tests reach.  The record format itself is audit/format.h.
  *
  * Who does what (docs/audit-schema.md fixes the bytes):
@@ -15,7 +15,11 @@
  *   chain.c                   the pure functions: wrapping, hashes, the
  *                             forward-secure key, the key file's text;
  *   file.c                    opening, crash recovery, rotation, the key file;
- *   export.c                  the copy of each line to syslog (RFC 5424).
+ *   export.c                  the copy of each line to syslog (RFC 5424);
+ *   sd.c                      ... its STRUCTURED-DATA: the record's members;
+ *   ocsf.c                    request, dns and denial records as OCSF events.
+ *   sinks.c                   the thread that makes those copies: the writer
+ *                             hands it each batch once it is in the file.
  */
 #ifndef SLUICE_AUDIT_WRITER_INT_H
 #define SLUICE_AUDIT_WRITER_INT_H
@@ -37,6 +41,7 @@
 #define AUDIT_RETRY_MS 250                      /* a failed write or fsync is retried this often */
 #define AUDIT_STOP_GIVEUP_MS 5000               /* at stop, a failing log is retried this long */
 #define AUDIT_EXPORT_BUF_MAX (1024 * 1024)      /* bytes queued toward a TCP syslog collector */
+#define AUDIT_EXPORT_QUEUE_MAX 8192             /* ... and messages */
 #define AUDIT_RUN_HEX 16                        /* the start record's run id */
 #define AUDIT_BATCH_BYTES (1024 * 1024)         /* bytes of lines per write(2): a larger batch goes in parts */
 #define AUDIT_ROTATE_HOLD_MS 60000              /* after a failed rotation */
@@ -156,6 +161,8 @@ struct audit {
 	char ckpt_out_hash[AUDIT_HASH_HEX + 1];
 	uint64_t records;                 /* written this run */
 	struct audit_export *exp;
+	struct audit_ocsf *ocsf;
+	struct audit_sinks *sinks;        /* the thread that makes their copies (audit_start) */
 	int ident_open;
 	int key_failing;                  /* the last key file rewrite failed (said once) */
 };
@@ -194,9 +201,56 @@ void audit_item_free(struct audit_item *it);
 /* Wakes the writer if it waits and something is queued. */
 void audit_signal_writer(struct audit *a);
 
-/* export.c: "local" (/dev/log), "udp://host:port", "tcp://host:port". */
-struct audit_export *audit_export_open(const char *address, char *err, size_t cap);
-void audit_export_line(struct audit_export *e, const char *line, size_t len);
+/*
+ * export.c: "local" (/dev/log), "unix:/path", "udp://host:port", "tcp://host:port"; <enterprise> the
+ * SD-ID's number (NULL: AUDIT_SD_PEN_DEFAULT).  audit_export_rec sends line <line>/<len>, parsed as <rec>
+ * (rec->obj NULL when it did not parse: the SD then has the hash only), or counts it dropped.
+ */
+struct audit_export *audit_export_open(const char *address, const char *enterprise, char *err, size_t cap);
+void audit_export_rec(struct audit_export *e, const struct audit_record *rec, const char *line, size_t len);
+uint64_t audit_export_dropped(const struct audit_export *e);  /* any thread */
+void audit_export_count_dropped(struct audit_export *e, uint64_t n);  /* any thread; NULL is fine */
+/* TCP: sends what is queued if the connection can take it now (the writer calls it when it wakes). */
+void audit_export_poll(struct audit_export *e);
 void audit_export_close(struct audit_export *e);
+
+/* sd.c: RFC 5424 STRUCTURED-DATA */
+#define AUDIT_SD_NAME "sluice"                  /* SD-ID "sluice@<enterprise>" */
+#define AUDIT_SD_PEN_DEFAULT "32473"            /* RFC 5612's example enterprise number */
+#define AUDIT_SD_NAME_MAX 32                    /* SD-NAME and PARAM-NAME: 1*32 */
+#define AUDIT_SD_MAX (8 * AUDIT_LINE_MAX)       /* the SD element of one line: values escaped (x2), a nested
+                                                 * name "parent.k" (<= 32) per member of >= 6 bytes (< x6.2) */
+/* 0 when <s>/<n> is a valid SD-NAME (1..32 PRINTUSASCII but '=', ' ', ']', '"'), else -1. */
+int audit_sd_name_ok(const char *s, size_t n);
+/* (audit_sd_enterprise_ok, which the loader calls too, is in audit/writer.h.) */
+/* The SD element "[<sd_id> hash=... <members>]" of <line>/<len> parsed as <rec> into <out>/<cap>: its length, or -1. */
+long audit_sd_format(const char *sd_id, const struct audit_record *rec, const char *line, size_t len, char *out,
+                     size_t cap);
+
+/* ocsf.c: audit.ocsf, one OCSF event a line (request, dns, denial records) */
+struct audit_ocsf;
+/* Opens (O_APPEND, creating) <path>; NULL with <err>. */
+struct audit_ocsf *audit_ocsf_open(const char *path, char *err, size_t cap);
+/* The event of <rec> (a new reference), or NULL for a kind with no OCSF class. */
+json_t *audit_ocsf_event(const struct audit_record *rec);
+/* Appends <rec>'s event (if it has one); a failed write is counted. The copies' thread (sinks.c). */
+void audit_ocsf_rec(struct audit_ocsf *o, const struct audit_record *rec);
+/* Reopens the file by name (after the audit file rotated). */
+void audit_ocsf_reopen(struct audit_ocsf *o);
+uint64_t audit_ocsf_dropped(const struct audit_ocsf *o);  /* any thread */
+void audit_ocsf_count_dropped(struct audit_ocsf *o, uint64_t n);  /* any thread; NULL is fine */
+
+/*
+ * sinks.c: the thread of the copies.  Started (audit_start) when either sink is on, with both borrowed
+ * (NULL: none); the writer pushes each written batch of complete lines (dropped and counted when the
+ * copies are AUDIT_SINKS_BUF_MAX behind), asks for the OCSF file's reopening after a rotation, and stops
+ * it after its own stop record (what is queued is copied first).
+ */
+struct audit_sinks;
+struct audit_sinks *audit_sinks_start(struct audit_export *exp, struct audit_ocsf *ocsf);
+void audit_sinks_push(struct audit_sinks *s, const char *lines, size_t len);
+void audit_sinks_reopen(struct audit_sinks *s);
+void audit_sinks_stop(struct audit_sinks *s);
+void audit_ocsf_close(struct audit_ocsf *o);
 
 #endif

@@ -238,19 +238,6 @@ own_record(struct audit *a, uint64_t seq, enum audit_kind kind, uint64_t head_se
 	append(a, seq, buf + 1, (size_t)n - 2);
 }
 
-static void
-export_lines(struct audit *a)
-{
-	const char *p = a->wbuf, *end = a->wbuf + a->wlen, *nl;
-
-	for (; p < end; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (nl == NULL)
-			break;
-		audit_export_line(a->exp, p, (size_t)(nl - p));
-	}
-}
-
 /* Writes the buffer; when all of it is in the file (and fsynced with `fsync: record`), publishes it. */
 static void
 flush(struct audit *a)
@@ -290,8 +277,7 @@ flush(struct audit *a)
 	a->depth -= a->wcount;
 	pthread_mutex_unlock(&a->mu);
 	a->records += a->wcount;
-	if (a->exp != NULL)
-		export_lines(a);
+	audit_sinks_push(a->sinks, a->wbuf, a->wlen);  /* the syslog and OCSF copies, on their own thread */
 	a->wlen = a->woff = a->wcount = 0;
 	if (a->fsync_ms == 0)
 		audit_key_save(a);
@@ -359,6 +345,7 @@ rotate_if_due(struct audit *a, uint64_t now, int asked)
 		return;
 	}
 	a->dirty = 0;
+	audit_sinks_reopen(a->sinks);
 }
 
 static uint64_t

@@ -91,6 +91,8 @@ policy_config_free(struct policy_config *cfg)
 	free(cfg->audit_file);
 	free(cfg->audit_key_file);
 	free(cfg->audit_checkpoint_file);
+	free(cfg->audit_syslog_enterprise);
+	free(cfg->audit_ocsf_file);
 	free(cfg->audit_syslog_address);
 	free(cfg->sandbox_backend);
 	free(cfg->qemu_kernel);
@@ -308,17 +310,47 @@ parse_audit_rotate(struct policy_ld *l, yaml_node_t *map, struct policy_config *
 }
 
 static int
-parse_audit_syslog(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+parse_audit_ocsf(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
-	static const char *const keys[] = {"enabled", "address", "format"};
-	yaml_node_t *v[3];
+	static const char *const keys[] = {"file"};
+	yaml_node_t *v[1];
 	int ret;
 
-	ret = policy_ld_fields(l, map, "audit.syslog", "a map of syslog export settings", keys, 3, v, NULL);
+	ret = policy_ld_fields(l, map, "audit.ocsf", "a map of OCSF export settings", keys, 1, v, NULL);
 	if (ret != 0)
 		return ret;
+	if (v[0] != NULL) {
+		free(cfg->audit_ocsf_file);
+		cfg->audit_ocsf_file = NULL;
+		return policy_ld_string(l, v[0], "a file name for audit.ocsf.file", &cfg->audit_ocsf_file);
+	}
+	return 0;
+}
+
+static int
+parse_audit_syslog(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
+{
+	static const char *const keys[] = {"enabled", "address", "format", "enterprise"};
+	yaml_node_t *v[4];
+	int ret;
+
+	ret = policy_ld_fields(l, map, "audit.syslog", "a map of syslog export settings", keys, 4, v, NULL);
+	if (ret != 0)
+		return ret;
+	if (v[1] != NULL && v[0] == NULL)
+		cfg->audit_syslog = 1;  /* an address alone turns the copy on; enabled: false still turns it off */
 	if (v[0] != NULL && (ret = policy_ld_bool(l, v[0], "audit.syslog.enabled", &cfg->audit_syslog)) != 0)
 		return ret;
+	if (v[3] != NULL) {
+		free(cfg->audit_syslog_enterprise);
+		cfg->audit_syslog_enterprise = NULL;
+		if ((ret = policy_ld_string(l, v[3], "an enterprise number for audit.syslog.enterprise",
+		                            &cfg->audit_syslog_enterprise)) != 0)
+			return ret;
+		if (audit_sd_enterprise_ok(cfg->audit_syslog_enterprise) != 0)
+			return policy_ld_error(l, v[3], "expected an enterprise number (\"32473\", \"32473.1\"; at most 25 "
+			                                "characters) for audit.syslog.enterprise");
+	}
 	if (v[1] != NULL) {
 		free(cfg->audit_syslog_address);
 		cfg->audit_syslog_address = NULL;
@@ -327,8 +359,10 @@ parse_audit_syslog(struct policy_ld *l, yaml_node_t *map, struct policy_config *
 		if (ret != 0)
 			return ret;
 		if (strcmp(cfg->audit_syslog_address, "local") != 0 && strncmp(cfg->audit_syslog_address, "udp://", 6) != 0 &&
-		    strncmp(cfg->audit_syslog_address, "tcp://", 6) != 0)
-			return policy_ld_error(l, v[1], "expected \"local\", \"udp://host:port\" or \"tcp://host:port\" for audit.syslog.address");
+		    strncmp(cfg->audit_syslog_address, "tcp://", 6) != 0 &&
+		    (strncmp(cfg->audit_syslog_address, "unix:/", 6) != 0 || strlen(cfg->audit_syslog_address) > 100))
+			return policy_ld_error(l, v[1], "expected \"local\", \"unix:/path\", \"udp://host:port\" or "
+			                                "\"tcp://host:port\" for audit.syslog.address");
 	}
 	if (v[2] != NULL && !scalar_is(v[2], "rfc5424"))
 		return policy_ld_error(l, v[2], "expected rfc5424 for audit.syslog.format (the only format)");
@@ -339,12 +373,12 @@ static int
 parse_audit(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
 	static const char *const keys[] = {"file", "log_query", "key_file", "fsync", "checkpoint_interval",
-	                                   "checkpoint_file", "rotate", "syslog", "queue"};
-	yaml_node_t *v[9];
+	                                   "checkpoint_file", "rotate", "syslog", "queue", "ocsf"};
+	yaml_node_t *v[10];
 	unsigned long x;
 	int ret;
 
-	ret = policy_ld_fields(l, map, "audit", "a map of audit settings", keys, 9, v, NULL);
+	ret = policy_ld_fields(l, map, "audit", "a map of audit settings", keys, 10, v, NULL);
 	if (ret != 0)
 		return ret;
 	if (v[0] != NULL && (ret = policy_ld_string(l, v[0], "a file name for audit.file", &cfg->audit_file)) != 0)
@@ -375,6 +409,8 @@ parse_audit(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 			return ret;
 		cfg->audit_queue = (unsigned)x;
 	}
+	if (v[9] != NULL && (ret = parse_audit_ocsf(l, v[9], cfg)) != 0)
+		return ret;
 	return 0;
 }
 
@@ -622,6 +658,8 @@ policy_audit_opts(const struct policy_config *cfg, struct audit_opts *out)
 		.rotate_ms = cfg->audit_rotate_ms,
 		.syslog = cfg->audit_syslog,
 		.syslog_address = cfg->audit_syslog_address,
+		.syslog_enterprise = cfg->audit_syslog_enterprise,
+		.ocsf_file = cfg->audit_ocsf_file,
 		.queue = cfg->audit_queue,
 	};
 }

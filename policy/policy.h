@@ -86,7 +86,9 @@ struct policy_config {
 	uint64_t audit_rotate_size;    /* audit.rotate.size in bytes (0: never by size) */
 	unsigned audit_rotate_ms;      /* audit.rotate.every (0: never by age) */
 	int audit_syslog;              /* audit.syslog.enabled (false): every line also to syslog, RFC 5424 */
-	char *audit_syslog_address;    /* audit.syslog.address: "local" (/dev/log), "udp://h:p", "tcp://h:p" */
+	char *audit_syslog_address;    /* audit.syslog.address: "local" (/dev/log), "unix:/p", "udp://h:p", "tcp://h:p" */
+	char *audit_syslog_enterprise; /* audit.syslog.enterprise: the SD-ID's number (NULL: 32473) */
+	char *audit_ocsf_file;         /* audit.ocsf.file: OCSF events, one a line (NULL: none) */
 	unsigned audit_queue;          /* audit.queue (65536): records pending before the gateway fails closed */
 	unsigned workers;              /* workers (0 = number of cores) */
 	struct policy_limits limits;

@@ -82,6 +82,8 @@ gauges_read(struct gateway *gw, struct metrics_gauges *g)
 		g->audit_healthy = audit_healthy(gw->audit) ? 1 : 0;
 		g->audit_queue_depth = (int64_t)audit_queue_depth(gw->audit);
 		g->audit_write_errors = (int64_t)audit_write_errors(gw->audit);
+		g->audit_syslog_dropped = (int64_t)audit_syslog_dropped(gw->audit);
+		g->audit_ocsf_errors = (int64_t)audit_ocsf_errors(gw->audit);
 	}
 	g->connections_open = (int64_t)atomic_load(&gw->nconns);
 	g->leaf_cache_entries = (int64_t)ca_cache_count(gw->ca);

@@ -459,6 +459,8 @@ metrics_gauges_init(struct metrics_gauges *g)
 	g->leaf_cache_misses = -1;
 	g->audit_queue_depth = -1;
 	g->audit_write_errors = -1;
+	g->audit_syslog_dropped = -1;
+	g->audit_ocsf_errors = -1;
 	g->audit_healthy = -1;
 	g->sandboxes_registered = -1;
 }
@@ -602,6 +604,10 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, struct evbuffe
 	gauge(out, "sluice_leaf_cache_misses_total", "counter", "Leaf lookups that had to mint.", g->leaf_cache_misses);
 	gauge(out, "sluice_audit_queue_depth", "gauge", "Audit records waiting to be written.", g->audit_queue_depth);
 	gauge(out, "sluice_audit_write_errors_total", "counter", "Failed audit log writes.", g->audit_write_errors);
+	gauge(out, "sluice_audit_syslog_dropped_total", "counter",
+	      "Audit lines the syslog copy dropped (collector down or slow; the file has them).", g->audit_syslog_dropped);
+	gauge(out, "sluice_audit_ocsf_errors_total", "counter", "OCSF events that could not be written.",
+	      g->audit_ocsf_errors);
 	gauge(out, "sluice_audit_healthy", "gauge", "1 while the audit log is written, 0 while it fails (requests get 503).",
 	      g->audit_healthy);
 	gauge(out, "sluice_policy_generation", "gauge", "Policies loaded: 1 at start, +1 per successful reload.",

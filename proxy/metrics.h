@@ -90,6 +90,8 @@ struct metrics_gauges {
 	int64_t leaf_cache_misses;
 	int64_t audit_queue_depth;       /* records the writer has not written yet */
 	int64_t audit_write_errors;      /* failed writes since start */
+	int64_t audit_syslog_dropped;    /* lines the syslog copy dropped since start */
+	int64_t audit_ocsf_errors;       /* OCSF events not written since start */
 	int audit_healthy;               /* 1 the audit log is written, 0 failing, -1 unknown */
 	int64_t sandboxes_registered;    /* sandboxes registered over the admin socket */
 };

@@ -19,6 +19,7 @@ if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(redis-server)            # tests/unit/proxy/test_store, bench/store_bench: a Redis of their own on a unix socket
+  want+=(rsyslog)                 # test_audit_siem: a collector of its own (imtcp/imudp on loopback, own config)
   want+=(wget)                    # test_explicit: a GnuTLS client that closes after the handshake (no_request)
   want+=(debootstrap zstd)        # scripts/fresh-check.sh: the fresh Debian root and its cached tarball
   want+=(dpkg-dev debhelper lintian scdoc logrotate bc man-db bsdextrautils)  # scripts/package-check.sh: the .deb,

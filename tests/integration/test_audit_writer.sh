@@ -205,9 +205,9 @@ check_eq "  its seq is a checkpoint record, and its hash is that line's SHA-256"
 check "  the checkpoint's head is the line before it" test "$(printf '%s' "$ckline" | jq .head_seq)" -eq $((ckseq - 1))
 check "every line also goes to syslog" eventually 5 grep -q '"path":"/ok/after-rot"' "$T/syslog.got"
 sys=$(grep '"path":"/ok/after-rot"' "$T/syslog.got" | head -n 1)
-check_match "  as RFC 5424: <86>1 TIME HOST sluice PID audit - JSON" \
-  "^<86>1 [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z [^ ]+ sluice $GWPID audit - \\{\"seq\":" "$sys"
-check "  and the JSON is the line in the file, byte for byte" grep -qxF "${sys#* audit - }" "$AUDIT"
+check_match "  as RFC 5424: <86>1 TIME HOST sluice PID request [sluice@32473 hash=... seq=...] JSON" \
+  "^<86>1 [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z [^ ]+ sluice $GWPID request \\[sluice@32473 hash=\"[0-9a-f]{64}\" seq=\"[0-9]+\" .*\\] \\{\"seq\":" "$sys"
+check "  and the JSON is the line in the file, byte for byte" grep -qxF "${sys#*\] }" "$AUDIT"
 
 # ---------------------------------------------------------------- 5. kill -9 under load; a torn last line
 LOAD=()

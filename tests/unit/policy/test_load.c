@@ -15,6 +15,7 @@
 
 #include "common/sluice.h"
 #include "policy/policy.h"
+#include "audit/writer.h"
 
 /* The example of the brief, verbatim (line numbers matter below). */
 static const char full_yaml[] =
@@ -70,6 +71,44 @@ static int
 load(const char *yaml, struct policy_config **cfg, struct policy **pol, char *err, size_t errlen)
 {
 	return policy_load_buffer("t.yaml", yaml, strlen(yaml), cfg, pol, err, errlen);
+}
+
+/* audit.syslog's new keys and audit.ocsf (issue 22 item 3); today's keys keep their meaning */
+static void
+test_audit_sinks(void **state)
+{
+	static const char *const on = "ca: /x\naudit:\n  syslog: { address: \"tcp://127.0.0.1:601\", format: rfc5424, "
+	                              "enterprise: \"32473.7\" }\n  ocsf: { file: /var/log/sluice/ocsf.jsonl }\n";
+	static const char *const off = "ca: /x\naudit: { syslog: { enabled: false, address: \"unix:/dev/log\" } }\n";
+	static const char *const old = "ca: /x\naudit: { syslog: { enabled: true } }\n";
+	struct policy_config *cfg = NULL;
+	struct policy *pol = NULL;
+	struct audit_opts o;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(load(on, &cfg, &pol, err, sizeof(err)), 0);
+	policy_audit_opts(cfg, &o);
+	assert_int_equal(o.syslog, 1);  /* an address alone turns the copy on */
+	assert_string_equal(o.syslog_address, "tcp://127.0.0.1:601");
+	assert_string_equal(o.syslog_enterprise, "32473.7");
+	assert_string_equal(o.ocsf_file, "/var/log/sluice/ocsf.jsonl");
+	policy_config_free(cfg);
+	policy_unref(pol);
+	assert_int_equal(load(off, &cfg, &pol, err, sizeof(err)), 0);
+	policy_audit_opts(cfg, &o);
+	assert_int_equal(o.syslog, 0);  /* enabled: false wins */
+	assert_string_equal(o.syslog_address, "unix:/dev/log");
+	assert_null(o.syslog_enterprise);
+	assert_null(o.ocsf_file);
+	policy_config_free(cfg);
+	policy_unref(pol);
+	assert_int_equal(load(old, &cfg, &pol, err, sizeof(err)), 0);
+	policy_audit_opts(cfg, &o);
+	assert_int_equal(o.syslog, 1);
+	assert_string_equal(o.syslog_address, "local");
+	policy_config_free(cfg);
+	policy_unref(pol);
 }
 
 static void
@@ -426,6 +465,17 @@ static const struct err_case err_cases[] = {
 	{"ca: /x\nhosts:\n  a.example: { allow_private: yes }\n", "t.yaml:3:31: ", "expected true or false for hosts.a.example.allow_private"},
 	{"ca: /x\nhosts:\n  a.example: { allow_private: \"true\" }\n", "t.yaml:3:31: ", "expected true or false"},
 	{"ca: /x\naudit: { log_query: 1 }\n", "t.yaml:2:21: ", "expected true or false for audit.log_query"},
+	/* audit.syslog and audit.ocsf (issue 22 item 3) */
+	{"ca: /x\naudit: { syslog: { enterprise: \"32473.\" } }\n", "t.yaml:2:32: ",
+	 "expected an enterprise number (\"32473\", \"32473.1\"; at most 25 characters) for audit.syslog.enterprise"},
+	{"ca: /x\naudit: { syslog: { enterprise: \"x32473\" } }\n", "t.yaml:2:32: ", "for audit.syslog.enterprise"},
+	{"ca: /x\naudit: { syslog: { enterprise: \"12345678901234567890123456\" } }\n", "t.yaml:2:32: ",
+	 "at most 25 characters"},
+	{"ca: /x\naudit: { syslog: { adress: local } }\n", "t.yaml:2:", "adress"},
+	{"ca: /x\naudit: { syslog: { address: \"unix:dev/log\" } }\n", "t.yaml:2:29: ",
+	 "expected \"local\", \"unix:/path\", \"udp://host:port\" or \"tcp://host:port\" for audit.syslog.address"},
+	{"ca: /x\naudit: { ocsf: { file: /x, format: json } }\n", "t.yaml:2:", "format"},
+	{"ca: /x\naudit: { ocsf: /x }\n", "t.yaml:2:16: ", "expected a map of OCSF export settings"},
 	{"ca: /x\nhosts:\n  a.example: { encoded_slashes: decode }\n", "t.yaml:3:33: ",
 	 "expected reject or keep for hosts.a.example.encoded_slashes"},
 	{"ca: /x\ndefault: permit\n", "t.yaml:2:10: ", "expected 'deny' or 'allow' for default"},
@@ -601,6 +651,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_example),
+		cmocka_unit_test(test_audit_sinks),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_out_pointers_optional),

@@ -180,6 +180,12 @@ static const char expected_full[] =
 	"# HELP sluice_audit_write_errors_total Failed audit log writes.\n"
 	"# TYPE sluice_audit_write_errors_total counter\n"
 	"sluice_audit_write_errors_total 2\n"
+	"# HELP sluice_audit_syslog_dropped_total Audit lines the syslog copy dropped (collector down or slow; the file has them).\n"
+	"# TYPE sluice_audit_syslog_dropped_total counter\n"
+	"sluice_audit_syslog_dropped_total 5\n"
+	"# HELP sluice_audit_ocsf_errors_total OCSF events that could not be written.\n"
+	"# TYPE sluice_audit_ocsf_errors_total counter\n"
+	"sluice_audit_ocsf_errors_total 0\n"
 	"# HELP sluice_audit_healthy 1 while the audit log is written, 0 while it fails (requests get 503).\n"
 	"# TYPE sluice_audit_healthy gauge\n"
 	"sluice_audit_healthy 1\n"
@@ -198,7 +204,7 @@ test_render_exact(void **state)
 {
 	struct policy *pol = load(pol1);
 	struct metrics *m = metrics_create(pol);
-	struct metrics_gauges g = {3, 7, 40, 8, 0, 2, 1, 2};
+	struct metrics_gauges g = {3, 7, 40, 8, 0, 2, 5, 0, 1, 2};
 	struct audit_rec r;
 	const char *scrubbed[] = {"gh", "npm"};
 	char *out;
