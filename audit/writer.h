@@ -74,6 +74,8 @@ struct audit_rec {
 	const char *hold_by;
 	const char *budget_key;           /* "budget":{"key","amount"}: the budget this request took from */
 	const char *budget_amount;        /* its amount, a decimal */
+	const char *limits_counted;       /* "local": state.on_error: local counted a limit with this gateway's own
+	                                   * counters (the shared ones did not answer); NULL: omitted */
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 };
 
