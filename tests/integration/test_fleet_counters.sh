@@ -11,7 +11,9 @@
 need_tool redis-server redis-cli
 
 pki_init
-pyup_start 443
+PYP=$(freeport)
+pyup_start "$PYP"       # the payments' upstream (it logs each request)
+NGINX_H2=1 nginx_start  # the rate limit's (h2 too: HTTP/2 clients stay h2 end to end)
 RPASS="fleet-pw-$ID-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 RSOCK=$T/redis.sock
 cat >"$T/redis.conf" <<CONF
@@ -39,6 +41,7 @@ default: deny
 hosts:
   api.example.test:
     allow_private: true
+    ports: [443, $PYP]
     rules:
       - id: fleet-rate
         allow: { method: GET, path: "/rate/**", limit: { rate: 6/hour, per: global, name: "rate-$ID" } }
@@ -65,7 +68,7 @@ gw_up() {
   local n=$1
   [ -n "${GPP[$n]:-}" ] || GPP[$n]=$(freeport)
   PP=${GPP[$n]} TP=$(freeport) ADMIN=$T/admin$n.sock AUDIT=$T/audit$n.jsonl GWCONF=$T/gw$n.yaml GWLOG=$T/gw$n.log
-  GW_EXTRA=$(printf 'state:\n  backend: redis\n  dir: %s\n  redis: { url: "unix:%s", password: env:SLUICE_REDIS_PASSWORD, timeout: 200ms, key_prefix: "fleet-%s:" }\n  gateway_id: gw%s\n  fleet_size: 3\n  on_error: %s' \
+  GW_EXTRA=$(printf 'state:\n  backend: redis\n  dir: %s\n  redis: { url: "unix:%s", password: env:SLUICE_REDIS_PASSWORD, timeout: 2s, key_prefix: "fleet-%s:" }\n  gateway_id: gw%s\n  fleet_size: 3\n  on_error: %s' \
     "$T/state$n" "$RSOCK" "$ID" "$n" "$2")
   policy | gw_conf
   gw_start
@@ -103,13 +106,26 @@ check_match "  the 429 names the shared limit" 'rate limit limit:rate-'"$ID"' \(
 # refunds: 6 payments of 1 to an unreachable upstream take and give back (502); the budget of 9 is whole after
 burst down 6 -d amount=1 https://down.example.test/pay
 check_eq "6 payments whose upstream cannot be reached: 502 each" 6 "$(count_status down 502)"
-burst pay 20 -d amount=1 https://api.example.test/pay
+burst pay 20 -d amount=1 "https://api.example.test:$PYP/pay"
 check_eq "then budget 9 over 3 gateways, 20 concurrent payments of 1: exactly 9 allowed (the 502s were refunded)" 9 \
   "$(count_status pay 200)"
 check_eq "  and 11 refused with 429" 11 "$(count_status pay 429)"
 check_eq "the upstream saw exactly 9 payments" 9 "$(jq -r .target "$PYUPLOG" | grep -c '^/pay$')"
 check_eq "  and Redis holds 9 (in millionths) in the budget's window" 9000000 \
   "$(REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" --scan --pattern "fleet-$ID:b:*" | head -n 1 | xargs -r env REDISCLI_AUTH="$RPASS" redis-cli -s "$RSOCK" get)"
+
+# requests freed while they wait: Redis stopped (SIGSTOP), HTTP/2 clients that give up first (their streams and
+# connection go away: the operations are cancelled); then Redis goes on and the gateways are still well
+kill -STOP "$RPID"
+gone=()
+for n in 1 2 3; do
+  $CLEAN curl -sS --http2 --max-time 0.5 -x "http://127.0.0.1:${GPP[$n]}" --cacert "$CA/ca.pem" -o /dev/null \
+    --parallel https://api.example.test/rate/gone1 https://api.example.test/rate/gone2 >/dev/null 2>&1 & gone+=($!)
+done
+wait "${gone[@]}"
+kill -CONT "$RPID"
+check "clients gone while their requests waited for a stopped Redis: every gateway is alive" \
+  bash -c "kill -0 ${GPID[1]} && kill -0 ${GPID[2]} && kill -0 ${GPID[3]}"
 
 # Redis down, on_error: deny
 kill "$RPID"; wait "$RPID" 2>/dev/null
@@ -142,8 +158,13 @@ check "  and its record says the limit was counted locally" env AUDIT="${GAUD[2]
 # Redis back: shared counting again (a fresh Redis: the bucket is full)
 redis_start
 check "Redis restarted: the stores reconnect" eventually 20 all_up
+h2=$($CLEAN curl -sS --http2 --max-time 20 -x "http://127.0.0.1:${GPP[1]}" --cacert "$CA/ca.pem" --parallel \
+  -w '%{http_version}:%{http_code}\n' -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
+  https://api.example.test/rate/h1 https://api.example.test/rate/h2 https://api.example.test/rate/h3 \
+  https://api.example.test/rate/h4 2>/dev/null | sort | uniq -c | tr -s ' ' | sed 's/^ //')
+check_eq "HTTP/2: 4 streams on one connection (gateway 1) take 4 of the 6 shared tokens" "4 2:200" "$h2"
 burst back 24 https://api.example.test/rate/w
-check_eq "shared again: exactly 6 of 24 allowed over the fleet" 6 "$(count_status back 200)"
+check_eq "shared again: then exactly 2 of 24 HTTP/1.1 requests over the fleet (6 in all)" 2 "$(count_status back 200)"
 
 # the password: nowhere
 for n in 1 2 3; do metric $n >>"$T/all-metrics.txt"; done
