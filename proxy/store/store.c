@@ -360,6 +360,11 @@ connect_start(struct store *s)
 	ac->data = s;
 	s->ac = ac;
 	s->conn++;
+	if (store_reply_fns() == NULL) {  /* the bounded reader (store_int.h) or no connection */
+		conn_drop(s);
+		return;
+	}
+	ac->c.reader->fn = store_reply_fns();
 	if (redisLibeventAttach(ac, s->base) != REDIS_OK || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(s, ac) != 0) {
 		conn_drop(s);
