@@ -38,6 +38,7 @@
 
 #define SHARE_ONE 1000000u           /* local_share's unit: millionths of a cap */
 #define FALLBACK_LOG_INTERVAL_MS 10000
+#define SHARED_SANDBOX_MAX (64 + 1 + 64 + 1)  /* "<gateway_id>/<registered name>": ids and names are at most 64 */
 
 /* A 429: the limit <key> (<kind>) refused; Retry-After and a JSON body say which and when it resets. */
 static int
@@ -206,6 +207,24 @@ step_rule(struct conn *c, size_t i, const struct policy_limit *lim)
 
 static void admit_done(const struct store_result *res, void *arg);
 
+/*
+ * The sandbox a shared counter is kept for: a sandbox of the configuration
+ * (or a client outside every sandbox) by its name, the same on every gateway
+ * (fleet-wide); one that `sluice run` registered with this gateway lives only
+ * here, so it is "<gateway_id>/<name>" and never shares a counter with a
+ * sandbox of the same name on another host.  Written into <buf> when prefixed.
+ */
+static const char *
+shared_sandbox(struct conn *c, const char *sbx, char *buf, size_t cap)
+{
+	const char *gid = c->w->gw->cfg->gateway_id;
+
+	if (c->sbx == NULL || c->sandbox == NULL || gid == NULL)
+		return sbx;
+	snprintf(buf, cap, "%s/%s", gid, c->sandbox);
+	return buf;
+}
+
 /* The outcome <o> of step <i> (from the store; negative: it did not answer): 0 go on, -1 refused (<rf>). */
 static int
 step_outcome(struct conn *c, size_t i, const struct store_result *res, const char *sbx, struct refusal *rf)
@@ -247,8 +266,8 @@ admit_run(struct conn *c, struct refusal *rf)
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
 	struct store *st = c->w->store;
-	char peer[CONN_ADDR_STR];
-	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	char peer[CONN_ADDR_STR], sbuf[SHARED_SANDBOX_MAX];
+	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer), *ssbx;
 	const struct policy_limit *lim;
 	struct store_result res;
 	size_t i;
@@ -263,8 +282,9 @@ admit_run(struct conn *c, struct refusal *rf)
 				return -1;
 			continue;
 		}
-		rc = lim != NULL ? store_rate_take(st, lim, sbx, admit_done, c, &s->store_op)
-		                 : store_budget_take(st, s->budget, sbx, s->amount, admit_done, c, &s->store_op);
+		ssbx = shared_sandbox(c, sbx, sbuf, sizeof(sbuf));
+		rc = lim != NULL ? store_rate_take(st, lim, ssbx, admit_done, c, &s->store_op)
+		                 : store_budget_take(st, s->budget, ssbx, s->amount, admit_done, c, &s->store_op);
 		if (rc == 0)
 			return 1;
 		res = (struct store_result){.outcome = (enum store_outcome)rc};
@@ -344,12 +364,13 @@ sem_budget_refund(struct conn *c)
 {
 	struct sem_req *s = c->req->sem;
 	struct store_op *op;
-	char peer[CONN_ADDR_STR];
+	char peer[CONN_ADDR_STR], sbuf[SHARED_SANDBOX_MAX];
 	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
 
 	if (s->budget_shared) {
 		if (c->w->store == NULL ||
-		    store_budget_refund(c->w->store, s->budget, sbx, s->amount, s->window_s, refund_done, NULL, &op) != 0)
+		    store_budget_refund(c->w->store, s->budget, shared_sandbox(c, sbx, sbuf, sizeof(sbuf)), s->amount,
+		                        s->window_s, refund_done, NULL, &op) != 0)
 			log_warnx("c%llu: budget %s: the refund could not be sent to the shared counters",
 			          (unsigned long long)c->id, s->budget->key);
 		return;

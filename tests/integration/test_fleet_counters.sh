@@ -51,6 +51,8 @@ hosts:
           path: /pay
           form: { amount: { min: 1, max: 100 } }
           budget: { sum: "form:amount", max: 9, per: day, scope: global, name: "pay-$ID" }
+      - id: fleet-per-sandbox
+        allow: { method: GET, path: "/sbx/**", limit: { rate: 1/hour, per: sandbox, name: "sbx-$ID" } }
   down.example.test:
     allow_private: true
     rules:
@@ -60,6 +62,11 @@ hosts:
           path: /pay
           form: { amount: { min: 1, max: 100 } }
           budget: { sum: "form:amount", max: 9, per: day, scope: global, name: "pay-$ID" }
+sandboxes:
+  team.a:
+    addresses: [127.0.0.3/32]
+  team:
+    addresses: [127.0.0.4/32]
 YAML
 }
 # gw_up N ON_ERROR: gateway N (its own ports, admin socket, audit file and state dir) with the shared policy
@@ -113,6 +120,26 @@ check_eq "  and 11 refused with 429" 11 "$(count_status pay 429)"
 check_eq "the upstream saw exactly 9 payments" 9 "$(jq -r .target "$PYUPLOG" | grep -c '^/pay$')"
 check_eq "  and Redis holds 9 (in millionths) in the budget's window" 9000000 \
   "$(REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" --scan --pattern "fleet-$ID:b:*" | head -n 1 | xargs -r env REDISCLI_AUTH="$RPASS" redis-cli -s "$RSOCK" get)"
+
+# sandbox keys: a sandbox of the configuration is one counter for the fleet ("team.a" and "team" are two); one
+# registered with a gateway (what `sluice run` does) is that gateway's: the same name on two gateways is two
+# counters, "<gateway_id>/<name>" escaped. (Sandbox names cannot hold the key separator ':'; a client outside
+# every sandbox is counted by its address, whose IPv6 form can: the escaping is tested in unit/test_store_reply.)
+sreq() { $CLEAN curl -sS --max-time 10 --interface "$1" -x "http://127.0.0.1:${GPP[$2]}" --cacert "$CA/ca.pem" \
+  -o /dev/null -w '%{http_code}' "https://api.example.test/sbx/$3" 2>/dev/null; }
+check_eq "per-sandbox 1/hour: sandbox team.a through gateway 1, then 2: the second is refused (fleet-wide)" "200 429" \
+  "$(sreq 127.0.0.3 1 a) $(sreq 127.0.0.3 2 b)"
+check_eq "  sandbox team has a counter of its own" "200 429" \
+  "$(sreq 127.0.0.4 3 a) $(sreq 127.0.0.4 1 b)"
+for n in 1 2; do
+  timeout 10 curl -sS --max-time 5 --unix-socket "${GADM[$n]}" -X POST \
+    -d '{"name":"agent-x","backend":"netns","addresses":["127.0.0.5/32"]}' http://sluice/sandboxes >/dev/null 2>&1
+done
+check_eq "a sandbox registered as agent-x on gateways 1 and 2: one token on each (counted per gateway)" "200 200 429" \
+  "$(sreq 127.0.0.5 1 a) $(sreq 127.0.0.5 2 b) $(sreq 127.0.0.5 1 c)"
+keys=$(REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" --scan --pattern "fleet-$ID:r:*sbx-*" | sort | tr '\n' ' ')
+check_match "  the keys: team.a, team, gw1%2Fagent-x, gw2%2Fagent-x" \
+  "^fleet-$ID:r:limit%3Asbx-$ID:gw1%2Fagent-x fleet-$ID:r:limit%3Asbx-$ID:gw2%2Fagent-x fleet-$ID:r:limit%3Asbx-$ID:team fleet-$ID:r:limit%3Asbx-$ID:team\\.a $" "$keys"
 
 # requests freed while they wait: Redis stopped (SIGSTOP), HTTP/2 clients that give up first (their streams and
 # connection go away: the operations are cancelled); then Redis goes on and the gateways are still well
