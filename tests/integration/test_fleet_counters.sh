@@ -193,10 +193,22 @@ check_eq "HTTP/2: 4 streams on one connection (gateway 1) take 4 of the 6 shared
 burst back 24 https://api.example.test/rate/w
 check_eq "shared again: then exactly 2 of 24 HTTP/1.1 requests over the fleet (6 in all)" 2 "$(count_status back 200)"
 
+# a Redis that may evict keys: budgets refused with the reason (on_error: deny), rate limits still shared
+REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" config set maxmemory-policy allkeys-lru >/dev/null
+for n in 1 2 3; do gw_down $n; done
+for n in 1 2 3; do gw_up $n deny; done
+check "the stores reconnect to the evicting Redis" eventually 20 all_up
+req 2 "$T/evict" -d amount=1 "https://api.example.test:$PYP/pay"
+check_eq "maxmemory-policy allkeys-lru: a payment under a budget is refused with 503" 503 "$(cat "$T/evict")"
+check_match "  the reason says the store may evict keys" 'may evict keys \(maxmemory-policy is not noeviction\)' \
+  "$(cat "$T/evict.body")"
+req 3 "$T/evict-rate" https://api.example.test/rate/e
+check_eq "  while a rate limit is still counted there (its bucket spent: 429, not 503)" 429 "$(cat "$T/evict-rate")"
+
 # the password: nowhere
 for n in 1 2 3; do metric $n >>"$T/all-metrics.txt"; done
 check "the Redis password is in no gateway log, audit record, /metrics or answer" \
-  bash -c "! grep -rqF -- '$RPASS' '$T'/gw*.log '$T'/audit*.jsonl '$T'/all-metrics.txt '$T'/rate '$T'/pay '$T'/deny '$T'/local '$T'/back '$T'/down"
+  bash -c "! grep -rqF -- '$RPASS' '$T'/gw*.log '$T'/audit*.jsonl '$T'/all-metrics.txt '$T'/rate '$T'/pay '$T'/deny '$T'/local '$T'/back '$T'/down '$T'/evict.body"
 for n in 1 2 3; do gw_down $n; done
 for n in 1 2 3; do
   check "gateway $n's audit file verifies (sluice audit verify)" "$SLUICE" audit verify "${GAUD[$n]}"
