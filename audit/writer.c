@@ -159,6 +159,7 @@ semantic_members(struct jbuf *jb, const struct audit_rec *r)
 	struct jbuf o;
 
 	jb_str(jb, "mode", r->mode);
+	jb_str(jb, "limits_counted", r->limits_counted);
 	if (r->report_verdict != NULL) {
 		jb_init(&o, tmp, sizeof(tmp));
 		jb_str(&o, "verdict", r->report_verdict);

@@ -86,6 +86,8 @@ struct audit_rec {
 	 * when mcp_batch is NULL) or those inside mcp_batch; an entry NULL is fingerprinted as {} */
 	const struct json_t *const *mcp_hmac_args;
 	size_t mcp_nhmac;
+	const char *limits_counted;       /* "local": state.on_error: local counted a limit with this gateway's own
+	                                   * counters (the shared ones did not answer); NULL: omitted */
 	int64_t suppressed;               /* denial "audit.refusals": refusals on the connection not recorded one by one; 0: omitted */
 	/* response (issue 23, proxy/judge/mcp_resp.c): an MCP list result filtered; NULL / 0: omitted */
 	const char *mcp_list;             /* "mcp_method": the list method answered */

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/metrics.h"
+#include "proxy/store/store.h"
 #include "gateway_int.h"
 
 static void
@@ -93,6 +94,71 @@ gauges_read(struct gateway *gw, struct metrics_gauges *g)
 	g->sandboxes_registered = sandboxes_registered(gw);
 }
 
+/*
+ * The shared counters (state.backend: redis), summed over the workers' stores: errors by kind, the latency
+ * histogram, and how many stores are up.  Nothing with backend: file.  No address, no password: counts only.
+ */
+static void
+store_metrics(struct gateway *gw, struct evbuffer *out)
+{
+	static const struct {
+		enum store_outcome o;
+		const char *name;
+	} kinds[] = {
+		{STORE_ETIMEOUT, "timeout"}, {STORE_EDOWN, "down"}, {STORE_EREPLY, "reply"}, {STORE_EUNSAFE, "evicting"},
+		{STORE_EINVAL, "invalid"}, {STORE_EBUSY, "busy"}, {STORE_ESHUTDOWN, "shutdown"},
+	};
+	struct store_stats sum, st;
+	uint64_t *a = (uint64_t *)&sum;
+	const uint64_t *b = (const uint64_t *)&st;
+	unsigned i, n = 0, up = 0;
+	size_t k;
+
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < gw->nworkers; i++) {
+		if (gw->workers[i].store == NULL)
+			continue;
+		store_stats_get(gw->workers[i].store, &st);
+		for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
+			a[k] += b[k];
+		up += st.up != 0;
+		n++;
+	}
+	if (n == 0)
+		return;
+	evbuffer_add_printf(out, "# HELP sluice_store_up Workers whose connection to the shared counters (Redis) is "
+	                         "ready, of sluice_store_workers.\n# TYPE sluice_store_up gauge\nsluice_store_up %u\n"
+	                         "# HELP sluice_store_workers Workers with a client of the shared counters.\n"
+	                         "# TYPE sluice_store_workers gauge\nsluice_store_workers %u\n", up, n);
+	evbuffer_add_printf(out, "# HELP sluice_store_operations_total Operations sent to the shared counters.\n"
+	                         "# TYPE sluice_store_operations_total counter\nsluice_store_operations_total %llu\n",
+	                    (unsigned long long)sum.ops);
+	evbuffer_add(out, SLUICE_LIT("# HELP sluice_store_errors_total Operations of the shared counters that failed, "
+	                             "by kind.\n# TYPE sluice_store_errors_total counter\n"));
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		evbuffer_add_printf(out, "sluice_store_errors_total{kind=\"%s\"} %llu\n", kinds[k].name,
+		                    (unsigned long long)sum.err_kind[-kinds[k].o]);
+	evbuffer_add_printf(out, "# HELP sluice_store_reconnects_total Connections to the shared counters that became "
+	                         "ready.\n# TYPE sluice_store_reconnects_total counter\nsluice_store_reconnects_total "
+	                         "%llu\n",
+	                    (unsigned long long)sum.connects);
+	evbuffer_add(out, SLUICE_LIT("# HELP sluice_store_latency_seconds Time from sending an operation to the shared "
+	                             "counters to its reply.\n# TYPE sluice_store_latency_seconds histogram\n"));
+	for (k = 0; k < STORE_LATENCY_BUCKETS; k++) {
+		if (store_latency_bounds_us[k] == UINT64_MAX)
+			evbuffer_add_printf(out, "sluice_store_latency_seconds_bucket{le=\"+Inf\"} %llu\n",
+			                    (unsigned long long)sum.latency_le[k]);
+		else
+			evbuffer_add_printf(out, "sluice_store_latency_seconds_bucket{le=\"%llu.%06llu\"} %llu\n",
+			                    (unsigned long long)(store_latency_bounds_us[k] / 1000000u),
+			                    (unsigned long long)(store_latency_bounds_us[k] % 1000000u),
+			                    (unsigned long long)sum.latency_le[k]);
+	}
+	evbuffer_add_printf(out, "sluice_store_latency_seconds_sum %llu.%06llu\nsluice_store_latency_seconds_count %llu\n",
+	                    (unsigned long long)(sum.latency_sum_us / 1000000u),
+	                    (unsigned long long)(sum.latency_sum_us % 1000000u), (unsigned long long)sum.latency_count);
+}
+
 static int
 get_only(struct evhttp_request *req)
 {
@@ -115,6 +181,7 @@ admin_metrics(struct evhttp_request *req, void *arg)
 	b = evbuffer_new();
 	gauges_read(gw, &g);
 	metrics_render(gw->metrics, &g, b);
+	store_metrics(gw, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", METRICS_CONTENT_TYPE);
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

@@ -40,6 +40,8 @@
 #include "common/sluice.h"
 #include "proxy/judge/limits.h"
 #include "proxy/metrics.h"
+#include "proxy/store/store.h"
+#include "secrets/secrets.h"
 #include "gateway_int.h"
 
 #define RELOAD_DEBOUNCE_MS 200
@@ -216,11 +218,11 @@ reload_init(struct gateway *gw, const char **err)
 	int made;
 
 	if (cfg->state_backend == POLICY_STATE_REDIS) {
-		/* fail closed: counted per host, a fleet's cap would be spent once per gateway */
-		*err = "state.backend: redis is not used by the request path yet (issue 22; proxy/store is groundwork): "
-		       "each gateway would count alone and a fleet could spend every cap once per gateway; use "
-		       "backend: file";
-		return -1;
+		/* the shared counters: each worker makes its store from these (worker_start); the local
+		 * counters below stay, for on_error: local */
+		gw->store_opts = xcalloc(1, sizeof(*gw->store_opts));
+		if (store_opts_from_config(cfg, gw->store_opts, &gw->store_pw, err) != 0)
+			return -1;
 	}
 	rs = xcalloc(1, sizeof(*rs));
 	gw->reload = rs;
@@ -384,6 +386,10 @@ reload_free(struct gateway *gw)
 
 	limits_close(gw->limits);
 	gw->limits = NULL;
+	free(gw->store_opts);  /* the workers' stores are gone (worker_join) */
+	gw->store_opts = NULL;
+	secret_buf_free(gw->store_pw);
+	gw->store_pw = NULL;
 	if (rs == NULL)
 		return;
 	reload_stop(gw);

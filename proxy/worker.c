@@ -15,6 +15,7 @@
 #include "proxy/codec/tls_hello.h"
 #include "gateway_int.h"
 #include "proxy/net/tlsbuf.h"
+#include "proxy/store/store.h"
 
 static void
 accept_transparent(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
@@ -215,6 +216,16 @@ worker_start(struct worker *w)
 	if (w->base == NULL || deadline_init(w) != 0)
 		return SLUICE_EIO;
 	w->sem_hooks = &session_sem_hooks;  /* likewise the judge, when an operator decides */
+	if (gw->store_opts != NULL) {
+		const char *serr = NULL;
+
+		/* before the thread runs; from then on only that thread touches it */
+		w->store = store_create(w->base, gw->store_opts, &serr);
+		if (w->store == NULL) {
+			log_warnx("worker %u: the shared counters (state.redis): %s", w->idx, serr ? serr : "cannot be made");
+			return SLUICE_EINVAL;
+		}
+	}
 	net_ops_set(w, &session_net_ops);  /* net reports to the session through these, never by calling it */
 	w->dns = evdns_base_new(w->base, 0);
 	if (w->dns == NULL)
@@ -271,6 +282,8 @@ worker_join(struct worker *w)
 	policy_unref(w->pol);
 	evdns_base_free(w->dns, 0);
 	deadline_dispose(w);
+	store_destroy(w->store);  /* its connections are gone: no callback finds a request */
+	w->store = NULL;
 	event_base_free(w->base);
 	pthread_mutex_destroy(&w->mail_mu);
 	cred_scrub_cache_free(w);

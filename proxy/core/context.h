@@ -48,6 +48,9 @@ struct h2up_sess;
 struct upstream;
 struct conn;
 struct cred_store;
+struct store;
+struct store_opts;
+struct secret_buf;
 struct net_ops;
 struct sem_hooks;
 TAILQ_HEAD(upstream_list, upstream);
@@ -82,6 +85,8 @@ struct worker {
 	struct h1_message *msg;          /* parse scratch, this thread only */
 	const struct net_ops *net_ops;   /* net.h: how net reports to the session (net_ops_set) */
 	const struct sem_hooks *sem_hooks; /* judge/semantic.h: how an operator's decision reaches the session */
+	struct store *store;             /* state.backend: redis: this worker's client of the shared counters
+	                                  * (store/store.h), on <base>; NULL with backend: file */
 	struct upstream_list pool;
 	unsigned npool;
 	struct up_session *sessions;     /* upstream TLS sessions by host, this thread only */
@@ -159,6 +164,9 @@ struct gateway {
 	struct approvals *approvals;     /* requests held for an operator (approvals.h) */
 	struct limits *limits;           /* counters of rate limits and budgets (limits.h), any thread; saved by reload.c */
 	struct reload_state *reload;     /* reload.c: generation, config file watch, counters' save timer */
+	struct store_opts *store_opts;   /* state.backend: redis: the options each worker's store is made with
+	                                  * (reload.c: made at start, freed at stop); NULL with backend: file */
+	struct secret_buf *store_pw;     /* state.redis.password, read once at start (borrowed by store_opts) */
 	atomic_size_t held;              /* bytes of request bodies held for semantic rules (semantic.c, PROXY_HELD_MAX) */
 };
 

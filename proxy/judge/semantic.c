@@ -34,6 +34,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
+#include "proxy/store/store.h"
 #include "audit/writer.h"
 #include "proxy/judge/semantic.h"
 #include "semantic_int.h"
@@ -594,6 +595,10 @@ sem_req_free(struct conn *c)
 	if (s == NULL)
 		return;
 	(void)sem_cancel(c);  /* the session cancelled it first (and audited); this one only if it did not */
+	if (s->store_op != NULL) {  /* freed while its limits were asked of the shared counters */
+		store_cancel(s->store_op);
+		s->store_op = NULL;
+	}
 	if (s->budget_taken && !s->sent)
 		sem_budget_refund(c);
 	if (s->acct > 0) {
@@ -630,6 +635,8 @@ sem_audit_fill(const struct req *r, struct audit_rec *a)
 		a->hold_outcome = s->hold_outcome;
 		a->hold_by = s->hold_by[0] != '\0' ? s->hold_by : NULL;
 	}
+	if (s->fallback)
+		a->limits_counted = "local";  /* on_error: local: the shared counters did not answer */
 	if (s->budget_taken) {
 		a->budget_key = s->budget->key;
 		a->budget_amount = s->amount_text;

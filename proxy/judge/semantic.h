@@ -78,6 +78,10 @@ size_t sem_git_section(struct conn *c);
  */
 struct sem_hooks {
 	void (*resumed)(struct conn *c, int step, struct refusal *rf);
+	/* The shared counters (state.backend: redis) answered a request sem_admit left waiting: <rf> NULL, the
+	 * limits are taken (the session dials: relay_dial, whose sem_admit now returns 0), or the refusal to
+	 * answer (429, 503).  The outermost frame of the store's event. */
+	void (*admitted)(struct conn *c, struct refusal *rf);
 };
 /* CONN_S_HOLD timed out: 1 when it was a wait for an operator (a 403 in <rf> to answer), else 0. */
 int sem_timeout(struct conn *c, struct refusal *rf);
@@ -86,9 +90,18 @@ int sem_waiting(const struct conn *c);
 /*
  * relay_dial, before the request's record: takes the limits of the allowed
  * request (each secret it uses, then the rule's rate limit, then its
- * budget), once.  0: go on; -1: refused (429 with Retry-After, 503: <rf>).
+ * budget), once.  0: go on; -1: refused (429 with Retry-After, 503: <rf>);
+ * 1: waiting for the shared counters (state.backend: redis, c->w->store):
+ * the session parks the request (no read, no dial) until the judge calls
+ * w->sem_hooks->admitted.  A request freed while waiting cancels its
+ * operation (sem_req_free).
  */
 int sem_admit(struct conn *c, struct refusal *rf);
+/* 1 while sem_admit waits for the shared counters. */
+int sem_admit_waiting(const struct conn *c);
+/* The session's guard timer fired while sem_admit waited (the store's own timeout comes first): cancels the
+ * operation, 1 with a 503 in <rf>; 0 when nothing waited. */
+int sem_admit_timeout(struct conn *c, struct refusal *rf);
 /* The request's first byte went upstream: its budget is spent (no refund from now on). */
 void sem_sent(struct req *r);
 /* The client went away from a request waiting for an operator: 1 when a pending hold was cancelled (the session

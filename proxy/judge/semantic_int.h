@@ -39,6 +39,11 @@ struct sem_req {
 	unsigned char reported;          /* <report> says what a report-mode rule (or enforcement) would have done */
 	unsigned char admitted;          /* sem_admit ran (a resent request is not counted twice) */
 	unsigned char budget_taken;
+	unsigned char budget_shared;     /* the budget was taken in the shared counters (refund there, <window_s>) */
+	unsigned lim_next;               /* sem_admit's next step (semlimits.c), kept while it waits */
+	unsigned char fallback;          /* on_error: local: a limit was counted by this gateway alone */
+	struct store_op *store_op;       /* the operation sem_admit waits for, NULL when none */
+	uint64_t window_s;               /* <budget_shared>: the window the store took it from */
 	unsigned char sent;              /* the first byte went upstream: the budget is spent */
 	unsigned char parked;            /* <hold_id> is pending in the approvals registry */
 	size_t git_section;              /* a push's command section decided on: its length, for the session to keep */
@@ -56,6 +61,7 @@ struct sem_req {
 
 struct req;
 struct conn;
+struct store_op;
 /* r->sem, made on first use. */
 struct sem_req *sem_req_of(struct req *r);
 /* Gives back the budget the request took (it never went upstream). */

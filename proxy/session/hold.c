@@ -120,6 +120,23 @@ resumed(struct conn *c, int step, struct refusal *rf)
 		conn_pump(c);
 }
 
+/* The shared counters answered a request parked at relay_dial (judge/semlimits.c; the store's event). */
+static void
+admitted(struct conn *c, struct refusal *rf)
+{
+	struct refusal dial_rf;
+
+	if (c->state == CONN_S_DEAD)  /* closed while it waited: freed soon (a budget taken is refunded then) */
+		return;
+	if (rf != NULL)
+		http_refuse(c, rf);
+	else if (relay_dial(c, &dial_rf) != 0)
+		http_refuse(c, &dial_rf);
+	if (c->state != CONN_S_DEAD)
+		conn_pump(c);
+}
+
 const struct sem_hooks session_sem_hooks = {
 	.resumed = resumed,
+	.admitted = admitted,
 };

@@ -519,6 +519,11 @@ http_timeout(struct conn *c)
 		conn_close(c);  /* idle keep-alive connection */
 		return;
 	case CONN_S_DIAL:
+		if (sem_admit_waiting(c)) {  /* the shared counters' own timeout did not come: fail closed */
+			if (sem_admit_timeout(c, &rf))
+				http_refuse(c, &rf);
+			return;
+		}
 		if (c->req->audit_parked) {
 			audit_unpark(c);
 			c->req->audit_parked = 0;

@@ -15,6 +15,7 @@
 #include "proxy/core/refusal.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/judge/semantic.h"
+#include "proxy/store/store.h"
 #include "proxy/core/context.h"
 #include "audit/writer.h"
 
@@ -133,6 +134,7 @@ relay_dial(struct conn *c, struct refusal *rf)
 	int allow_private = c->entry != NULL && policy_host_allow_private(c->entry);
 	char tenant[UPSTREAM_TENANT_MAX];
 	unsigned alpn = 0;
+	int rc;
 
 	/*
 	 * The upstream is offered what the client offered of h2 and http/1.1.  A
@@ -150,21 +152,30 @@ relay_dial(struct conn *c, struct refusal *rf)
 	}
 
 	/* allowed: the limits of its rule and secrets (429, or 503 when they cannot be counted) */
-	if (sem_admit(c, rf) != 0)
+	rc = sem_admit(c, rf);
+	if (rc < 0)
 		return -1;
+	if (rc > 0) {
+		/* asked of the shared counters: parked (no read, no dial) until w->sem_hooks->admitted */
+		if (c->state != CONN_S_DIAL)
+			conn_set_state(c, CONN_S_DIAL);
+		cio_read(c, 0);
+		conn_arm_timer(c, c->w->gw->store_opts != NULL ? c->w->gw->store_opts->timeout_ms + 1000u : 1000u);
+		return 0;
+	}
 	/* decided and allowed: its record is queued now, and written before its first byte goes up */
 	if (!c->req->audit_decided && http_audit_decide(c) != 0)
 		return refusal_close(rf, 503, REFUSAL_AUDIT_UNAVAILABLE, "audit",
 		                     "the audit log cannot take this request's record: not sent");
 	/* between requests a connection holds no upstream: idle ones wait in the worker's pool */
 	c->req->upstream_tls = c->tls;
-	conn_set_state(c, CONN_S_DIAL);
+	if (c->state != CONN_S_DIAL)  /* already there when it waited for the shared counters */
+		conn_set_state(c, CONN_S_DIAL);
 	cio_read(c, 0);
 	conn_arm_timer(c, conn_limits(c)->upstream_connect_ms + 1000);
 	c->up = upstream_dial(c->w, conn_tenant(c, tenant), c->host, c->port, c->tls, allow_private, alpn, dial_done, c);
 	if (c->up->state == UP_S_READY) {
-		int rc = start_relay(c, rf);
-
+		rc = start_relay(c, rf);
 		if (rc < 0)
 			return -1;
 		if (rc > 0)

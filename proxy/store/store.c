@@ -106,6 +106,15 @@ count(uint64_t *c, uint64_t n)
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
+/* An error outcome <o> (< 0) given or returned: counted in total and by kind. */
+static void
+count_err(struct store *s, int o)
+{
+	count(&s->st.errors, 1);
+	if (o < 0 && -o < STORE_ERR_KINDS)
+		count(&s->st.err_kind[-o], 1);
+}
+
 /* 1 when a line of <kind> may be logged now (at most one per STORE_LOG_INTERVAL_S). */
 static int
 may_log(struct store *s, enum log_kind kind)
@@ -136,6 +145,7 @@ schedule_retry(struct store *s)
 	struct timeval tv;
 
 	s->state = STORE_S_BACKOFF;
+	__atomic_store_n(&s->st.up, 0, __ATOMIC_RELAXED);
 	s->budgets_ok = 0;
 	if (s->closing)
 		return;
@@ -166,6 +176,7 @@ conn_drop(struct store *s)
 	if (ac == NULL)
 		return;
 	s->state = STORE_S_BACKOFF;  /* operations started from the callbacks below fail at once */
+	__atomic_store_n(&s->st.up, 0, __ATOMIC_RELAXED);
 	/* conn_lost runs from the disconnect callback when the connection was up; make sure it runs once anyway */
 	redisAsyncFree(ac);
 	conn_lost(s, ac);
@@ -216,6 +227,7 @@ hs_done(struct store *s)
 
 	evtimer_del(s->hs_ev);
 	s->state = STORE_S_READY;
+	__atomic_store_n(&s->st.up, 1, __ATOMIC_RELAXED);
 	s->backoff_ms = STORE_BACKOFF_MIN_MS;
 	count(&s->st.connects, 1);
 	log_info("store %s: ready%s", where(s, w, sizeof(w)),
@@ -348,6 +360,11 @@ connect_start(struct store *s)
 	ac->data = s;
 	s->ac = ac;
 	s->conn++;
+	if (store_reply_fns() == NULL) {  /* the bounded reader (store_int.h) or no connection */
+		conn_drop(s);
+		return;
+	}
+	ac->c.reader->fn = store_reply_fns();
 	if (redisLibeventAttach(ac, s->base) != REDIS_OK || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(s, ac) != 0) {
 		conn_drop(s);
@@ -394,7 +411,7 @@ op_finish(struct store_op *op, struct store_result *res)
 		op->_done = 1;
 		evtimer_del(&op->_timer);
 		if (res->outcome < 0)
-			count(&s->st.errors, 1);
+			count_err(s, res->outcome);
 		else if (res->outcome == STORE_REFUSED)
 			count(&s->st.refused, 1);
 		op->_cb(res, op->_arg);
@@ -572,7 +589,7 @@ op_start(struct store_op *op, void *arg, struct store_op **out)
 	op->_arg = arg;
 	if (op_send(op) != 0) {
 		op_release(op);
-		count(&s->st.errors, 1);
+		count_err(s, STORE_EDOWN);
 		return STORE_EDOWN;
 	}
 	evtimer_assign(&op->_timer, s->base, on_timeout, op);
@@ -588,7 +605,7 @@ static int
 refuse(struct store *s, int ret, struct store_op **out)
 {
 	*out = NULL;
-	count(&s->st.errors, 1);
+	count_err(s, ret);
 	return ret;
 }
 

@@ -96,6 +96,7 @@ struct secret_buf;
 #define STORE_BUDGET_GRACE_S 3600    /* a budget window's key outlives its end by this (late refunds) */
 #define STORE_LOG_INTERVAL_S 10      /* at most one log line per kind of error per interval */
 #define STORE_LATENCY_BUCKETS 12     /* see store_latency_bounds_us */
+#define STORE_ERR_KINDS 8            /* -STORE_ESHUTDOWN + 1: store_stats.err_kind */
 
 /* What an operation came to.  Non-negative: Redis answered; negative: it did not (fail closed, or local). */
 enum store_outcome {
@@ -222,6 +223,8 @@ struct store_stats {
 	uint64_t latency_sum_us;  /* their sum, microseconds from send to reply */
 	uint64_t latency_le[STORE_LATENCY_BUCKETS];  /* replies with latency <= store_latency_bounds_us[i]
 	                                              * (cumulative, as a Prometheus histogram) */
+	uint64_t err_kind[STORE_ERR_KINDS];  /* <errors> by kind: err_kind[-outcome], e.g. [-STORE_EDOWN] */
+	uint64_t up;              /* a gauge: 1 while a connection is ready, else 0 */
 };
 /* The upper bounds of the latency buckets in microseconds (the last is UINT64_MAX: +Inf). */
 extern const uint64_t store_latency_bounds_us[STORE_LATENCY_BUCKETS];

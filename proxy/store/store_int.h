@@ -63,6 +63,18 @@ enum store_evict store_reply_config_evict(const redisReply *r, char *val, size_t
 /* `INFO memory`'s answer: a bulk string with a line "maxmemory_policy:<value>"; as above. */
 enum store_evict store_reply_info_evict(const redisReply *r, char *val, size_t cap);
 
+/*
+ * hiredis 0.14's reader allocates an array's declared element count before it
+ * reads one element ("*300000000\r\n" is a 2.4 GB calloc) and has no bound of
+ * its own.  These are hiredis's default reply functions with that bound:
+ * an array declaring more than STORE_REPLY_ARRAY_MAX elements is not made (the
+ * reader fails with an out-of-memory error, the connection is dropped: fail
+ * closed).  Every reader of this store gets them (store.c at connect).  Static,
+ * made once; any thread.
+ */
+#define STORE_REPLY_ARRAY_MAX 64    /* the largest array a store command answers is 3 (CONFIG GET: 2) */
+redisReplyObjectFunctions *store_reply_fns(void);
+
 /* The escaping of store_key for one name into <out> (<cap>): its length, or -1 when it does not fit. */
 long store_key_escape(char *out, size_t cap, const char *s, size_t len);
 

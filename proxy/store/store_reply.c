@@ -2,6 +2,7 @@
  * proxy/store/store_reply.c - the store's Lua scripts and the readers of
  * Redis's replies (store_int.h): pure functions over hiredis's redisReply.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -235,4 +236,37 @@ store_reply_info_evict(const redisReply *r, char *val, size_t cap)
 			return evict_of(line + flen, n - flen, val, cap);
 	}
 	return STORE_EVICT_UNKNOWN;
+}
+
+static redisReplyObjectFunctions bounded_fns;
+static void *(*default_array)(const redisReadTask *, int);
+static pthread_once_t fns_once = PTHREAD_ONCE_INIT;
+
+/* hiredis's array, unless it declares more elements than any answer of ours has. */
+static void *
+bounded_array(const redisReadTask *task, int elements)
+{
+	if (elements < 0 || elements > STORE_REPLY_ARRAY_MAX)
+		return NULL;
+	return default_array(task, elements);
+}
+
+static void
+fns_init(void)
+{
+	redisReader *r = redisReaderCreate();  /* the defaults are static in hiredis: copied from a reader */
+
+	if (r == NULL)
+		return;
+	bounded_fns = *r->fn;
+	default_array = bounded_fns.createArray;
+	bounded_fns.createArray = bounded_array;
+	redisReaderFree(r);
+}
+
+redisReplyObjectFunctions *
+store_reply_fns(void)
+{
+	pthread_once(&fns_once, fns_init);
+	return default_array != NULL ? &bounded_fns : NULL;
 }

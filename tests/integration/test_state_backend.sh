@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # state: (issue 22, groundwork): state.dir is state_dir's new name (made 0700, the gateway serves); giving both is
-# refused at load with its line:col; `state.backend: redis` is refused at start, failing closed, because the
-# request path does not use the Redis store yet (each gateway counting alone would let a fleet spend every cap
-# once per gateway). Nothing leaves loopback; no Redis is needed.
+# refused at load with its line:col; `state.backend: redis` with no Redis listening starts and fails closed: a
+# request under a rate limit is refused with 503 naming the store (on_error: deny), never counted alone; one
+# without a limit is served. (The shared counting itself: test_fleet_counters.) Nothing leaves loopback.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 
 pki_init
@@ -27,14 +27,16 @@ check_match "state_dir and state.dir together are refused at load, with line:col
 
 GW_EXTRA=$(printf 'state:\n  backend: redis\n  dir: %s\n  redis: { url: "unix:%s/none.sock", timeout: 50ms }' \
   "$STATE" "$T")
-gw_conf <<YAML
-default: deny
-hosts: {}
-YAML
+nginx_start
+policy_base 'allow: { method: GET, path: "/ok/**" }' 'allow: { method: GET, path: "/lim/**", limit: { rate: 5/hour, per: global } }' \
+  </dev/null | gw_conf
 check_eq "backend: redis loads (sluice policy check)" 0 "$("$SLUICE" policy check "$GWCONF" >/dev/null 2>&1; echo $?)"
-timeout 20 "$SLUICE" serve -c "$GWCONF" >"$T/redis-start.log" 2>&1
-rc=$?
-check_eq "backend: redis is refused at start (exit 1: not yet used by the request path)" 1 "$rc"
-check_match "  and the log says why" 'not serving: state\.backend: redis is not used by the request path yet' \
-  "$(cat "$T/redis-start.log")"
+gw_start
+out=$(pcurl -o /dev/null -w '%{http_code}' https://api.example.test/lim/x)
+check_eq "backend: redis, no Redis: a request under a rate limit is refused with 503 (fail closed)" 503 "$out"
+check_match "  and the reason names the store" 'shared counters \(state\.backend: redis\) are unavailable' \
+  "$(pcurl https://api.example.test/lim/x)"
+check_eq "  while a request without a limit is served" hello "$(pcurl https://api.example.test/ok/x)"
+gw_stop
+check_eq "  and the gateway stops cleanly" 0 "$GW_RC"
 finish

@@ -239,12 +239,43 @@ test_replies(void **state)
 		assert_non_null(store_outcome_str((enum store_outcome)(1 - (int)i)));
 }
 
+/* The reader the store connects with: an array header over STORE_REPLY_ARRAY_MAX is an error, never allocated. */
+static void
+test_array_bound(void **state)
+{
+	static const char *big[] = {"*300000000\r\n", "*65\r\n", "*2\r\n*2147483647\r\n", "*3\r\n:1\r\n*100\r\n"};
+	redisReader *rd;
+	void *rep = NULL;
+	size_t i;
+
+	(void)state;
+	assert_non_null(store_reply_fns());
+	for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		rd = redisReaderCreateWithFunctions(store_reply_fns());
+		assert_non_null(rd);
+		assert_int_equal(redisReaderFeed(rd, big[i], strlen(big[i])), REDIS_OK);
+		assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_ERR);
+		assert_null(rep);
+		redisReaderFree(rd);
+	}
+	/* within the bound: read as hiredis reads it */
+	rd = redisReaderCreateWithFunctions(store_reply_fns());
+	assert_int_equal(redisReaderFeed(rd, SLUICE_LIT("*3\r\n:1\r\n:0\r\n:1700000000\r\n")), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+	assert_non_null(rep);
+	assert_int_equal(((redisReply *)rep)->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(((redisReply *)rep)->elements, 3);
+	freeReplyObject(rep);
+	redisReaderFree(rd);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_replies),
+		cmocka_unit_test(test_array_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
