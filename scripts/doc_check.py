@@ -504,6 +504,23 @@ class Checker:
             else:
                 self.bad(self.rel(page), "scdoc: %s" % r.stderr.decode(errors="replace").strip())
 
+    def check_man_options(self):
+        """sluice(1) names every long option of every --help (package-check checks the built page the same way;
+        this finds it in the ctest run, minutes earlier)."""
+        page = os.path.join(self.root, "docs", "man", "sluice.1.scd")
+        if not os.path.exists(page):
+            return
+        with open(page, encoding="utf-8") as fh:
+            text = fh.read()
+        opts = set(self.top_opts)
+        for o, _values in self.allowed.values():
+            opts |= o
+        for o in sorted(x for x in opts if x.startswith("--") and x != "--help"):
+            if o in text:
+                self.ok()
+            else:
+                self.bad(self.rel(page), "the option %s of a `sluice ... --help` has no entry in sluice(1)" % o)
+
     def run(self):
         docs = [os.path.join(self.root, "README.md")] + sorted(glob.glob(os.path.join(self.root, "docs", "*.md")))
         for d in docs:
@@ -513,6 +530,7 @@ class Checker:
         self.check_examples()
         self.check_keys()
         self.check_man()
+        self.check_man_options()
         s = self.stats
         print("doc-check: %d links; %d sluice command lines; yaml blocks: %d checked whole, %d wrapped (%s), %d skipped; "
               "%d example files; %d loader keys" % (len(self.links), s["commands"], s["whole"], sum(self.wrapped.values()),
