@@ -23,6 +23,7 @@
 #include "proxy/codec/h1_parse.h"
 #include "proxy/core/conn.h"
 #include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_req.h"
 
 static const char policy_yaml[] =
 	"ca: /x\n"
@@ -35,6 +36,25 @@ static const char policy_yaml[] =
 
 static struct policy *pol;
 static const struct policy_host *host;
+
+/* The request side (proxy/judge/mcp_req.c) is not linked: no request in flight, every list result is filtered
+ * by its shape. */
+enum policy_mcp_method
+mcp_req_method_of(const struct req *r, const json_t *id)
+{
+	(void)r;
+	(void)id;
+	return POLICY_MCP_M_NONE;
+}
+
+/* A client connection of its own (its server requests are remembered on itself). */
+static struct conn *
+self(struct conn *x)
+{
+	return x;
+}
+
+static const struct conn_ops ops = {.parent = self};
 
 /* Runs the filter over <body>/<n> in pieces of 1 + seed % 97 bytes; 0 with what came out in <out>, or -1. */
 static int
@@ -52,6 +72,7 @@ run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out
 	memset(&r, 0, sizeof(r));
 	memset(&m, 0, sizeof(m));
 	c.req = &r;
+	c.ops = &ops;
 	c.pol = pol;
 	c.entry = host;
 	r.path = path;
