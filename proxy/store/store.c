@@ -18,7 +18,6 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "common/log.h"
 #include "common/sluice.h"
@@ -336,6 +335,23 @@ send_handshake(struct store *s, redisAsyncContext *ac)
 	return 0;
 }
 
+/* Redis sent more than STORE_UNREAD_MAX bytes of a reply not yet whole (store_ev.c): drop the connection. */
+static void
+on_overflow(redisAsyncContext *ac, void *arg)
+{
+	struct store *s = arg;
+	char w[STORE_NAME_MAX + 16];
+
+	if (may_log(s, LOG_REPLY))
+		log_warnx("store %s: a reply over %u bytes; connection dropped", where(s, w, sizeof(w)),
+		          (unsigned)STORE_UNREAD_MAX);
+	count_err(s, STORE_EREPLY);
+	if (s->ac == ac)
+		conn_drop(s);
+	else
+		redisAsyncFree(ac);
+}
+
 static void
 connect_start(struct store *s)
 {
@@ -365,7 +381,7 @@ connect_start(struct store *s)
 		return;
 	}
 	ac->c.reader->fn = store_reply_fns();
-	if (redisLibeventAttach(ac, s->base) != REDIS_OK || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
+	if (store_ev_attach(ac, s->base, STORE_UNREAD_MAX, on_overflow, s) != 0 || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(s, ac) != 0) {
 		conn_drop(s);
 		return;

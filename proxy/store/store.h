@@ -1,8 +1,8 @@
 /*
  * proxy/store/store.h - the shared counters of rate limits and budgets in
- * Redis (issue 22): one asynchronous client per worker event_base, on
- * hiredis's libevent adapter.  Not yet used by the request path: the judge
- * will ask it instead of limits.h when `state.backend: redis`.
+ * Redis (issue 22): one asynchronous client per worker event_base, attached
+ * to libevent by store_ev.c (hiredis's adapter, with a bound).  The judge
+ * asks it instead of limits.h when `state.backend: redis` (semlimits.c).
  *
  * Operations (each one Lua script run with EVALSHA, so it is atomic in Redis
  * and concurrent gateways never overspend; time is Redis's TIME, never the

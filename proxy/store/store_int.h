@@ -15,6 +15,7 @@
 #define SLUICE_PROXY_STORE_INT_H
 
 #include <hiredis/hiredis.h>
+#include <hiredis/async.h>
 #include "proxy/store/store.h"
 
 enum store_script {
@@ -77,5 +78,19 @@ redisReplyObjectFunctions *store_reply_fns(void);
 
 /* The escaping of store_key for one name into <out> (<cap>): its length, or -1 when it does not fit. */
 long store_key_escape(char *out, size_t cap, const char *s, size_t len);
+
+/*
+ * Attaches <ac> to <base> (in place of hiredis's redisLibeventAttach): the
+ * same events, and a bound on the bytes the reader holds unparsed, checked
+ * before each read.  Over <max_unread>, <overflow>(ac, arg) runs instead of
+ * the read, from the event's callback (not inside a hiredis callback), and
+ * must free <ac> (redisAsyncFree).  Returns 0, or -1 (out of memory, or
+ * something is already attached); on -1 nothing is attached.  The events
+ * are freed with the context.
+ */
+#define STORE_UNREAD_MAX (64 * 1024)  /* the counters' replies are a few dozen bytes */
+typedef void store_ev_overflow_fn(redisAsyncContext *ac, void *arg);
+int store_ev_attach(redisAsyncContext *ac, struct event_base *base, size_t max_unread, store_ev_overflow_fn *overflow,
+                    void *arg);
 
 #endif

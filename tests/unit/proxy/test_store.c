@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
@@ -794,11 +795,100 @@ test_opts(void **state)
 	event_base_free(base);
 }
 
+/* ---- a Redis that sends a reply without end ---- */
+
+#define FLOOD_BYTES (8u * 1024 * 1024)  /* what the fake Redis tries to send as one bulk */
+
+struct flood {
+	int lfd;
+	size_t sent;        /* bytes written before the gateway closed */
+	int closed_early;   /* a write failed: the store stopped reading and closed */
+};
+
+static void *
+flood_run(void *arg)
+{
+	struct flood *f = arg;
+	char buf[16384];
+	int fd = accept(f->lfd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	/* whatever the handshake asks first, the answer is a bulk of 100 MB that never ends */
+	if (read(fd, buf, sizeof(buf)) <= 0 || write(fd, "$100000000\r\n", 13) != 13) {
+		close(fd);
+		return NULL;
+	}
+	memset(buf, 'x', sizeof(buf));
+	while (f->sent < FLOOD_BYTES) {
+		ssize_t n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+
+		if (n <= 0) {
+			f->closed_early = 1;
+			break;
+		}
+		f->sent += (size_t)n;
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A Redis that declares a 100 MB bulk and streams it: the store drops the
+ * connection once STORE_UNREAD_MAX bytes wait unparsed (store_ev.c), instead
+ * of buffering all of it as hiredis's own adapter does.  The fake Redis sees
+ * its writes fail long before its 8 MiB are out.
+ */
+static void
+test_reply_without_end(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct store_opts o = {.timeout_ms = TIMEOUT_MS, .backoff_max_ms = 5000};
+	struct flood f = {0};
+	struct store_stats st;
+	const char *err = NULL;
+	struct store *s;
+	pthread_t th;
+	int guard = 0;
+
+	(void)state;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s.flood", rs.sock);
+	unlink(a.sun_path);
+	f.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(f.lfd >= 0);
+	assert_int_equal(bind(f.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(f.lfd, 1), 0);
+	assert_int_equal(pthread_create(&th, NULL, flood_run, &f), 0);
+	o.unix_path = a.sun_path;
+	s = store_create(base, &o, &err);
+	assert_non_null(s);
+	/* run the loop until the fake Redis is done writing (it stops at FLOOD_BYTES at the latest) */
+	{
+		uint64_t end = now_ms() + WAIT_MS;
+
+		while (!__atomic_load_n(&f.closed_early, __ATOMIC_RELAXED) &&
+		       __atomic_load_n(&f.sent, __ATOMIC_RELAXED) < FLOOD_BYTES && now_ms() < end)
+			run_until(base, &guard, 1, 20);
+	}
+	pthread_join(th, NULL);
+	close(f.lfd);
+	unlink(a.sun_path);
+	assert_true(f.closed_early);
+	assert_true(f.sent < FLOOD_BYTES / 4);   /* the reader held at most the bound and one read */
+	assert_int_not_equal(store_state_get(s), STORE_S_READY);
+	store_stats_get(s, &st);
+	assert_true(st.errors >= 1);
+	store_destroy(s);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_reply_without_end),
 		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_tcp_loopback),
 		cmocka_unit_test(test_concurrent_cap),
