@@ -27,11 +27,20 @@ import re, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
 def figures(path):
     f = {}
+    head = None
     for line in open(path):
-        # the table's "through" column: | label | direct | through | ...
-        m = re.match(r'\| ([^|]+?) \| ([^|]+) \| ([0-9.]+)!? \|', line)
-        if m and not m.group(1).startswith('metric'):
-            f[m.group(1)] = float(m.group(3))
+        # the first table's "through" column: | label | direct | through | ratio | goal | met? |; the side-by-side
+        # table's "Sluice" column: | figure | direct | HAProxy | Sluice | Sluice with a secret |
+        cols = [c.strip() for c in line.strip().split('|')[1:-1]] if line.startswith('|') else []
+        if cols and cols[0] in ('metric', 'figure'):
+            head = cols[1]   # "direct" for the first table and the side by side; "without" for the credentials'
+            continue
+        if head != 'direct':
+            continue
+        if len(cols) == 6 and cols[0] != 'metric' and re.match(r'[0-9.]+!?$', cols[2]):
+            f[cols[0]] = float(cols[2].rstrip('!'))
+        elif len(cols) == 5 and cols[0] != 'figure' and re.match(r'[0-9.]+!?$', cols[3]):
+            f[cols[0]] = float(cols[3].rstrip('!'))
         # the details: "- label, through: ..., sluice CPU N us/unit"
         m = re.match(r'- (.+?), through: .*sluice CPU ([0-9.]+) us/(\w+)', line)
         if m:

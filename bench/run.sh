@@ -2,13 +2,17 @@
 # bench/run.sh - Sluice's benchmark test bed (see docs/performance.md).
 #
 # Builds a throw-away test bed (network namespace, veth pair, nftables
-# redirect, nginx upstream, test PKI, the gateway in transparent mode) and
-# measures, from inside the namespace, the same workloads directly against
-# nginx and through the gateway:
-#   keep-alive small GETs (wrk), new connections/s with full TLS handshakes
-#   (bench/tlsload.c), 1 MiB downloads (wrk), p50 latency at low load
-#   (tlsload), and the gateway's memory per idle intercepted connection.
-# Prints one table and writes bench/results/latest.md.
+# redirect, nginx upstream, test PKI, the gateway in transparent mode, and
+# Debian's haproxy as the reference relay) and measures, from inside the
+# namespace, the same workloads on four paths: directly against nginx
+# (direct), through haproxy as a bare TLS relay (relay), through the gateway
+# (through), and through the gateway with a header secret injected (secret):
+#   keep-alive small GETs (wrk -t2 -c64), HTTP/2 (h2load), new connections/s
+#   with full TLS handshakes (bench/tlsload.c), 1 MiB downloads (wrk), p50
+#   latency at low load (tlsload), idle memory; and each serving process's
+#   CPU per request, per connection and per MiB.  Each figure is the median
+#   of BENCH_ROUNDS rounds, the paths interleaved within each round.
+# Prints the tables and writes bench/results/latest.md.
 #
 # Usage: sudo bench/run.sh [--direct-only]
 # Environment:
@@ -17,11 +21,13 @@
 #   SLUICE_BENCH_CMAKE_ARGS extra arguments for cmake's configure step
 #   BENCH_DURATION          seconds per throughput run (default 10)
 #   BENCH_LATENCY_DURATION  seconds per latency run (default 5)
-#   BENCH_CONNS             concurrent connections for wrk/newconn (default 50)
+#   BENCH_CONNS             concurrent connections for newconn and the semantic row (default 50)
+#   BENCH_KA_CONNS          wrk connections of the keep-alive rows (default 64, with -t2)
+#   BENCH_ROUNDS            interleaved rounds; the median counts (default 3)
 #   BENCH_IDLE_CONNS        idle connections for the memory figure (default 1000)
 #   BENCH_KEEP=1            keep the run directory (logs, configs) afterwards
 #   BENCH_ONLY              measure only these (space-separated of: mem lat ka
-#                           nc big h2 cred semantic); rows left out print as not run
+#                           nc big h2 semantic); rows left out print as not run
 #   BENCH_AUDIT=off         run the gateway without an audit log (to measure what
 #                           the audit writer costs: compare with a run with it on)
 #
@@ -33,7 +39,7 @@ DIRECT_ONLY=0
 for arg in "$@"; do
 	case "$arg" in
 	--direct-only) DIRECT_ONLY=1 ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
 	esac
 done
@@ -42,7 +48,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "run.sh: must run as root (netns, veth, nftables)" >&2
 	exit 2
 fi
-for tool in ip nft nginx wrk h2load openssl cc ss timeout awk; do
+for tool in ip nft nginx wrk h2load openssl cc ss timeout awk pgrep; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "run.sh: missing $tool" >&2; exit 2; }
 done
 
@@ -64,7 +70,8 @@ VETH_S=sbb${ID}s
 DIR=$(mktemp -d /tmp/sluice-bench.XXXXXX)
 chmod 0711 "$DIR"
 
-GW_PID='' NGINX_PID='' IDLE_PID='' MADE_NS=0 MADE_VETH=0 MADE_NFT=0 FAILED=1
+GW_PID='' NGINX_PID='' HAP_PID='' IDLE_PID='' MADE_NS=0 MADE_VETH=0 MADE_NFT=0 FAILED=1
+declare -A R  # R[metric.path] = value (a median over the rounds); R[metric.path.note] = note
 
 log() { printf '[%3ds] %s\n' $((SECONDS - T_START)) "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -88,6 +95,7 @@ cleanup() {
 	trap - EXIT INT TERM
 	stop_pid "$IDLE_PID" TERM
 	stop_pid "$GW_PID" TERM
+	stop_pid "$HAP_PID" TERM
 	stop_pid "$NGINX_PID" QUIT
 	if [ "$MADE_NS" = 1 ]; then
 		# Anything left inside our own namespace was started by this run.
@@ -175,7 +183,9 @@ for _ in $(seq 50); do
 done
 [ -n "$UPADDR" ] || die "no free loopback address for nginx (something listens on *:443?)"
 DIRECT_PORT=8443
+RELAY_PORT=4443  # the sandbox's destination for the relay path (redirected to haproxy, which dials it back)
 TP=$(pick_port) || die "no free port"
+HP=$(pick_port) || die "no free port"
 PP=$(pick_port) || die "no free port"
 
 # ---------------------------------------------------------------- test PKI
@@ -224,6 +234,7 @@ http {
     server {
         listen $UPADDR:443 ssl http2;
         listen $HOST_IP:$DIRECT_PORT ssl http2;
+        listen $HOST_IP:$RELAY_PORT ssl http2;   # haproxy's upstream: the original destination
         server_name $NAME;
         location = /small { default_type text/plain; return 200 "ok\n"; }
         location = /json { default_type text/plain; return 200 "ok\n"; }
@@ -257,11 +268,14 @@ table inet $TABLE {
     chain pre {
         type nat hook prerouting priority dstnat; policy accept;
         iifname "$VETH_H" tcp dport 443 redirect to :$TP
+        iifname "$VETH_H" tcp dport $RELAY_PORT redirect to :$HP
     }
     chain in {
         type filter hook input priority filter; policy accept;
         iifname "$VETH_H" tcp dport $TP ct status dnat accept
         iifname "$VETH_H" tcp dport $TP drop
+        iifname "$VETH_H" tcp dport $HP ct status dnat accept
+        iifname "$VETH_H" tcp dport $HP drop
     }
 }
 EOF
@@ -320,11 +334,64 @@ EOF
 }
 if [ -n "$SLUICE" ]; then
 	log "starting the gateway (transparent :$TP)"
-	if ! start_gateway; then
+	if start_gateway; then
+		sleep 1
+		R[rss0.through]=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status" 2>/dev/null || true)
+	else
 		GW_NOTE="not measured (sluice serve did not start)"
 		log "WARNING: the gateway did not start; measuring the direct path only"
 		for f in "$DIR/ca.log" "$DIR/gateway.log"; do [ -s "$f" ] && tail -n 15 "$f" >&2; done
 		stop_pid "$GW_PID" TERM; GW_PID=
+	fi
+fi
+
+# ---------------------------------------------------------------- haproxy (the reference relay)
+# Debian's haproxy as a bare TLS relay on the same machine (issue 20): one static certificate for the
+# test name (the one nginx has), the upstream the connection's original destination (0.0.0.0:0: haproxy
+# reads SO_ORIGINAL_DST of the redirected connection), verified toward nginx; no minting, no policy, no
+# audit. The same two threads as the gateway's workers, HTTP mode (it parses and re-frames like the
+# gateway), upstream connections reused.
+HAP_NOTE=
+start_haproxy() {
+	command -v haproxy >/dev/null 2>&1 || { HAP_NOTE="not measured (no haproxy: scripts/deps.sh bench installs it)"; return 1; }
+	cat "$DIR/pki/server.pem" "$DIR/pki/server.key" >"$DIR/pki/haproxy.pem"
+	cat >"$DIR/haproxy.cfg" <<EOF
+global
+    nbthread 2
+    maxconn 8000
+    log stdout format raw local0 err
+defaults
+    mode http
+    log global
+    option http-keep-alive
+    http-reuse always
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    timeout http-keep-alive 60s
+frontend relay
+    bind $HOST_IP:$HP ssl crt $DIR/pki/haproxy.pem alpn h2,http/1.1
+    default_backend upstream
+backend upstream
+    server nginx 0.0.0.0:0 ssl verify required ca-file $DIR/pki/root.pem sni str($NAME) verifyhost $NAME alpn http/1.1
+EOF
+	haproxy -c -f "$DIR/haproxy.cfg" >"$DIR/haproxy-check.log" 2>&1 || { HAP_NOTE="not measured (haproxy -c failed)"; return 1; }
+	(ulimit -n "$(ulimit -Hn)"; exec haproxy -db -f "$DIR/haproxy.cfg") >"$DIR/haproxy.log" 2>&1 &
+	HAP_PID=$!
+	for _ in $(seq 50); do
+		kill -0 "$HAP_PID" 2>/dev/null || break
+		[ -n "$(ss -Htln "sport = :$HP")" ] && return 0
+		sleep 0.1
+	done
+	HAP_NOTE="not measured (haproxy did not start)"
+	return 1
+}
+if [ "$DIRECT_ONLY" = 0 ]; then
+	log "starting haproxy (the reference relay, :$HP)"
+	if ! start_haproxy; then
+		log "WARNING: haproxy: $HAP_NOTE"
+		[ -s "$DIR/haproxy.log" ] && tail -n 10 "$DIR/haproxy.log" >&2
+		stop_pid "$HAP_PID" TERM; HAP_PID=
 	fi
 fi
 
@@ -344,6 +411,8 @@ P_ADDR[direct]=$HOST_IP;   P_PORT[direct]=$DIRECT_PORT; P_CA[direct]=$CA_DIRECT
 P_URL[direct]=https://$NAME:$DIRECT_PORT
 P_ADDR[through]=$HOST_IP;  P_PORT[through]=443;         P_CA[through]=$CA_THROUGH
 P_URL[through]=https://$NAME
+P_ADDR[relay]=$HOST_IP;    P_PORT[relay]=$RELAY_PORT;   P_CA[relay]=$CA_DIRECT
+P_URL[relay]=https://$NAME:$RELAY_PORT
 
 tlsload() { # path mode args...
 	local p=$1; shift
@@ -389,12 +458,20 @@ if [ -n "$SLUICE" ] && [ -n "$GW_PID" ]; then
 		log "WARNING: requests through the gateway fail: $(head -c 300 "$DIR/sanity.err")"
 	fi
 fi
+if [ -n "$HAP_PID" ]; then
+	log "sanity check through haproxy"
+	if out=$(tlsload relay latency -N 5 -d 10 2>"$DIR/sanity-relay.err") && [ "$(kv "$out" errors)" = 0 ]; then
+		PATHS="direct relay${PATHS#direct}"
+	else
+		HAP_NOTE="not measured (requests through haproxy fail)"
+		log "WARNING: requests through haproxy fail: $(head -c 300 "$DIR/sanity-relay.err")"
+	fi
+fi
 log "sanity check direct"
 out=$(tlsload direct latency -N 5 -d 10 2>"$DIR/sanity-direct.err") ||
 	{ cat "$DIR/sanity-direct.err" >&2; die "direct requests fail"; }
 
-declare -A R  # R[metric.path] = value; R[metric.path.note] = note
-ONLY=" ${BENCH_ONLY:-mem lat ka nc big h2 cred semantic} "
+ONLY=" ${BENCH_ONLY:-mem lat ka nc big h2 semantic} "
 want() { [[ $ONLY == *" $1 "* ]]; }
 
 rss_kib() { # pid -> VmRSS of it and its children, KiB
@@ -431,7 +508,7 @@ measure_idle() { # path pid
 	after=$(rss_kib "$pid")
 	# Upstream connections the gateway holds for these idle clients.
 	local ups=''
-	[ "$p" = through ] &&
+	[ "$p" != direct ] &&
 	    ups=", $(ss -Htn state established "( dst $UPADDR and dport = :443 )" | wc -l) upstream connections open"
 	line=$(grep '^ready ' "$DIR/idle-$p.out" 2>/dev/null || true)
 	stop_pid "$IDLE_PID" TERM; IDLE_PID=
@@ -443,6 +520,7 @@ measure_idle() { # path pid
 		return
 	fi
 	R[mem.$p]=$(awk -v a="$after" -v b="$before" -v n="$IDLE_N" 'BEGIN { printf "%.1f", (a - b) / n }')
+	R[rss.$p]=$(awk -v a="$after" 'BEGIN { printf "%.1f", a / 1024 }')
 	R[mem.$p.note]="VmRSS $before -> $after KiB$ups"
 	log "idle $p: ${R[mem.$p]} KiB/connection (${R[mem.$p.note]})"
 	settle "$p"
@@ -451,7 +529,7 @@ measure_idle() { # path pid
 # the next run does not start with a thousand connections still open.
 settle() {
 	local port n=0
-	[ "$1" = direct ] && port=$DIRECT_PORT || port=$TP
+	case $1 in direct) port=$DIRECT_PORT ;; relay) port=$HP ;; *) port=$TP ;; esac
 	for _ in $(seq 100); do
 		n=$(ss -Htn state established "( src $HOST_IP and sport = :$port )" 2>/dev/null | wc -l)
 		[ "$n" -eq 0 ] && return 0
@@ -463,14 +541,16 @@ settle() {
 if want mem; then
 	log "idle memory: $IDLE_N connections"
 	measure_idle direct "$NGINX_PID"
+	[[ $PATHS == *relay* ]] && measure_idle relay "$HAP_PID"
 	[[ $PATHS == *through* ]] && measure_idle through "$GW_PID"
 fi
 
 # ---------------------------------------------------------------- load runs
-# CPU the server side spent (utime + stime of it and its children, in clock
-# ticks): nginx for direct, the gateway for through.  Divided by the work
-# done it gives a per-request cost that does not depend on who was the
-# bottleneck on this shared machine.
+# CPU the server side spent (utime + stime of it, all its threads, and its
+# children, in clock ticks): nginx for direct, haproxy for relay, the
+# gateway for through and secret.  Divided by the work done it gives a
+# per-request cost that does not depend on who was the bottleneck on this
+# shared machine.
 HZ=$(getconf CLK_TCK)
 cpu_ticks() {
 	local pid total=0 v
@@ -480,101 +560,119 @@ cpu_ticks() {
 	done
 	echo "$total"
 }
-server_pid() { [ "$1" = direct ] && echo "$NGINX_PID" || echo "$GW_PID"; }
-declare -A SERVER_NAME=([direct]=nginx [through]=sluice)
-cpu_note() { # path ticks-before count unit -> ", <server> CPU N us/<unit>"
-	local t1
-	t1=$(cpu_ticks "$(server_pid "$1")")
-	awk -v a="$2" -v b="$t1" -v n="$3" -v hz="$HZ" -v s="${SERVER_NAME[$1]}" -v u="$4" \
-	    'BEGIN { if (n > 0) printf ", %s CPU %.0f us/%s", s, (b - a) * 1e6 / hz / n, u }'
+server_pid() {
+	case $1 in direct) echo "$NGINX_PID" ;; relay) echo "$HAP_PID" ;; *) echo "$GW_PID" ;; esac
 }
+declare -A SERVER_NAME=([direct]=nginx [relay]=haproxy [through]=sluice [secret]=sluice)
+# Every figure is measured BENCH_ROUNDS times (default 3), the paths interleaved within each round
+# (direct, relay, through, secret, then again), and the median counts: V[metric.path] holds each round's value,
+# C[metric.path] each round's server CPU per unit (us).
+ROUNDS=${BENCH_ROUNDS:-3}
+declare -A V C
+add() { V[$1]="${V[$1]:+${V[$1]} }$2"; }
+addc() { C[$1]="${C[$1]:+${C[$1]} }$2"; }
+median() { # values... -> the median ("" when none)
+	printf '%s\n' "$@" | awk 'NF && $1 != "-" { print $1 + 0 }' | sort -g |
+	    awk '{ a[NR] = $1 } END { if (NR) { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 } }'
+}
+cpu_per() { # ticks-before ticks-after count -> us per unit, or -
+	awk -v a="$1" -v b="$2" -v n="$3" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / hz / n; else print "-" }'
+}
+path_header() { [ "$1" = secret ] && echo "Authorization: Bearer $BENCH_PH"; return 0; }
+path_base() { [ "$1" = secret ] && echo through || echo "$1"; }
 
-for p in $PATHS; do
-	want lat || continue
-	log "latency $p: sequential keep-alive GETs for ${LAT_DUR}s"
-	out=$(tlsload "$p" latency -d "$LAT_DUR" -N 1000000 2>"$DIR/lat-$p.err") || true
-	R[lat.$p]=$(awk -v v="$(kv "$out" p50_us)" 'BEGIN { if (v != "") printf "%.3f", v / 1000 }')
+run_lat() { # path
+	local p=$1 b out
+	b=$(path_base "$p")
+	# shellcheck disable=SC2046 # the -H pair, or nothing
+	out=$(in_ns "${P_CA[$b]}" timeout -k 5 $((LAT_DUR + 30)) "$TL" latency -a "${P_ADDR[$b]}" -p "${P_PORT[$b]}" \
+	    -n "$NAME" -c "${P_CA[$b]}" -d "$LAT_DUR" -N 1000000 ${BH:+-H "$BH"} 2>>"$DIR/lat-$p.err") || true
+	add lat.$p "$(awk -v v="$(kv "$out" p50_us)" 'BEGIN { if (v != "") printf "%.3f", v / 1000; else print "-" }')"
+	add lat99.$p "$(awk -v v="$(kv "$out" p99_us)" 'BEGIN { if (v != "") printf "%.3f", v / 1000; else print "-" }')"
 	flag_errors lat "$p" "$out" errors
-	R[lat.$p.note]="p90 $(kv "$out" p90_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" requests) requests, $(kv "$out" errors) errors"
-done
-
-for p in $PATHS; do
-	want ka || continue
-	log "keep-alive $p: wrk -t1 -c$CONC -d${DUR}s /small"
+	R[lat.$p.note]="p90 $(kv "$out" p90_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" requests) requests, $(kv "$out" errors) errors (last round)"
+}
+run_wrk() { # metric path urlpath threads connections
+	local m=$1 p=$2 b c0 out n v
+	b=$(path_base "$p")
 	c0=$(cpu_ticks "$(server_pid "$p")")
-	out=$(wrk_run "$p" /small "$CONC" 2>"$DIR/wrk-small-$p.err") || true
-	R[ka.$p]=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" \
-	    'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6) }')
-	flag_errors ka "$p" "$out" errors status_errors
-	R[ka.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" request)"
-done
-
-for p in $PATHS; do
-	want nc || continue
-	log "new connections $p: tlsload newconn -C $CONC -d $DUR"
+	out=$(in_ns "${P_CA[$b]}" timeout -k 5 $((DUR + 30)) wrk -t"$4" -c"$5" -d"${DUR}s" \
+	    --timeout 5s -s "$DIR/report.lua" ${BH:+-H "$BH"} "${P_URL[$b]}$3" 2>>"$DIR/wrk-$m-$p.err" | grep '^wrk ') || true
+	flag_errors "$m" "$p" "$out" errors status_errors
+	if [ "$m" = big ]; then
+		v=$(awk -v b="$(kv "$out" bytes)" -v d="$(kv "$out" duration_us)" 'BEGIN { if (d > 0) printf "%.1f", b / 1048576 / (d / 1e6); else print "-" }')
+		n=$(awk -v b="$(kv "$out" bytes)" 'BEGIN { printf "%.0f", b / 1048576 }')
+	else
+		v=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" 'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6); else print "-" }')
+		n=$(kv "$out" requests)
+	fi
+	add "$m.$p" "$v"
+	addc "$m.$p" "$(cpu_per "$c0" "$(cpu_ticks "$(server_pid "$p")")" "${n:-0}")"
+	R[$m.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors) (last round)"
+}
+run_nc() { # path
+	local p=$1 c0 out
 	c0=$(cpu_ticks "$(server_pid "$p")")
-	out=$(tlsload "$p" newconn -C "$CONC" -d "$DUR" 2>"$DIR/newconn-$p.err") || true
-	R[nc.$p]=$(kv "$out" rate)
+	out=$(tlsload "$p" newconn -C "$CONC" -d "$DUR" 2>>"$DIR/newconn-$p.err") || true
+	add nc.$p "$(kv "$out" rate)"
+	addc nc.$p "$(cpu_per "$c0" "$(cpu_ticks "$(server_pid "$p")")" "$(kv "$out" conns)")"
 	flag_errors nc "$p" "$out" errors
-	R[nc.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" conns) conns, $(kv "$out" errors) errors$(cpu_note "$p" "$c0" "$(kv "$out" conns)" connection)"
-done
-
-BIG_CONNS=10
-for p in $PATHS; do
-	want big || continue
-	log "1 MiB downloads $p: wrk -t1 -c$BIG_CONNS -d${DUR}s /big"
-	c0=$(cpu_ticks "$(server_pid "$p")")
-	out=$(wrk_run "$p" /big "$BIG_CONNS" 2>"$DIR/wrk-big-$p.err") || true
-	R[big.$p]=$(awk -v b="$(kv "$out" bytes)" -v d="$(kv "$out" duration_us)" \
-	    'BEGIN { if (d > 0) printf "%.1f", b / 1048576 / (d / 1e6) }')
-	flag_errors big "$p" "$out" errors status_errors
-	R[big.$p.note]="$(kv "$out" requests) downloads, errors $(kv "$out" errors), non-2xx $(kv "$out" status_errors)$(cpu_note "$p" "$c0" "$(kv "$out" requests)" MiB)"
-done
-
-H2_CONNS=16 H2_STREAMS=16
-for p in $PATHS; do
-	want h2 || continue
-	log "h2 $p: h2load -c$H2_CONNS -m$H2_STREAMS -D $DUR /small"
+	R[nc.$p.note]="p50 $(kv "$out" p50_us) us, p99 $(kv "$out" p99_us) us, $(kv "$out" conns) conns, $(kv "$out" errors) errors (last round)"
+}
+run_h2() { # path
+	local p=$1 c0 out done_n failed proto
 	c0=$(cpu_ticks "$(server_pid "$p")")
 	out=$(in_ns "${P_CA[$p]}" timeout -k 5 $((DUR + 30)) h2load -c"$H2_CONNS" -m"$H2_STREAMS" -D "$DUR" \
-	    --warm-up-time=1 "${P_URL[$p]}/small" 2>"$DIR/h2load-$p.err") || true
-	printf '%s\n' "$out" >"$DIR/h2load-$p.out"
-	R[h2.$p]=$(printf '%s\n' "$out" | awk '/^finished in/ { gsub(",", ""); for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s") { printf "%.0f", $i; exit } }')
+	    --warm-up-time=1 "${P_URL[$p]}/small" 2>>"$DIR/h2load-$p.err") || true
+	printf '%s\n' "$out" >>"$DIR/h2load-$p.out"
 	done_n=$(printf '%s\n' "$out" | awk '/^requests:/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "succeeded,") print $i }')
 	failed=$(printf '%s\n' "$out" | awk '/^requests:/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "failed,") print $i }')
 	proto=$(printf '%s\n' "$out" | awk '/^Application protocol:/ { print $3 }')
 	[ "${failed:-1}" = 0 ] && [ "$proto" = h2 ] || R[h2.$p.bad]=1
-	R[h2.$p.note]="${done_n:-0} succeeded, ${failed:-?} failed, protocol ${proto:-none}$(cpu_note "$p" "$c0" "${done_n:-0}" request)"
-done
-
-# ---------------------------------------------------------------- credentials
-# The same requests through the gateway with and without an injected secret,
-# back to back and twice each, so the ratio is not the machine's drift:
-# keep-alive GETs (placeholder search, injection) and 1 MiB downloads (the
-# whole response goes through the scrubber, re-framed chunked).
-cred_run() { # key urlpath connections [header] -> R[cred.key]: the better of two runs
-	local k=$1 best=0 v out i
-	for i in 1 2; do
-		out=$(wrk_run through "$2" "$3" ${4:+"$4"} 2>>"$DIR/wrk-cred.err") || true
-		flag_errors cred "$k" "$out" errors status_errors
-		if [[ $k == big* ]]; then
-			v=$(awk -v b="$(kv "$out" bytes)" -v d="$(kv "$out" duration_us)" \
-			    'BEGIN { if (d > 0) printf "%.1f", b / 1048576 / (d / 1e6); else print 0 }')
-		else
-			v=$(awk -v r="$(kv "$out" requests)" -v d="$(kv "$out" duration_us)" \
-			    'BEGIN { if (d > 0) printf "%.0f", r / (d / 1e6); else print 0 }')
-		fi
-		R[cred.$k.$i]=$v
-		best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
-	done
-	R[cred.$k]=$best
+	add h2.$p "$(printf '%s\n' "$out" | awk '/^finished in/ { gsub(",", ""); for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s") { printf "%.0f", $i; exit } }')"
+	# h2load's CPU window includes its warm-up second: count it as requests at the measured rate
+	addc h2.$p "$(cpu_per "$c0" "$(cpu_ticks "$(server_pid "$p")")" \
+	    "$(awk -v n="${done_n:-0}" -v d="$DUR" 'BEGIN { printf "%.0f", n * (d + 1) / d }')")"
+	R[h2.$p.note]="${done_n:-0} succeeded, ${failed:-?} failed, protocol ${proto:-none} (last round)"
 }
-if [[ $PATHS == *through* ]] && want cred; then
-	log "credentials: keep-alive and 1 MiB through the gateway, without and with an injected secret"
-	cred_run ka /small "$CONC"
-	cred_run ka_secret /small "$CONC" "Authorization: Bearer $BENCH_PH"
-	cred_run big /big "$BIG_CONNS"
-	cred_run big_secret /big "$BIG_CONNS" "Authorization: Bearer $BENCH_PH"
+
+KA_THREADS=2 KA_CONNS=${BENCH_KA_CONNS:-64}
+BIG_THREADS=2 BIG_CONNS=4
+H2_CONNS=16 H2_STREAMS=16
+LOAD_PATHS=$PATHS
+[[ $PATHS == *through* ]] && LOAD_PATHS="$PATHS secret"
+for round in $(seq 1 "$ROUNDS"); do
+	for p in $LOAD_PATHS; do
+		BH=$(path_header "$p")
+		if want lat; then log "round $round/$ROUNDS, latency $p: sequential keep-alive GETs for ${LAT_DUR}s"; run_lat "$p"; fi
+		if want ka; then log "round $round/$ROUNDS, keep-alive $p: wrk -t$KA_THREADS -c$KA_CONNS -d${DUR}s /small"
+			run_wrk ka "$p" /small "$KA_THREADS" "$KA_CONNS"; fi
+		if want big; then log "round $round/$ROUNDS, 1 MiB downloads $p: wrk -t$BIG_THREADS -c$BIG_CONNS -d${DUR}s /big"
+			run_wrk big "$p" /big "$BIG_THREADS" "$BIG_CONNS"; fi
+		BH=
+		[ "$p" = secret ] && continue
+		if want nc; then log "round $round/$ROUNDS, new connections $p: tlsload newconn -C $CONC -d $DUR"; run_nc "$p"; fi
+		if want h2; then log "round $round/$ROUNDS, h2 $p: h2load -c$H2_CONNS -m$H2_STREAMS -D $DUR /small"; run_h2 "$p"; fi
+	done
+done
+# the medians: R[metric.path] the figure, R[metric.path.cpu] the server CPU per unit, R[metric.path.runs] each round's
+for k in "${!V[@]}"; do
+	# shellcheck disable=SC2086 # one value a word
+	R[$k]=$(median ${V[$k]})
+	R[$k.runs]=${V[$k]// / \/ }
+done
+for k in "${!C[@]}"; do
+	# shellcheck disable=SC2086
+	R[$k.cpu]=$(median ${C[$k]})
+	R[$k.cpuruns]=${C[$k]// / \/ }
+done
+for k in ka nc big h2; do
+	for p in direct relay through secret; do
+		[ -n "${R[$k.$p.cpu]:-}" ] && R[$k.$p.note]="${R[$k.$p.note]}, ${SERVER_NAME[$p]} CPU ${R[$k.$p.cpu]} us/$(
+		    case $k in ka|h2) echo request ;; nc) echo connection ;; big) echo MiB ;; esac)"
+	done
+done
+if [[ $LOAD_PATHS == *secret* ]] && { want ka || want big; }; then
 	R[cred.injected]=$(grep -c '"secrets":\[{"name":"bench"' "$DIR/audit.jsonl" || true)
 	R[cred.scrubbed_bodies]=$(grep '"path":"/big"' "$DIR/audit.jsonl" | grep -c '"secrets":\[' || true)
 fi
@@ -617,6 +715,11 @@ if [[ $PATHS == *through* ]] && want semantic; then
 fi
 
 # ---------------------------------------------------------------- report
+# the first wave's credential table, from the same medians: through without and with the header secret
+for k in ka big; do
+	R[cred.$k]=${R[$k.through]:-}; R[cred.${k}_secret]=${R[$k.secret]:-}
+	R[cred.$k.bad]=${R[$k.through.bad]:-}; R[cred.${k}_secret.bad]=${R[$k.secret.bad]:-}
+done
 NM=${GW_NOTE:-not measured}
 val() { # metric.path -> value, "-" if missing, "!" appended if it had errors
 	local v=${R[$1]:-}
@@ -672,12 +775,45 @@ cred_row() { # label key goal: with a secret against without
 	[ -n "${R[cred.$2.bad]:-}${R[cred.$2_secret.bad]:-}" ] && met="invalid (errors)"
 	printf '| %s | %s | %s | %s | >= %sx | %s |\n' "$1" "$a" "$b" "$r" "$3" "$met"
 }
+side_row() { # label metric kind(""|cpu|cpums) [nosecret]
+	local p out=() v
+	for p in direct relay through secret; do
+		if [ "$p" = secret ] && [ -n "${4:-}" ]; then out+=(-); continue; fi
+		case $3 in
+		cpu) v=$(val "$2.$p.cpu") ;;
+		cpums) v=$(ms_of "$2.$p.cpu") ;;
+		*) v=$(val "$2.$p") ;;
+		esac
+		out+=("$v")
+	done
+	printf '| %s | %s | %s | %s | %s |\n' "$1" "${out[@]}"
+}
+pair() { echo "$(val "lat.$1") / $(val "lat99.$1")"; }
+ms_of() { local v=${R[$1]:-}; [ -n "$v" ] && awk -v v="$v" 'BEGIN { printf "%.3f", v / 1000 }' || echo -; }
+diff_of() { # a b -> a - b (ms), or -
+	local a=${R[$1]:-} b=${R[$2]:-}
+	[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a - b }' || echo -
+}
+goal_row() { # label sluice reference
+	local met=-
+	[ "$2" != - ] && [ "$3" != - ] && met=$(awk -v a="${2%!}" -v b="${3%!}" 'BEGIN { print (a <= b) ? "yes" : "NO" }')
+	printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$met"
+}
+round_lines() {
+	local k out=""
+	for k in ka h2 nc big lat; do
+		for p in direct relay through secret; do
+			[ -n "${R[$k.$p.runs]:-}" ] && out="$out $k/$p ${R[$k.$p.runs]}${R[$k.$p.cpuruns]:+ (CPU ${R[$k.$p.cpuruns]})};"
+		done
+	done
+	echo "${out# }"
+}
 declare -A LABEL=([ka]="keep-alive" [nc]="new connections" [big]="1 MiB downloads"
     [lat]="latency" [mem]="idle memory" [h2]="h2 small GETs")
 note_lines() {
 	local k p
 	for k in ka nc big h2 lat mem; do
-		for p in direct through; do
+		for p in direct relay through secret; do
 			[ -n "${R[$k.$p.note]:-}" ] &&
 			    printf -- '- %s, %s: %s\n' "${LABEL[$k]}" "$p" "${R[$k.$p.note]}"
 		done
@@ -697,30 +833,70 @@ REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	echo
 	echo "| metric | direct | through | ratio | goal | met? |"
 	echo "|---|---|---|---|---|---|"
-	ratio_row "keep-alive small GETs, wrk -c$CONC (req/s)" ka 0.30
+	ratio_row "keep-alive small GETs, wrk -t$KA_THREADS -c$KA_CONNS (req/s)" ka 0.30
 	ratio_row "new connections, full TLS handshakes, -C $CONC (conn/s)" nc 0.20
-	ratio_row "1 MiB downloads, wrk -c$BIG_CONNS (MiB/s)" big 0.40
+	ratio_row "1 MiB downloads, wrk -t$BIG_THREADS -c$BIG_CONNS (MiB/s)" big 0.40
 	ratio_row "h2 small GETs, h2load -c$H2_CONNS -m$H2_STREAMS (req/s)" h2 0.35
 	lat_row
 	mem_row
 	echo
+	if [[ $PATHS == *relay* ]] || [[ $PATHS == *through* ]]; then
+		echo "Side by side (issue 20; medians of $ROUNDS interleaved rounds; \"server CPU\" is utime + stime of the"
+		echo "serving process, all threads, over the work it completed: nginx for direct, haproxy for the relay):"
+		echo
+		echo "| figure | direct | HAProxy (relay) | Sluice | Sluice with a header secret |"
+		echo "|---|---|---|---|---|"
+		side_row "keep-alive HTTP/1.1 req/s (wrk -t$KA_THREADS -c$KA_CONNS, small answers)" ka ""
+		side_row "keep-alive HTTP/2 req/s (h2load -c$H2_CONNS -m$H2_STREAMS)" h2 "" nosecret
+		side_row "new TLS connections/s (full handshakes, -C $CONC)" nc "" nosecret
+		side_row "1 MiB downloads, MiB/s (wrk -t$BIG_THREADS -c$BIG_CONNS; with a secret: scrubbed)" big ""
+		printf '| p50 / p99 latency, one keep-alive request at a time (ms) | %s | %s | %s | %s |\n' \
+		    "$(pair direct)" "$(pair relay)" "$(pair through)" "$(pair secret)"
+		side_row "server CPU per keep-alive HTTP/1.1 request (us)" ka cpu
+		side_row "server CPU per HTTP/2 request (us)" h2 cpu nosecret
+		side_row "server CPU per new connection (us)" nc cpu nosecret
+		side_row "server CPU per MiB (ms)" big cpums
+		printf '| RSS at %s idle connections (MiB) | %s | %s | %s | - |\n' "$IDLE_N" "$(val rss.direct) (nginx)" \
+		    "$(val rss.relay)" "$(val rss.through)"
+		printf '| gateway RSS after start (MiB) | - | - | %s | - |\n' "$(val rss0.through)"
+		echo
+		echo "Goals of issue 20 (Sluice against HAProxy in this run; the absolute figures are where the issue's"
+		echo "peer harness put HAProxy):"
+		echo
+		echo "| goal | Sluice | HAProxy | met? |"
+		echo "|---|---|---|---|"
+		goal_row "CPU per keep-alive HTTP/1.1 request (us), <= HAProxy's (peer: 25)" "$(val ka.through.cpu)" "$(val ka.relay.cpu)"
+		goal_row "... with a header secret injected (us), <= HAProxy's (peer: 27)" "$(val ka.secret.cpu)" "$(val ka.relay.cpu)"
+		goal_row "CPU per HTTP/2 request (us), <= HAProxy's (peer: 18)" "$(val h2.through.cpu)" "$(val h2.relay.cpu)"
+		goal_row "added p50 latency, through minus direct (ms), <= HAProxy's (peer: 0.05)" \
+		    "$(diff_of lat.through lat.direct)" "$(diff_of lat.relay lat.direct)"
+		goal_row "CPU per MiB (ms), <= HAProxy's" "$(ms_of big.through.cpu)" "$(ms_of big.relay.cpu)"
+		goal_row "CPU per MiB scrubbed (ms), <= 1.15x unscrubbed" "$(ms_of big.secret.cpu)" \
+		    "$(awk -v a="$(ms_of big.through.cpu)" 'BEGIN { if (a + 0 > 0) printf "%.3f", a * 1.15; else print "-" }')" 
+		goal_row "CPU per new connection (us), <= HAProxy's" "$(val nc.through.cpu)" "$(val nc.relay.cpu)"
+		echo
+		echo "Per-round values: $(round_lines)"
+		[ -n "$HAP_NOTE" ] && echo "- relay: $HAP_NOTE"
+		echo
+	fi
 	echo "Paths (all clients run inside netns $NS):"
 	echo "- direct: sandbox $SBX_IP -> veth -> nginx $HOST_IP:$DIRECT_PORT"
+	echo "- relay: sandbox $SBX_IP -> veth -> $HOST_IP:$RELAY_PORT -> nft redirect -> haproxy :$HP -> nginx $HOST_IP:$RELAY_PORT (its original destination)"
 	echo "- through: sandbox $SBX_IP -> veth -> $HOST_IP:443 -> nft redirect -> sluice transparent :$TP -> nginx $UPADDR:443"
+	echo "- secret: as through, each request with \"Authorization: Bearer <placeholder>\" (the secret injected; 1 MiB answers scrubbed)"
 	[ -n "$GW_NOTE" ] && echo "- through: $GW_NOTE"
 	echo
 	if [ -n "${R[cred.ka]:-}" ]; then
-		echo "Credentials (through the gateway, without and with an injected header secret; best of two runs each):"
+		echo "Credentials (through the gateway, without and with an injected header secret; medians of $ROUNDS rounds):"
 		echo
 		echo "| metric | without | with a secret | ratio | goal | met? |"
 		echo "|---|---|---|---|---|---|"
-		cred_row "keep-alive small GETs, wrk -c$CONC (req/s)" ka 0.95
-		cred_row "1 MiB downloads, scrubbed, wrk -c$BIG_CONNS (MiB/s)" big 0.70
+		cred_row "keep-alive small GETs, wrk -t$KA_THREADS -c$KA_CONNS (req/s)" ka 0.95
+		cred_row "1 MiB downloads, scrubbed, wrk -t$BIG_THREADS -c$BIG_CONNS (MiB/s)" big 0.70
 		echo
-		echo "Runs: keep-alive ${R[cred.ka.1]} / ${R[cred.ka.2]} without, ${R[cred.ka_secret.1]} /" \
-		    "${R[cred.ka_secret.2]} with; 1 MiB ${R[cred.big.1]} / ${R[cred.big.2]} without, ${R[cred.big_secret.1]} /" \
-		    "${R[cred.big_secret.2]} with. Audit lines with the secret injected: ${R[cred.injected]}" \
-		    "(1 MiB downloads among them: ${R[cred.scrubbed_bodies]})."
+		echo "Runs: keep-alive ${R[ka.through.runs]:-} without, ${R[ka.secret.runs]:-} with; 1 MiB" \
+		    "${R[big.through.runs]:-} without, ${R[big.secret.runs]:-} with. Audit lines with the secret injected:" \
+		    "${R[cred.injected]:-} (1 MiB downloads among them: ${R[cred.scrubbed_bodies]:-})."
 		echo
 	fi
 	if [ -n "${R[sem.path]:-}" ]; then

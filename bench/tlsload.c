@@ -507,8 +507,9 @@ setup(void)
 	if (SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9) != 0)
 		return -1;
 
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n\r\n",
-	    o.path, o.name, o.mode == TL_MODE_NEWCONN ? "close" : "keep-alive");
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n%s%s\r\n",
+	    o.path, o.name, o.mode == TL_MODE_NEWCONN ? "close" : "keep-alive", o.header != NULL ? o.header : "",
+	    o.header != NULL ? "\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(req)) {
 		fprintf(stderr, "tlsload: request too long\n");
 		return -1;

@@ -22,6 +22,7 @@ struct tl_opts {
 	const char *name;        /* SNI and the name verified; borrowed from argv */
 	const char *cafile;
 	const char *path;
+	const char *header;      /* one extra request header line ("Name: value"), or NULL */
 	unsigned conc;
 	double dur;
 	unsigned long count;

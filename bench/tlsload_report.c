@@ -31,7 +31,8 @@ report_usage(void)
 {
 	fprintf(stderr,
 	    "usage: tlsload newconn|latency|idle -a addr -p port -n sni-name -c cafile\n"
-	    "               [-P path] [-C concurrency] [-d seconds] [-N count] [-t hold-seconds]\n");
+	    "               [-P path] [-H 'Name: value'] [-C concurrency] [-d seconds] [-N count]\n"
+	    "               [-t hold-seconds]\n");
 	exit(2);
 }
 
@@ -98,13 +99,14 @@ report_opts_parse(int argc, char **argv, struct tl_opts *o)
 	o->count = 0;
 	o->hold = 60;
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:p:n:c:P:C:d:N:t:")) != -1) {
+	while ((c = getopt(argc, argv, "a:p:n:c:P:H:C:d:N:t:")) != -1) {
 		switch (c) {
 		case 'a': a = optarg; break;
 		case 'p': p = optarg; break;
 		case 'n': o->name = optarg; break;
 		case 'c': o->cafile = optarg; break;
 		case 'P': o->path = optarg; break;
+		case 'H': o->header = optarg; break;
 		case 'C': o->conc = (unsigned)parse_num(optarg, SLOTS_MAX); break;
 		case 'd': o->dur = parse_num(optarg, 3600); break;
 		case 'N': o->count = (unsigned long)parse_num(optarg, 1e9); break;
@@ -113,7 +115,8 @@ report_opts_parse(int argc, char **argv, struct tl_opts *o)
 		}
 	}
 	if (optind != argc || a == NULL || p == NULL || o->name == NULL ||
-	    o->cafile == NULL || parse_addr(o, a, p) == -1 || o->path[0] != '/')
+	    o->cafile == NULL || parse_addr(o, a, p) == -1 || o->path[0] != '/' ||
+	    (o->header != NULL && (strchr(o->header, ':') == NULL || strpbrk(o->header, "\r\n") != NULL)))
 		report_usage();
 	if (o->mode == TL_MODE_LATENCY)
 		o->conc = 1;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Sluice needs to build, run its demo and every `sluice run` backend, and (with
-# `test`) what the test suites, the fuzzers and scripts/fresh-check.sh use; only those missing.
-# Usage: scripts/deps.sh [build|test]
+# `test`) what the test suites, the fuzzers and scripts/fresh-check.sh use, and (with `bench`) that and what
+# bench/ uses; only those missing.
+# Usage: scripts/deps.sh [build|test|bench]
 # Exit 0 when every package is installed; otherwise 1, naming the packages that could not be installed.
 # scripts/fresh-check.sh proves this list on a new Debian 12 root: a package missing here fails there.
 set -euo pipefail
@@ -14,7 +15,9 @@ want+=(qemu-system-x86)  # sandbox backend qemu (-M microvm); its boot test runs
 want+=(busybox-static)   # the test microVM's userland (scripts/vm-image.sh)
 want+=(procps)           # pgrep/pkill/ps: the demo and the launcher's tests
 want+=(libhiredis-dev)   # proxy/store: shared counters in Redis (0.14.1: hiredis with its libevent adapter)
-if [ "${1:-build}" = test ]; then
+mode=${1:-build}
+case $mode in build|test|bench) ;; *) echo "usage: scripts/deps.sh [build|test|bench]" >&2; exit 2 ;; esac
+if [ "$mode" != build ]; then
   # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
   want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
@@ -29,11 +32,14 @@ if [ "${1:-build}" = test ]; then
   command -v node >/dev/null 2>&1 || want+=(nodejs)
   command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
+if [ "$mode" = bench ]; then
+  want+=(haproxy)                 # bench/run.sh: the reference relay (issue 20); not a test dependency
+fi
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # test: the MCP test clients and servers (issue 23) from tests/mcp/package-lock.json, with npm ci --ignore-scripts
 # (no install scripts run), into build/node (SLUICE_NODE_DIR) unless it already holds that lock's install.
 node_deps() {
-  [ "${1:-build}" = test ] || return 0
+  [ "${1:-build}" != build ] || return 0
   local root dest
   root=$(cd "$(dirname "$0")/.." && pwd)
   dest=${SLUICE_NODE_DIR:-$root/build/node}
