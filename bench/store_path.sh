@@ -5,7 +5,8 @@
 # Client: curl over one keep-alive connection through the explicit proxy listener (per-request times from
 # curl's time_total: its p50 is the request's round trip) and C such clients at once for throughput.
 # A crude client (curl, not wrk: wrk cannot use a proxy), so the absolute figures carry curl's own cost; the
-# difference between the two gateways is the figure. Loopback only; bounded in count and time.
+# difference between the two gateways is the figure. The two alternate, STORE_BENCH_ROUNDS rounds (5), and the
+# medians are compared. Loopback only; bounded in count and time.
 #   bench/store_path.sh build/release/cli/sluice [N per client] [C clients]
 . "$(dirname "$(readlink -f "$0")")/../tests/integration/lib.sh" "$1"
 N=${2:-400} C=${3:-8}
@@ -43,22 +44,30 @@ one() { # BACKEND OUT: N keep-alive requests on one connection; time_total of ea
 p50_ms() { awk '$1 == 200 { print $2 }' "$1" | sort -n | awk '{ a[NR] = $1 } END { if (NR) printf "%.3f", a[int((NR + 1) / 2)] * 1000 }'; }
 ok_count() { awk '$1 == 200' "$@" | wc -l; }
 declare -A LAT TPUT
-for round in 1 2; do
+ROUNDS=${STORE_BENCH_ROUNDS:-5}
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR) { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f", (a[NR / 2] + a[NR / 2 + 1]) / 2 } }'; }
+for round in $(seq 1 "$ROUNDS"); do
   for b in file redis; do
     one $b "$T/lat-$b-$round.txt"
-    LAT[$b]="${LAT[$b]:+${LAT[$b]} / }$(p50_ms "$T/lat-$b-$round.txt")"
+    LAT[$b]="${LAT[$b]:+${LAT[$b]} }$(p50_ms "$T/lat-$b-$round.txt")"
     t0=$(date +%s.%N); pids=()
     for c in $(seq 1 "$C"); do one $b "$T/tp-$b-$round-$c.txt" & pids+=($!); done
     wait "${pids[@]}"
     t1=$(date +%s.%N)
     n=$(ok_count "$T"/tp-$b-$round-*.txt)
-    TPUT[$b]="${TPUT[$b]:+${TPUT[$b]} / }$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')"
+    TPUT[$b]="${TPUT[$b]:+${TPUT[$b]} }$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')"
     [ "$n" = $((N * C)) ] || echo "WARNING: $b round $round: $n of $((N * C)) requests answered 200"
   done
 done
-echo "| backend | p50 per request, 1 client (ms), rounds | requests/s, $C clients x $N, rounds |"
+# shellcheck disable=SC2086 # one value a word
+{ lf=$(median ${LAT[file]}); lr=$(median ${LAT[redis]}); tf=$(median ${TPUT[file]}); tr=$(median ${TPUT[redis]}); }
+echo "| backend | p50 per request, 1 client (ms): median of $ROUNDS rounds (each round) | requests/s, $C clients x $N: median (each round) |"
 echo "|---|---|---|"
-for b in file redis; do echo "| $b | ${LAT[$b]} | ${TPUT[$b]} |"; done
+echo "| file | $lf (${LAT[file]// / \/ }) | $tf (${TPUT[file]// / \/ }) |"
+echo "| redis | $lr (${LAT[redis]// / \/ }) | $tr (${TPUT[redis]// / \/ }) |"
+awk -v lf="$lf" -v lr="$lr" -v tf="$tf" -v tr="$tr" 'BEGIN {
+  printf "added p50: %+.3f ms (goal <= 0.15 ms: %s); throughput redis/file: %.2fx (goal >= 0.90x: %s)\n",
+    lr - lf, (lr - lf <= 0.15) ? "met" : "NOT met", tr / tf, (tr / tf >= 0.90) ? "met" : "NOT met" }'
 ops=$(timeout 5 curl -s --unix-socket "$T/admin-redis.sock" http://sluice/metrics | sed -n 's/^sluice_store_operations_total //p')
 echo "store operations (the redis gateway): ${ops:-?}"
 finish >/dev/null
