@@ -363,9 +363,11 @@ audit_write(struct audit *a, const struct audit_rec *rec)
 		return 0;
 	}
 	/*
-	 * A worker tells the writer once per loop round (flush_cb), not per
-	 * record: the records of one round share one wake-up and one write(2).
-	 * A record nothing waits for (a response, a refusal) wakes nobody.
+	 * A worker flushes once per loop round (flush_cb), not per record: the
+	 * records of one round share one write(2), made on the worker itself
+	 * (audit_combine) unless the writer thread is writing, which it then
+	 * wakes.  A record nothing waits for (a response, a refusal) wakes
+	 * nobody: it goes with the next round's, or the writer's lazy one.
 	 */
 	if (rec->mcp_nhmac > 0) {
 		/* the fingerprints need the record's key: made on the writer thread, of copies it owns */
@@ -505,7 +507,9 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	w->flush_armed = 0;
-	audit_signal_writer(w->a);
+	/* this round's records: written here when nobody else is writing, else by the writer thread */
+	if (audit_combine(w->a) != 0)
+		audit_signal_writer(w->a);
 }
 
 void
@@ -651,6 +655,8 @@ audit_open(const struct audit_opts *opts, const char *config_path, audit_count_c
 	atomic_init(&a->written, 0);
 	atomic_init(&a->healthy, 1);
 	atomic_init(&a->errors, 0);
+	atomic_init(&a->combined, 0);
+	pthread_mutex_init(&a->fmu, NULL);
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -791,5 +797,6 @@ audit_close(struct audit *a)
 	free(a->config_path);
 	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->fmu);
 	free(a);
 }

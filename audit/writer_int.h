@@ -6,12 +6,17 @@
  * Who does what (docs/audit-schema.md fixes the bytes):
  *   workers (writer.c)        format a record's members ("time", "type",
  *                             "sandbox", fields) and queue them with a seq;
- *   the writer (writer_thread.c) one thread: wraps each in seq order as
+ *   the writer (writer_thread.c) wraps each in seq order as
  *                             {"seq":N,<members>,"prev":"<hex>"[,"mac":"<hex>"]},
- *                             appends with one write(2) per batch, fsyncs,
- *                             rotates, writes checkpoints, then publishes
- *                             how far the file is written so parked requests
- *                             go on (audit_park);
+ *                             appends with one write(2) per batch, then
+ *                             publishes how far the file is written so parked
+ *                             requests go on (audit_park).  Whoever holds
+ *                             <fmu> is the writer: the writer thread (fsync,
+ *                             rotation, checkpoints, retries, lazy records),
+ *                             or a worker at the end of its loop round
+ *                             (audit_combine: the records its requests wait
+ *                             for, and whatever else is queued, without a
+ *                             thread hop; not with `fsync: record`);
  *   chain.c                   the pure functions: wrapping, hashes, the
  *                             forward-secure key, the key file's text;
  *   file.c                    opening, crash recovery, rotation, the key file;
@@ -111,6 +116,13 @@ struct audit {
 	audit_count_cb count;             /* audit_open: what counts each record, or NULL */
 	void *count_arg;
 
+	/*
+	 * <fmu>: the writer's own state below ("the writer's"), held by whoever
+	 * writes (the writer thread each round, a worker in audit_combine).
+	 * Lock order: fmu, then mu, then a worker base's lock (event_active).
+	 */
+	pthread_mutex_t fmu;
+
 	/* the queue: <mu> */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -131,9 +143,14 @@ struct audit {
 	atomic_int healthy;
 	_Atomic uint64_t errors;          /* failed write/fsync calls, and records dropped (queue full) */
 
-	/* the writer thread's own */
+	/* the writer thread's */
 	pthread_t thread;
 	int started;
+
+	/* the writer's: <fmu> */
+	int writer_live;                  /* the writer thread has begun (workers write only once it has) */
+	int writer_done;                  /* the writer thread has ended: nothing more is written */
+	_Atomic uint64_t combined;        /* batches workers wrote themselves (audit_combine; tests, metrics) */
 	int fd;
 	int ckpt_fd;
 	dev_t dev;
@@ -200,6 +217,14 @@ uint64_t audit_enqueue_args(struct audit *a, const char *body, size_t len, int b
 void audit_item_free(struct audit_item *it);
 /* Wakes the writer if it waits and something is queued. */
 void audit_signal_writer(struct audit *a);
+/*
+ * A worker writes what is queued itself (its loop round's records and any
+ * other), as the writer thread would: 0 when the queue was written (or was
+ * empty), -1 when it cannot now (the writer thread holds <fmu>, the log is
+ * failing or stopped, `fsync: record`): then signal the writer.  Never
+ * blocks on the writer's fsync or rotation (a trylock).
+ */
+int audit_combine(struct audit *a);
 
 /*
  * export.c: "local" (/dev/log), "unix:/path", "udp://host:port", "tcp://host:port"; <enterprise> the

@@ -10,6 +10,18 @@
  * audit.fsync.  After each fsync the key file is rewritten with the key of
  * the next record (the keys of records already written are gone).
  *
+ * "The writer" is whoever holds a->fmu.  A worker at the end of its loop
+ * round takes it (audit_combine, a trylock) and writes the queue itself:
+ * the records its requests wait for go into the file on the worker's own
+ * thread, with no wake-up of this thread and none back (issue 20: that hop
+ * was two context switches, a futex and an eventfd round a request).  The
+ * chain stays one: the queue hands out seqs in order and only the holder of
+ * fmu takes from it and appends.  This thread still does everything that
+ * waits (fsync, rotation, checkpoints, retrying a failing log, records
+ * nobody waits for, the stop record), and all of it with `fsync: record`;
+ * when it holds fmu a worker does not wait: it signals this thread, as it
+ * did before.
+ *
  * Failing closed.  A failed write(2) or fsync(2) (ENOSPC, EIO), or a queue
  * at audit.queue, makes audit_healthy() 0: the gateway refuses new requests
  * with 503 until the writer can write again.  The lines of a failed write
@@ -385,6 +397,23 @@ wait_until(struct audit *a, uint64_t ms)
 	pthread_cond_timedwait(&a->cv, &a->mu, &ts);
 }
 
+/* Wraps the records of <batch> (taken from the queue, in seq order) into the write buffer, and frees them. */
+static void
+append_batch(struct audit *a, struct audit_item *batch)
+{
+	struct audit_item *it, *next;
+
+	for (it = batch; it != NULL; it = next) {
+		next = it->next;
+		if (it->placeholders)
+			args_fill(a, it);
+		append(a, it->seq, it->body, it->len);
+		audit_item_free(it);
+		if (a->wlen >= AUDIT_BATCH_BYTES && !a->failing)
+			flush(a);  /* one write(2) per AUDIT_BATCH_BYTES at most; a failure keeps the rest */
+	}
+}
+
 /* Takes every queued record (under a->mu): O(1), the lock is held no longer than a swap. */
 static struct audit_item *
 take(struct audit *a)
@@ -400,22 +429,35 @@ void *
 audit_writer_main(void *arg)
 {
 	struct audit *a = arg;
-	struct audit_item *batch, *it, *next;
+	struct audit_item *batch;
 	uint64_t now, ck_seq, stop_seq, stop_by = 0, dl;
-	int rot;
+	int rot, failing;
 
+	pthread_mutex_lock(&a->fmu);
 	now = clock_mono_ms();
 	a->next_fsync_ms = now + a->fsync_ms;
 	a->next_ckpt_ms = now + a->ckpt_ms;
+	a->writer_live = 1;
+	pthread_mutex_unlock(&a->fmu);
 	for (;;) {
+		/* fmu for the round (a worker may hold it: then this waits for its one write) */
+		pthread_mutex_lock(&a->fmu);
 		pthread_mutex_lock(&a->mu);
 		dl = deadline(a, stop_by);
-		while (!a->rotate_req && (a->failing || (a->head == NULL && !(a->stop && !a->closed))) &&
-		       clock_mono_ms() < dl) {
-			a->writer_waiting = 1;
-			wait_until(a, dl);
-			a->writer_waiting = 0;
-			a->signalled = 0;
+		failing = a->failing;
+		if (!a->rotate_req && (failing || (a->head == NULL && !(a->stop && !a->closed))) && clock_mono_ms() < dl) {
+			/* workers may write while this thread sleeps: fmu is theirs until it wakes (order: fmu, mu) */
+			pthread_mutex_unlock(&a->fmu);
+			while (!a->rotate_req && (failing || (a->head == NULL && !(a->stop && !a->closed))) &&
+			       clock_mono_ms() < dl) {
+				a->writer_waiting = 1;
+				wait_until(a, dl);
+				a->writer_waiting = 0;
+				a->signalled = 0;
+			}
+			pthread_mutex_unlock(&a->mu);
+			pthread_mutex_lock(&a->fmu);
+			pthread_mutex_lock(&a->mu);
 		}
 		now = clock_mono_ms();
 		batch = NULL;
@@ -439,15 +481,7 @@ audit_writer_main(void *arg)
 		a->rotate_req = 0;
 		pthread_mutex_unlock(&a->mu);
 
-		for (it = batch; it != NULL; it = next) {
-			next = it->next;
-			if (it->placeholders)
-				args_fill(a, it);
-			append(a, it->seq, it->body, it->len);
-			audit_item_free(it);
-			if (a->wlen >= AUDIT_BATCH_BYTES && !a->failing)
-				flush(a);  /* one write(2) per AUDIT_BATCH_BYTES at most; a failure keeps the rest */
-		}
+		append_batch(a, batch);
 		if (ck_seq != 0) {
 			own_record(a, ck_seq, AUDIT_KIND_CHECKPOINT, ck_seq - 1, a->chain.prev, NULL);
 			a->ckpt_head = ck_seq;
@@ -472,8 +506,36 @@ audit_writer_main(void *arg)
 			log_warnx("audit: stopping with %zu records that could not be written to %s", a->depth, a->path);
 			break;
 		}
+		pthread_mutex_unlock(&a->fmu);  /* between rounds, a worker may write */
 	}
+	a->writer_done = 1;
+	pthread_mutex_unlock(&a->fmu);
 	if (a->ident_open)
 		closelog();
 	return NULL;
+}
+
+int
+audit_combine(struct audit *a)
+{
+	struct audit_item *batch;
+	int rc;
+
+	if (a->fsync_ms == 0 || pthread_mutex_trylock(&a->fmu) != 0)
+		return -1;
+	if (!a->writer_live || a->writer_done || a->failing) {
+		pthread_mutex_unlock(&a->fmu);
+		return -1;
+	}
+	pthread_mutex_lock(&a->mu);
+	batch = take(a);
+	pthread_mutex_unlock(&a->mu);
+	append_batch(a, batch);
+	if (!a->failing)
+		flush(a);   /* publishes, wakes the workers whose requests wait (this one's too, on its own base) */
+	if (batch != NULL)
+		atomic_fetch_add(&a->combined, 1);
+	rc = a->failing ? -1 : 0;
+	pthread_mutex_unlock(&a->fmu);
+	return rc;
 }

@@ -616,6 +616,89 @@ test_park_until_written(void **state)
 	event_base_free(base);
 }
 
+static uint64_t
+put_request(struct audit *a, const char *path)
+{
+	struct audit_rec r = AUDIT_REC_INIT(AUDIT_KIND_REQUEST);
+
+	r.sandbox = "sb";
+	r.id = "1-1";
+	r.client = "10.0.0.2";
+	r.host = "api.test";
+	r.method = "GET";
+	r.path = path;
+	r.verdict = AUDIT_VERDICT_ALLOW;
+	return audit_write(a, &r);
+}
+
+/*
+ * Issue 20: a worker writes its round's records itself.  An allowed
+ * request's record parks the request; the worker's own loop round (one
+ * non-blocking pass, no sleep, so the writer thread had no time to be woken)
+ * writes it and resumes the request.  The writer thread may hold the lock
+ * at that instant (then the worker hands over, as before), so the attempt is
+ * repeated and must succeed most of the time; the chain stays one.  With
+ * `fsync: record` the worker never writes: the writer thread does.
+ */
+static void
+run_rounds(unsigned fsync_ms, int *on_worker, int *tries)
+{
+	struct event_base *base = event_base_new();
+	struct audit_opts c = cfg_for(NULL, 0);
+	const char *err = NULL;
+	struct chain ch = {0};
+	struct audit *a;
+	uint64_t seq, before;
+	int one = 1, i, k;
+	char path[32];
+
+	clean();
+	c.fsync_ms = fsync_ms;
+	a = audit_open(&c, NULL, NULL, NULL, &err);
+	assert_non_null(a);
+	audit_worker_attach(a, base);
+	assert_int_equal(audit_start(a, &err), 0);
+	for (k = 0; k < 200 && !audit_written(a, 1); k++)
+		usleep(1000);  /* the start record */
+	*on_worker = *tries = 0;
+	for (i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/r/%d", i);
+		before = atomic_load(&a->combined);
+		resumed = 0;
+		seq = put_request(a, path);
+		assert_true(seq != 0);
+		if (audit_park(a, seq, on_resume, &one) == 1)
+			continue;  /* the writer thread was quicker */
+		(*tries)++;
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		if (resumed == 1 && atomic_load(&a->combined) > before)
+			(*on_worker)++;
+		for (k = 0; k < 500 && resumed == 0; k++) {
+			event_base_loop(base, EVLOOP_NONBLOCK);
+			usleep(1000);
+		}
+		assert_int_equal(resumed, 1);
+	}
+	audit_worker_detach();
+	audit_close(a);
+	free(verify_file(logp, &ch));
+	assert_int_equal(ch.nlines, 1 + 40 + 1);  /* start, the requests, stop: one chain */
+	event_base_free(base);
+}
+
+static void
+test_worker_writes_its_round(void **state)
+{
+	int on_worker, tries;
+
+	(void)state;
+	run_rounds(1000, &on_worker, &tries);
+	assert_true(tries >= 20);
+	assert_true(on_worker * 4 >= tries * 3);  /* at least three in four written by the worker's own round */
+	run_rounds(0, &on_worker, &tries);          /* fsync: record */
+	assert_int_equal(on_worker, 0);
+}
+
 static void
 test_fails_closed_on_a_full_disk(void **state)
 {
@@ -659,6 +742,7 @@ main(void)
 		cmocka_unit_test(test_rotation_continues_chain),
 		cmocka_unit_test(test_checkpoints),
 		cmocka_unit_test(test_park_until_written),
+		cmocka_unit_test(test_worker_writes_its_round),
 		cmocka_unit_test(test_fails_closed_on_a_full_disk),
 	};
 
