@@ -292,6 +292,7 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 		.method = info->method,
 		.path = info->path,
 		.body_sha256 = sha,
+		.gateway = info->gateway,
 		.status = -1,
 		.bytes_up = -1,
 		.bytes_down = -1,
@@ -301,7 +302,10 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 	};
 
 	hex_encode(sha, info->body_sha256, 32);
-	if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
+	if ((decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED) && info->gateway != NULL)
+		log_info("approval %s %s by %s for gateway %s (rule %s)", id, r.decision, by, info->gateway,
+		         info->rule != NULL ? info->rule : "-");
+	else if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
 		log_info("approval %s %s by %s (rule %s)", id, r.decision, by, info->rule != NULL ? info->rule : "-");
 	audit_write(gw->audit, &r);
 }
@@ -339,10 +343,40 @@ approvals_route(struct gateway *gw, struct evhttp_request *req, const char *rest
 		return;
 	}
 	rc = approvals_decide(gw->approvals, id, approve, who);
-	if (rc == 0)
+	if (rc == 0) {
 		evhttp_send_reply(req, 204, "No Content", NULL);
-	else
+		return;
+	}
+	if (gw->approvals_fleet == NULL) {
 		reply_error(req, 404, "Not Found", "no such pending approval (unknown, or already decided)");
+		return;
+	}
+	/* not ours: another gateway's hold, decided through the fleet store (fleet.h) */
+	switch (approvals_fleet_decide(gw->approvals_fleet, id, approve, who)) {
+	case FLEET_DECIDE_SENT:
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+		{
+			struct evbuffer *b = evbuffer_new();
+
+			evbuffer_add(b, SLUICE_LIT("{\"status\":\"sent\",\"note\":\"a hold of another gateway: the decision was "
+			                           "signed and sent through the fleet store; that gateway applies and audits it\"}\n"));
+			evhttp_send_reply(req, 202, "Accepted", b);
+			evbuffer_free(b);
+		}
+		break;
+	case FLEET_DECIDE_DOWN:
+		reply_error(req, 503, "Service Unavailable", "the fleet store (state.redis) cannot be reached: holds of other "
+		            "gateways cannot be decided now (this gateway's own still can)");
+		break;
+	case FLEET_DECIDE_UNDECIDABLE:
+		reply_error(req, 409, "Conflict", "that hold cannot be decided: it expired, its gateway is gone, or its "
+		            "record does not verify with the fleet key");
+		break;
+	default:
+		reply_error(req, 404, "Not Found", "no such pending approval here or in the fleet (unknown, or already "
+		            "decided)");
+		break;
+	}
 }
 
 static void
@@ -356,7 +390,10 @@ approvals_get(struct gateway *gw, struct evhttp_request *req)
 		return;
 	}
 	b = evbuffer_new();
-	approvals_list_json(gw->approvals, b);
+	if (gw->approvals_fleet != NULL)
+		approvals_fleet_list_json(gw->approvals_fleet, b);
+	else
+		approvals_list_json(gw->approvals, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

@@ -159,6 +159,9 @@ struct store_op;
  */
 int store_opts_from_config(const struct policy_config *cfg, struct store_opts *o, struct secret_buf **pw,
                            const char **err);
+/* state.fleet_key read from its source into *<key> (taken; NULL when not configured): 0, or a negative
+ * SLUICE_E* with *<err> (static; never the value), also when the key is shorter than FLEET_KEY_MIN bytes. */
+int store_fleet_key_from_config(const struct policy_config *cfg, struct secret_buf **key, const char **err);
 
 /*
  * Creates a store on <base> (borrowed; must outlive the store) and starts

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "proxy/store/fleet.h"
 #include "proxy/store/store.h"
 #include "secrets/secrets.h"
 
@@ -37,5 +38,29 @@ store_opts_from_config(const struct policy_config *cfg, struct store_opts *o, st
 	if (ret != 0)
 		return ret;
 	o->password = *pw;
+	return 0;
+}
+
+int
+store_fleet_key_from_config(const struct policy_config *cfg, struct secret_buf **key, const char **err)
+{
+	struct secret_source src;
+	int ret;
+
+	*key = NULL;
+	if (cfg->fleet_key == NULL)
+		return 0;
+	if ((ret = secret_source_parse(cfg->fleet_key, &src, err)) != 0)
+		return ret;
+	ret = secret_fetch(&src, 0, key, err);
+	secret_source_dispose(&src);
+	if (ret != 0)
+		return ret;
+	if ((*key)->len < FLEET_KEY_MIN) {
+		secret_buf_free(*key);
+		*key = NULL;
+		*err = "state.fleet_key is shorter than 32 bytes";
+		return SLUICE_EINVAL;
+	}
 	return 0;
 }

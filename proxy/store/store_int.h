@@ -72,10 +72,53 @@ enum store_evict store_reply_info_evict(const redisReply *r, char *val, size_t c
  * closed).  Every reader of this store gets them (store.c at connect).  Static,
  * made once; any thread.
  */
-#define STORE_REPLY_ARRAY_MAX 64    /* the largest array a store command answers is 3 (CONFIG GET: 2) */
+#define STORE_REPLY_ARRAY_MAX 1024  /* the largest array a store command answers: the fleet's MGET of
+                                    * FLEET_LIST_MAX keys (a counter's script answers 3) */
 redisReplyObjectFunctions *store_reply_fns(void);
 
 /* The escaping of store_key for one name into <out> (<cap>): its length, or -1 when it does not fit. */
 long store_key_escape(char *out, size_t cap, const char *s, size_t len);
+
+/* ---- raw commands and a subscriber (the fleet client, store_fleet.c) ---- */
+
+#define STORE_RAW_ARGS_MAX 1040     /* arguments of one raw command (MGET of FLEET_LIST_MAX keys, ...) */
+
+/*
+ * The reply to a raw command: <r> (borrowed for the call) when Redis
+ * answered (<o> STORE_ALLOWED, or STORE_EREPLY for an error reply, then <r>
+ * is NULL), or NULL with <o> STORE_ETIMEOUT / STORE_EDOWN / STORE_ESHUTDOWN.
+ * Called once, on the store's thread; the reader checks the type itself.
+ */
+typedef void store_raw_cb(const redisReply *r, enum store_outcome o, void *arg);
+/*
+ * Sends <argc> arguments (copied at once) on a ready store, with the
+ * store's timeout and stall detection.  0 (then <cb>, when not NULL, is
+ * called once), or STORE_EDOWN (not ready, or a subscriber), STORE_EBUSY,
+ * STORE_EINVAL: no callback.
+ */
+int store_raw(struct store *s, int argc, const char **argv, const size_t *argl, store_raw_cb *cb, void *arg);
+
+/* A message on a subscriber's channel: <p>/<n> borrowed for the call; store's thread. */
+typedef void store_msg_cb(const char *p, size_t n, void *arg);
+/*
+ * A store that, after AUTH and SELECT, SUBSCRIBEs to <prefix><channel> and
+ * gives each message to <cb>; it reconnects (and subscribes again) as any
+ * store.  store_raw refuses it.  NULL with *<err> (static).
+ */
+struct store *store_create_sub(struct event_base *base, const struct store_opts *o, const char *channel,
+                               store_msg_cb *cb, void *arg, const char **err);
+/* The number of the ready connection (changes on every reconnect), 0 while not ready. */
+uint64_t store_conn_id(const struct store *s);
+/* The key prefix (state.redis.key_prefix; "" when none). */
+const char *store_prefix(const struct store *s);
+
+/*
+ * A push on a subscribed connection: an array of 3, "message", <chan>
+ * (<chanlen> bytes) and the payload (a bulk string of at most
+ * FLEET_REC_MAX bytes): 1 with *<p> and *<n>.  A confirmation ("subscribe",
+ * <chan>, an integer): 0.  Anything else (another channel, another type or
+ * shape, a payload too long): -1.
+ */
+int store_reply_message(const redisReply *r, const char *chan, size_t chanlen, const char **p, size_t *n);
 
 #endif

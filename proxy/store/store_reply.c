@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "store_int.h"
+#include "proxy/store/fleet.h"
 
 /*
  * GCRA in microseconds of Redis's TIME.  T = ceil(period / count) and the
@@ -269,4 +270,26 @@ store_reply_fns(void)
 {
 	pthread_once(&fns_once, fns_init);
 	return default_array != NULL ? &bounded_fns : NULL;
+}
+
+int
+store_reply_message(const redisReply *r, const char *chan, size_t chanlen, const char **p, size_t *n)
+{
+	const redisReply *k, *c, *v;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element == NULL)
+		return -1;
+	k = r->element[0];
+	c = r->element[1];
+	v = r->element[2];
+	if (k == NULL || c == NULL || v == NULL || k->type != REDIS_REPLY_STRING || c->type != REDIS_REPLY_STRING ||
+	    c->len != chanlen || memcmp(c->str, chan, chanlen) != 0)
+		return -1;
+	if (k->len == 9 && memcmp(k->str, "subscribe", 9) == 0)
+		return v->type == REDIS_REPLY_INTEGER ? 0 : -1;
+	if (k->len != 7 || memcmp(k->str, "message", 7) != 0 || v->type != REDIS_REPLY_STRING || v->len > FLEET_REC_MAX)
+		return -1;
+	*p = v->str;
+	*n = v->len;
+	return 1;
 }
