@@ -4,8 +4,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -29,22 +29,13 @@ on_watch(void *arg)
 	event_active(af->sync_ev, EV_TIMEOUT, 0);
 }
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Under the registry's mutex (approvals_each_pending): one pending hold to the fleet. */
 static void
 sync_one(void *arg, const char *id, const struct approval_info *info, uint64_t age_ms, uint64_t left_ms)
 {
 	struct approvals_fleet *af = arg;
 	struct fleet_hold h;
-	int64_t now = wall_ms();
+	int64_t now = (int64_t)clock_wall_ms();
 
 	memset(&h, 0, sizeof(h));
 	memcpy(h.id, id, FLEET_ID_LEN + 1);

@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -91,15 +92,6 @@ struct pending_dec {                    /* a decision of ours waiting for its SE
 	size_t len;
 };
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 may_log(struct fleet *f, int kind)
 {
@@ -127,13 +119,36 @@ cmd(struct fleet *f, int argc, const char **argv, const size_t *argl, store_raw_
 		cb(NULL, STORE_EDOWN, arg);
 }
 
+/*
+ * MGET of <p><what><name> for <n> names, the i-th at <names> + i * <stride> (NUL-terminated), in one command
+ * (n <= MGET_CHUNK): the reply to <cb>.
+ */
+static void
+mget(struct fleet *f, const char *what, const char *names, size_t stride, size_t n, store_raw_cb *cb, void *arg)
+{
+	const char **argv = xcalloc(n + 1, sizeof(*argv));
+	size_t *argl = xcalloc(n + 1, sizeof(*argl)), i;
+	char (*keys)[KEYBUF] = xcalloc(n > 0 ? n : 1, sizeof(*keys));
+
+	argv[0] = "MGET";
+	argl[0] = 4;
+	for (i = 0; i < n; i++) {
+		argl[i + 1] = key_of(f, keys[i], what, names + i * stride);
+		argv[i + 1] = keys[i];
+	}
+	cmd(f, (int)n + 1, argv, argl, cb, arg);
+	free(argv);
+	free(argl);
+	free(keys);
+}
+
 /* ---- our holds ---- */
 
 static void
 send_pub(struct fleet *f, const struct pub *p)
 {
 	char k[KEYBUF], idx[KEYBUF], ttl[24], score[24];
-	int64_t left = p->expiry_ms - wall_ms() + FLEET_TTL_GRACE_MS;
+	int64_t left = p->expiry_ms - (int64_t)clock_wall_ms() + FLEET_TTL_GRACE_MS;
 	const char *argv[5];
 	size_t argl[5];
 
@@ -286,25 +301,11 @@ on_dkeys(const redisReply *r, enum store_outcome o, void *arg)
 static void
 poll_decisions(struct fleet *f)
 {
-	const char **argv;
-	size_t *argl, i, j, n;
-	char (*keys)[KEYBUF];
+	size_t i, n;
 
 	for (i = 0; i < f->npubs; i += MGET_CHUNK) {
 		n = f->npubs - i < MGET_CHUNK ? f->npubs - i : MGET_CHUNK;
-		argv = xcalloc(n + 1, sizeof(*argv));
-		argl = xcalloc(n + 1, sizeof(*argl));
-		keys = xcalloc(n, sizeof(*keys));
-		argv[0] = "MGET";
-		argl[0] = 4;
-		for (j = 0; j < n; j++) {
-			argl[j + 1] = key_of(f, keys[j], "ap:d:", f->pubs[i + j].id);
-			argv[j + 1] = keys[j];
-		}
-		cmd(f, (int)n + 1, argv, argl, on_dkeys, f);
-		free(argv);
-		free(argl);
-		free(keys);
+		mget(f, "ap:d:", f->pubs[i].id, sizeof(f->pubs[0]), n, on_dkeys, f);
 	}
 }
 
@@ -348,7 +349,7 @@ static void
 on_alive(const redisReply *r, enum store_outcome o, void *arg)
 {
 	struct refresh *rf = arg;
-	int64_t now = wall_ms();
+	int64_t now = (int64_t)clock_wall_ms();
 	size_t i, g;
 
 	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != rf->ngw)
@@ -373,9 +374,7 @@ on_records(const redisReply *r, enum store_outcome o, void *arg)
 {
 	struct refresh *rf = arg;
 	struct fleet *f = rf->f;
-	const char **argv;
-	size_t *argl, i, j, keep = 0;
-	char (*keys)[KEYBUF];
+	size_t i, j, keep = 0;
 
 	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != rf->n || f->destroying)
 		return refresh_end(rf, 0);
@@ -415,19 +414,7 @@ on_records(const redisReply *r, enum store_outcome o, void *arg)
 	rf->n = keep;
 	if (rf->ngw == 0)
 		return refresh_end(rf, 1);
-	argv = xcalloc(rf->ngw + 1, sizeof(*argv));
-	argl = xcalloc(rf->ngw + 1, sizeof(*argl));
-	keys = xcalloc(rf->ngw, sizeof(*keys));
-	argv[0] = "MGET";
-	argl[0] = 4;
-	for (j = 0; j < rf->ngw; j++) {
-		argl[j + 1] = key_of(f, keys[j], "ap:alive:", rf->gw[j]);
-		argv[j + 1] = keys[j];
-	}
-	cmd(f, (int)rf->ngw + 1, argv, argl, on_alive, rf);
-	free(argv);
-	free(argl);
-	free(keys);
+	mget(f, "ap:alive:", rf->gw[0], sizeof(rf->gw[0]), rf->ngw, on_alive, rf);
 }
 
 static int
@@ -448,9 +435,7 @@ on_index(const redisReply *r, enum store_outcome o, void *arg)
 {
 	struct refresh *rf = arg;
 	struct fleet *f = rf->f;
-	const char **argv;
-	size_t *argl, i;
-	char (*keys)[KEYBUF];
+	size_t i;
 
 	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements > FLEET_LIST_MAX ||
 	    f->destroying)
@@ -466,19 +451,7 @@ on_index(const redisReply *r, enum store_outcome o, void *arg)
 	}
 	if (rf->n == 0)
 		return refresh_end(rf, 1);
-	argv = xcalloc(rf->n + 1, sizeof(*argv));
-	argl = xcalloc(rf->n + 1, sizeof(*argl));
-	keys = xcalloc(rf->n, sizeof(*keys));
-	argv[0] = "MGET";
-	argl[0] = 4;
-	for (i = 0; i < rf->n; i++) {
-		argl[i + 1] = key_of(f, keys[i], "ap:h:", rf->r[i].id);
-		argv[i + 1] = keys[i];
-	}
-	cmd(f, (int)rf->n + 1, argv, argl, on_records, rf);
-	free(argv);
-	free(argl);
-	free(keys);
+	mget(f, "ap:h:", rf->r[0].id, sizeof(rf->r[0]), rf->n, on_records, rf);
 }
 
 static void
@@ -497,7 +470,7 @@ refresh_start(struct fleet *f)
 	argl[1] = key_of(f, idx, "ap:idx", "");
 	argv[2] = "-inf";
 	argl[2] = 4;
-	argl[3] = (size_t)snprintf(lo, sizeof(lo), "(%lld", (long long)(wall_ms() - FLEET_TTL_GRACE_MS));
+	argl[3] = (size_t)snprintf(lo, sizeof(lo), "(%lld", (long long)((int64_t)clock_wall_ms() - FLEET_TTL_GRACE_MS));
 	argv[3] = lo;
 	cmd(f, 4, argv, argl, NULL, NULL);
 	rf = xcalloc(1, sizeof(*rf));
@@ -610,7 +583,7 @@ fleet_decide(struct fleet *f, const char *id, int approve, const char *by)
 	memcpy(d.from, f->gw, sizeof(d.from));
 	snprintf(d.by, sizeof(d.by), "%s", by);
 	d.approve = approve ? 1 : 0;
-	d.time_ms = wall_ms();
+	d.time_ms = (int64_t)clock_wall_ms();
 	n = fleet_decision_seal(&d, f->key->p, f->key->len, f->scratch, sizeof(f->scratch));
 	if (n < 0)
 		return FLEET_DECIDE_UNDECIDABLE;
@@ -642,7 +615,7 @@ size_t
 fleet_list_json(struct fleet *f, struct evbuffer *out, int first)
 {
 	static const char *const names[] = {"?", "pending", "expired", "gateway_gone", "unverified"};
-	int64_t now = wall_ms();
+	int64_t now = (int64_t)clock_wall_ms();
 	size_t i, j, cap, written = 0;
 	char sha[65];
 

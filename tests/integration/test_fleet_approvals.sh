@@ -21,23 +21,7 @@ pyup_start "$PYP"
 RPASS="fleetap-pw-$ID-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 FKEY="fleetkey-$ID-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s' "$FKEY" >"$T/fleet.key"; chmod 600 "$T/fleet.key"
-RSOCK=$T/redis.sock
 PFX="fap-$ID:"
-cat >"$T/redis.conf" <<CONF
-port 0
-unixsocket $RSOCK
-unixsocketperm 700
-dir $T
-save ""
-appendonly no
-requirepass $RPASS
-maxmemory-policy noeviction
-CONF
-rcli() { REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" "$@"; }
-redis_start() {
-  spawn "$T/redis.log" redis-server "$T/redis.conf"; RPID=$LASTPID
-  eventually 10 sh -c "REDISCLI_AUTH='$RPASS' redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" || die "redis-server did not start"
-}
 redis_start
 export SLUICE_REDIS_PASSWORD=$RPASS
 
