@@ -34,7 +34,11 @@
  * are made.
  *
  * Who may decide: whoever can connect to the admin socket (mode 0600, owned
- * by the user that started the gateway).  The body hash shown is of the
+ * by the user that started the gateway), and, with state.fleet_key, whoever
+ * can on another gateway of the fleet: approvals_fleet.c applies a decision
+ * that verified with the fleet key through approvals_decide, on the main
+ * thread, so it takes the same path (and wins or loses the same race) as a
+ * local one.  The body hash shown is of the
  * exact body held: the request that goes on after an approval is that body.
  */
 #ifndef SLUICE_PROXY_APPROVALS_H

@@ -50,7 +50,7 @@ struct store_opts;
 #define FLEET_ID_LEN 16              /* = APPROVALS_ID_LEN */
 #define FLEET_GW_MAX 64              /* bytes of a gateway id (policy_gateway_id_ok) */
 #define FLEET_BY_MAX 128             /* bytes of "<by>@<from>" as the holder writes it, with its NUL */
-#define FLEET_WHO_MAX 48             /* bytes of a decision's "by" (the deciding peer, "uid:N(name)") */
+#define FLEET_WHO_MAX 56             /* bytes of a decision's "by" with its NUL (the deciding peer, "uid:N(name)": at most 48) */
 #define FLEET_LIST_MAX 1024          /* holds read from the index per refresh */
 #define FLEET_TICK_MS 250            /* heartbeat, refresh of the listing, decision keys of our holds */
 #define FLEET_ALIVE_TTL_MS 3000      /* a gateway unheard of for this long is "gone" */

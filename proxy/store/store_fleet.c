@@ -285,16 +285,14 @@ static void
 on_dkeys(const redisReply *r, enum store_outcome o, void *arg)
 {
 	struct fleet *f = arg;
-	size_t i;
+	const char *p;
+	size_t i, n;
 
 	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || f->destroying)
 		return;
-	for (i = 0; i < r->elements; i++) {
-		const redisReply *e = r->element[i];
-
-		if (e != NULL && e->type == REDIS_REPLY_STRING && e->len <= FLEET_REC_MAX)
-			decision_in(f, e->str, e->len);
-	}
+	for (i = 0; i < r->elements; i++)
+		if (store_reply_mget_at(r, i, &p, &n) == 1)
+			decision_in(f, p, n);
 }
 
 /* MGET of <p>ap:d:<id> for our holds, in chunks. */
@@ -352,7 +350,10 @@ on_alive(const redisReply *r, enum store_outcome o, void *arg)
 	int64_t now = (int64_t)clock_wall_ms();
 	size_t i, g;
 
-	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != rf->ngw)
+	const char *p;
+	size_t len;
+
+	if (o != STORE_ALLOWED || store_reply_mget(r, rf->ngw) != 0)
 		return refresh_end(rf, 0);
 	for (i = 0; i < rf->n; i++) {
 		struct remote *e = &rf->r[i];
@@ -363,7 +364,7 @@ on_alive(const redisReply *r, enum store_outcome o, void *arg)
 			;
 		if (e->h.expiry_ms <= now)
 			e->state = R_EXPIRED;
-		else if (g == rf->ngw || r->element[g] == NULL || r->element[g]->type != REDIS_REPLY_STRING)
+		else if (g == rf->ngw || store_reply_mget_at(r, g, &p, &len) != 1)
 			e->state = R_GONE;
 	}
 	refresh_end(rf, 1);
@@ -376,17 +377,18 @@ on_records(const redisReply *r, enum store_outcome o, void *arg)
 	struct fleet *f = rf->f;
 	size_t i, j, keep = 0;
 
-	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != rf->n || f->destroying)
+	if (o != STORE_ALLOWED || store_reply_mget(r, rf->n) != 0 || f->destroying)
 		return refresh_end(rf, 0);
 	rf->gw = xcalloc(rf->n + 1, sizeof(*rf->gw));
 	for (i = 0; i < rf->n; i++) {
-		const redisReply *e = r->element[i];
 		struct remote x = rf->r[i];
-		int rc;
+		const char *p = NULL;
+		size_t len = 0;
+		int rc = store_reply_mget_at(r, i, &p, &len);
 
-		if (e == NULL || e->type != REDIS_REPLY_STRING)
+		if (rc == 0)
 			continue;   /* nil: withdrawn, or its TTL ran out */
-		rc = e->len <= FLEET_REC_MAX ? fleet_hold_open(e->str, e->len, f->key->p, f->key->len, &x.h) : FLEET_EPARSE;
+		rc = rc == 1 ? fleet_hold_open(p, len, f->key->p, f->key->len, &x.h) : FLEET_EPARSE;
 		if (rc == FLEET_OK && strcmp(x.h.id, x.id) != 0) {
 			fleet_hold_dispose(&x.h);
 			rc = FLEET_EPARSE;   /* a genuine record under another id's key */
@@ -401,9 +403,9 @@ on_records(const redisReply *r, enum store_outcome o, void *arg)
 			continue;   /* ours: the local listing shows it */
 		} else {
 			x.state = R_PENDING;
-			x.rec = xmalloc(e->len);
-			memcpy(x.rec, e->str, e->len);
-			x.len = e->len;
+			x.rec = xmalloc(len);
+			memcpy(x.rec, p, len);
+			x.len = len;
 			for (j = 0; j < rf->ngw && strcmp(rf->gw[j], x.h.gw) != 0; j++)
 				;
 			if (j == rf->ngw)
@@ -417,38 +419,28 @@ on_records(const redisReply *r, enum store_outcome o, void *arg)
 	mget(f, "ap:alive:", rf->gw[0], sizeof(rf->gw[0]), rf->ngw, on_alive, rf);
 }
 
-static int
-id_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	if (n != FLEET_ID_LEN)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 static void
 on_index(const redisReply *r, enum store_outcome o, void *arg)
 {
 	struct refresh *rf = arg;
 	struct fleet *f = rf->f;
+	char (*ids)[FLEET_ID_LEN + 1];
+	long n;
 	size_t i;
 
-	if (o != STORE_ALLOWED || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements > FLEET_LIST_MAX ||
-	    f->destroying)
+	if (o != STORE_ALLOWED || f->destroying)
 		return refresh_end(rf, 0);
-	rf->r = xcalloc(r->elements + 1, sizeof(*rf->r));
-	for (i = 0; i < r->elements; i++) {
-		const redisReply *e = r->element[i];
-
-		if (e == NULL || e->type != REDIS_REPLY_STRING || !id_ok(e->str, e->len))
-			continue;   /* not an id of ours: someone else wrote it; never listed */
-		memcpy(rf->r[rf->n].id, e->str, FLEET_ID_LEN);
-		rf->r[rf->n++].id[FLEET_ID_LEN] = '\0';
+	/* members that are not ids (someone else wrote them) are skipped: never listed */
+	ids = xcalloc(FLEET_LIST_MAX, sizeof(*ids));
+	if ((n = store_reply_ids(r, FLEET_LIST_MAX, ids)) < 0) {
+		free(ids);
+		return refresh_end(rf, 0);
 	}
+	rf->r = xcalloc((size_t)n + 1, sizeof(*rf->r));
+	for (i = 0; i < (size_t)n; i++)
+		memcpy(rf->r[i].id, ids[i], sizeof(ids[i]));
+	rf->n = (size_t)n;
+	free(ids);
 	if (rf->n == 0)
 		return refresh_end(rf, 1);
 	mget(f, "ap:h:", rf->r[0].id, sizeof(rf->r[0]), rf->n, on_records, rf);
@@ -537,12 +529,14 @@ on_taken(const redisReply *r, enum store_outcome o, void *arg)
 	struct fleet_hold h;
 	char ch[KEYBUF];
 
-	if (o != STORE_ALLOWED || r == NULL) {
+	int taken = o == STORE_ALLOWED ? store_reply_set_nx(r) : -1;
+
+	if (o != STORE_ALLOWED) {
 		log_warnx("fleet: a decision could not be written to the store (%s): nothing was released",
 		          store_outcome_str(o));
-	} else if (r->type == REDIS_REPLY_NIL) {
+	} else if (taken == 0) {
 		log_warnx("fleet: a decision came too late: the hold was already decided on another gateway");
-	} else if (r->type != REDIS_REPLY_STATUS || r->len != 2 || memcmp(r->str, "OK", 2) != 0) {
+	} else if (taken < 0) {
 		log_warnx("fleet: unexpected answer to a decision's SET: nothing was released");
 	} else if (!f->destroying) {
 		const char *argv[3] = {"PUBLISH", ch, pd->rec};

@@ -15,6 +15,7 @@
 #define SLUICE_PROXY_STORE_INT_H
 
 #include <hiredis/hiredis.h>
+#include "proxy/store/fleet.h"
 #include "proxy/store/store.h"
 
 enum store_script {
@@ -120,5 +121,21 @@ const char *store_prefix(const struct store *s);
  * shape, a payload too long): -1.
  */
 int store_reply_message(const redisReply *r, const char *chan, size_t chanlen, const char **p, size_t *n);
+
+/*
+ * The fleet's readers (store_fleet.c), over every reply type:
+ * store_reply_ids: ZRANGEBYSCORE's answer, an array of at most <max>
+ * elements: the members that are ids (16 lower-case hex digits) copied to
+ * <ids> (room for <max>), others skipped; their number, or -1 for any other
+ * shape.  store_reply_mget: 0 when <r> is an array of exactly <n>
+ * elements, else -1; store_reply_mget_at: element <i> of such an answer: 1
+ * with *<p> and *<len> for a bulk string of at most FLEET_REC_MAX bytes, 0
+ * for nil, -1 for anything else.  store_reply_set_nx: SET NX's answer: 1
+ * taken (status OK), 0 not taken (nil), -1 anything else.
+ */
+long store_reply_ids(const redisReply *r, size_t max, char (*ids)[FLEET_ID_LEN + 1]);
+int store_reply_mget(const redisReply *r, size_t n);
+int store_reply_mget_at(const redisReply *r, size_t i, const char **p, size_t *len);
+int store_reply_set_nx(const redisReply *r);
 
 #endif

@@ -20,6 +20,7 @@
 #include <openssl/hmac.h>
 
 #include "common/hex.h"
+#include "common/sluice.h"
 #include "proxy/store/fleet.h"
 #include "proxy/store/store_int.h"
 
@@ -392,6 +393,77 @@ test_push(void **state)
 	free(big);
 }
 
+/* The fleet's readers of ZRANGEBYSCORE, MGET and SET NX answers, over every reply type. */
+static void
+test_readers(void **state)
+{
+	static const char *const not_arrays[] = {"+OK\r\n", "-ERR x\r\n", ":3\r\n", "$-1\r\n", "*-1\r\n", "$3\r\nabc\r\n"};
+	static char ids[4][FLEET_ID_LEN + 1];
+	const char *p;
+	size_t i, n;
+	redisReply *r;
+	char *big;
+	int len;
+
+	(void)state;
+	r = parse(SLUICE_LIT("*7\r\n$16\r\n0123456789abcdef\r\n$9\r\nnot-an-id\r\n$16\r\n0123456789ABCDEF\r\n:5\r\n$-1\r\n"
+	                     "*1\r\n$16\r\nfedcba9876543210\r\n$16\r\nfedcba9876543210\r\n"));
+	assert_int_equal(store_reply_ids(r, 7, ids), 2);
+	assert_string_equal(ids[0], "0123456789abcdef");
+	assert_string_equal(ids[1], "fedcba9876543210");
+	assert_int_equal(store_reply_ids(r, 6, ids), -1);   /* more members than asked for */
+	freeReplyObject(r);
+	r = parse(SLUICE_LIT("*0\r\n"));
+	assert_int_equal(store_reply_ids(r, 4, ids), 0);
+	assert_int_equal(store_reply_mget(r, 0), 0);
+	assert_int_equal(store_reply_mget(r, 1), -1);
+	freeReplyObject(r);
+	for (i = 0; i < sizeof(not_arrays) / sizeof(not_arrays[0]); i++) {
+		r = parse(not_arrays[i], strlen(not_arrays[i]));
+		assert_int_equal(store_reply_ids(r, 4, ids), -1);
+		assert_int_equal(store_reply_mget(r, 0), -1);
+		assert_int_equal(store_reply_mget(r, 1), -1);
+		/* hiredis reads a nil array as a nil: "not taken", as a nil bulk */
+		assert_int_equal(store_reply_set_nx(r), strcmp(not_arrays[i], "+OK\r\n") == 0 ? 1 :
+		                 not_arrays[i][1] == '-' ? 0 : -1);
+		freeReplyObject(r);
+	}
+	assert_int_equal(store_reply_ids(NULL, 4, ids), -1);
+	assert_int_equal(store_reply_mget(NULL, 0), -1);
+	assert_int_equal(store_reply_set_nx(NULL), -1);
+	/* MGET elements: bulk, nil, and every other type */
+	r = parse(SLUICE_LIT("*7\r\n$3\r\nabc\r\n$-1\r\n:1\r\n+OK\r\n-ERR\r\n*1\r\n$1\r\na\r\n$0\r\n\r\n"));
+	assert_int_equal(store_reply_mget(r, 7), 0);
+	assert_int_equal(store_reply_mget(r, 6), -1);
+	assert_int_equal(store_reply_mget_at(r, 0, &p, &n), 1);
+	assert_int_equal(n, 3);
+	assert_memory_equal(p, "abc", 3);
+	assert_int_equal(store_reply_mget_at(r, 1, &p, &n), 0);
+	for (i = 2; i < 6; i++)
+		assert_int_equal(store_reply_mget_at(r, i, &p, &n), -1);
+	assert_int_equal(store_reply_mget_at(r, 6, &p, &n), 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_reply_mget_at(r, 7, &p, &n), -1);   /* past the end */
+	freeReplyObject(r);
+	/* an element over FLEET_REC_MAX */
+	big = malloc(FLEET_REC_MAX + 64);
+	assert_non_null(big);
+	len = snprintf(big, 32, "*1\r\n$%d\r\n", FLEET_REC_MAX + 1);
+	memset(big + len, 'x', FLEET_REC_MAX + 1);
+	memcpy(big + len + FLEET_REC_MAX + 1, "\r\n", 2);
+	r = parse(big, (size_t)len + FLEET_REC_MAX + 3);
+	assert_int_equal(store_reply_mget_at(r, 0, &p, &n), -1);
+	freeReplyObject(r);
+	free(big);
+	/* SET NX: only the status OK is taken; a bulk "OK" is not a status */
+	r = parse(SLUICE_LIT("$2\r\nOK\r\n"));
+	assert_int_equal(store_reply_set_nx(r), -1);
+	freeReplyObject(r);
+	r = parse(SLUICE_LIT("+QUEUED\r\n"));
+	assert_int_equal(store_reply_set_nx(r), -1);
+	freeReplyObject(r);
+}
+
 int
 main(void)
 {
@@ -402,6 +474,7 @@ main(void)
 		cmocka_unit_test(test_signed_but_bad),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_push),
+		cmocka_unit_test(test_readers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
