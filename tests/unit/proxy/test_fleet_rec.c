@@ -336,6 +336,24 @@ parse(const char *resp, size_t len)
 	return rep;
 }
 
+/* <head> then a bulk string of FLEET_REC_MAX + 1 bytes, parsed. */
+static redisReply *
+big_reply(const char *head)
+{
+	size_t n = strlen(head) + 32 + FLEET_REC_MAX + 3;
+	char *buf = malloc(n);
+	redisReply *r;
+	int len;
+
+	assert_non_null(buf);
+	len = snprintf(buf, n, "%s$%d\r\n", head, FLEET_REC_MAX + 1);
+	memset(buf + len, 'x', FLEET_REC_MAX + 1);
+	memcpy(buf + len + FLEET_REC_MAX + 1, "\r\n", 2);
+	r = parse(buf, (size_t)len + FLEET_REC_MAX + 3);
+	free(buf);
+	return r;
+}
+
 static void
 test_push(void **state)
 {
@@ -366,8 +384,6 @@ test_push(void **state)
 	const char *p;
 	size_t i, n;
 	redisReply *r;
-	char *big;
-	int len;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -382,15 +398,9 @@ test_push(void **state)
 	}
 	assert_int_equal(store_reply_message(NULL, "ch", 2, &p, &n), -1);
 	/* a payload over FLEET_REC_MAX */
-	big = malloc(FLEET_REC_MAX + 128);
-	assert_non_null(big);
-	len = snprintf(big, 64, "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$%d\r\n", FLEET_REC_MAX + 1);
-	memset(big + len, 'x', FLEET_REC_MAX + 1);
-	memcpy(big + len + FLEET_REC_MAX + 1, "\r\n", 2);
-	r = parse(big, (size_t)len + FLEET_REC_MAX + 3);
+	r = big_reply("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n");
 	assert_int_equal(store_reply_message(r, "ch", 2, &p, &n), -1);
 	freeReplyObject(r);
-	free(big);
 }
 
 /* The fleet's readers of ZRANGEBYSCORE, MGET and SET NX answers, over every reply type. */
@@ -402,8 +412,6 @@ test_readers(void **state)
 	const char *p;
 	size_t i, n;
 	redisReply *r;
-	char *big;
-	int len;
 
 	(void)state;
 	r = parse(SLUICE_LIT("*7\r\n$16\r\n0123456789abcdef\r\n$9\r\nnot-an-id\r\n$16\r\n0123456789ABCDEF\r\n:5\r\n$-1\r\n"
@@ -446,15 +454,9 @@ test_readers(void **state)
 	assert_int_equal(store_reply_mget_at(r, 7, &p, &n), -1);   /* past the end */
 	freeReplyObject(r);
 	/* an element over FLEET_REC_MAX */
-	big = malloc(FLEET_REC_MAX + 64);
-	assert_non_null(big);
-	len = snprintf(big, 32, "*1\r\n$%d\r\n", FLEET_REC_MAX + 1);
-	memset(big + len, 'x', FLEET_REC_MAX + 1);
-	memcpy(big + len + FLEET_REC_MAX + 1, "\r\n", 2);
-	r = parse(big, (size_t)len + FLEET_REC_MAX + 3);
+	r = big_reply("*1\r\n");
 	assert_int_equal(store_reply_mget_at(r, 0, &p, &n), -1);
 	freeReplyObject(r);
-	free(big);
 	/* SET NX: only the status OK is taken; a bulk "OK" is not a status */
 	r = parse(SLUICE_LIT("$2\r\nOK\r\n"));
 	assert_int_equal(store_reply_set_nx(r), -1);
