@@ -274,13 +274,18 @@ cmd_approvals(int argc, char **argv)
 			printf("%s %s\n", verb[0] == 'a' ? "approved" : "rejected", id);
 		ret = 0;
 	} else if (status == 202) {
-		/* another gateway's hold: the decision is signed and sent through the fleet store; that gateway applies it */
+		/* another gateway's hold: the decision took it (the first fleet-wide), signed and sent to that gateway */
+		json_t *a = json_loads(body, 0, NULL);
+		char *g = safe(json_string_value(json_object_get(a, "gateway")));
+
 		if (as_json)
-			printf("{\"id\":\"%s\",\"decision\":\"%s\",\"sent\":true}\n", id,
-			       verb[0] == 'a' ? "approved" : "rejected");
+			printf("{\"id\":\"%s\",\"decision\":\"%s\",\"gateway\":\"%s\"}\n", id,
+			       verb[0] == 'a' ? "approved" : "rejected", g);
 		else
-			printf("%s %s (a hold of another gateway: sent to it through the fleet store)\n",
-			       verb[0] == 'a' ? "approved" : "rejected", id);
+			printf("%s %s (held by gateway %s: the signed decision was sent to it)\n",
+			       verb[0] == 'a' ? "approved" : "rejected", id, g);
+		free(g);
+		json_decref(a);
 		ret = 0;
 	} else if (status == 404) {
 		fprintf(stderr, "sluice approvals: no pending approval %s (unknown, already decided, or timed out)\n", id);

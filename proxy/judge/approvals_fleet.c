@@ -144,7 +144,8 @@ approvals_fleet_list_json(struct approvals_fleet *af, struct evbuffer *out)
 }
 
 enum fleet_decide_res
-approvals_fleet_decide(struct approvals_fleet *af, const char *id, int approve, const char *by)
+approvals_fleet_decide(struct approvals_fleet *af, const char *id, int approve, const char *by,
+                       fleet_decide_done *done, void *done_arg)
 {
-	return fleet_decide(af->f, id, approve, by);
+	return fleet_decide(af->f, id, approve, by, done, done_arg);
 }

@@ -38,7 +38,8 @@ void approvals_fleet_stop(struct approvals_fleet *af);
 /* The listing: this gateway's pending approvals, then the fleet's (fleet_list_json). */
 void approvals_fleet_list_json(struct approvals_fleet *af, struct evbuffer *out);
 
-/* Decides an id that is not pending here (after approvals_decide answered SLUICE_ENOENT). */
-enum fleet_decide_res approvals_fleet_decide(struct approvals_fleet *af, const char *id, int approve, const char *by);
+/* Decides an id that is not pending here (after approvals_decide answered SLUICE_ENOENT): fleet_decide. */
+enum fleet_decide_res approvals_fleet_decide(struct approvals_fleet *af, const char *id, int approve, const char *by,
+                                             fleet_decide_done *done, void *done_arg);
 
 #endif

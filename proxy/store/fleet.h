@@ -149,13 +149,24 @@ void fleet_sync_hold(struct fleet *f, const struct fleet_hold *h);
 void fleet_sync_end(struct fleet *f);
 
 enum fleet_decide_res {
-	FLEET_DECIDE_SENT = 0,       /* SET NX and PUBLISH sent; the answer comes to on_decided (or a log line) */
+	FLEET_DECIDE_SENT = 0,       /* SET NX sent: <done> will be called with the outcome */
 	FLEET_DECIDE_DOWN = -1,      /* the store cannot be reached: nothing sent (503) */
 	FLEET_DECIDE_UNKNOWN = -2,   /* no such hold of another gateway in the listing (404) */
 	FLEET_DECIDE_UNDECIDABLE = -3, /* listed, but unverified, expired or its gateway gone (409) */
+	FLEET_DECIDE_TAKEN = 1,      /* <done>: the decision is the hold's (SET NX answered OK), PUBLISHed, audited */
+	FLEET_DECIDE_LATE = -4,      /* <done>: another decision, from any gateway, took the hold first (409) */
+	FLEET_DECIDE_FAILED = -5,    /* <done>: the store did not answer, or answered wrongly: nothing sent (503) */
 };
-/* Decides another gateway's hold <id> (main thread).  <by>: the admin peer ("uid:N(name)"). */
-enum fleet_decide_res fleet_decide(struct fleet *f, const char *id, int approve, const char *by);
+/* The outcome of a decision that was sent: <gw> is the holding gateway.  Called once, main thread. */
+typedef void fleet_decide_done(void *arg, enum fleet_decide_res res, const char *gw);
+/*
+ * Decides another gateway's hold <id> (main thread).  <by>: the admin peer
+ * ("uid:N(name)").  FLEET_DECIDE_SENT: <done> is called once later, with
+ * TAKEN, LATE or FAILED (FAILED also when the client is destroyed first);
+ * any other answer: <done> is not called.
+ */
+enum fleet_decide_res fleet_decide(struct fleet *f, const char *id, int approve, const char *by,
+                                   fleet_decide_done *done, void *done_arg);
 
 /*
  * Appends the other gateways' holds to a JSON array being written in

@@ -90,6 +90,9 @@ struct pending_dec {                    /* a decision of ours waiting for its SE
 	size_t hold_len;
 	char *rec;                          /* the sealed decision, PUBLISHed once taken */
 	size_t len;
+	char gw[FLEET_GW_MAX + 1];          /* the holding gateway */
+	fleet_decide_done *done;
+	void *done_arg;
 };
 
 static int
@@ -530,15 +533,18 @@ on_taken(const redisReply *r, enum store_outcome o, void *arg)
 	char ch[KEYBUF];
 
 	int taken = o == STORE_ALLOWED ? store_reply_set_nx(r) : -1;
+	enum fleet_decide_res res = FLEET_DECIDE_FAILED;
 
 	if (o != STORE_ALLOWED) {
 		log_warnx("fleet: a decision could not be written to the store (%s): nothing was released",
 		          store_outcome_str(o));
 	} else if (taken == 0) {
+		res = FLEET_DECIDE_LATE;
 		log_warnx("fleet: a decision came too late: the hold was already decided on another gateway");
 	} else if (taken < 0) {
 		log_warnx("fleet: unexpected answer to a decision's SET: nothing was released");
 	} else if (!f->destroying) {
+		res = FLEET_DECIDE_TAKEN;
 		const char *argv[3] = {"PUBLISH", ch, pd->rec};
 		size_t argl[3] = {7, key_of(f, ch, "ap:decisions", ""), pd->len};
 
@@ -548,11 +554,13 @@ on_taken(const redisReply *r, enum store_outcome o, void *arg)
 			fleet_hold_dispose(&h);
 		}
 	}
+	pd->done(pd->done_arg, res, pd->gw);
 	pending_free(pd);
 }
 
 enum fleet_decide_res
-fleet_decide(struct fleet *f, const char *id, int approve, const char *by)
+fleet_decide(struct fleet *f, const char *id, int approve, const char *by, fleet_decide_done *done,
+             void *done_arg)
 {
 	struct fleet_decision d;
 	struct pending_dec *pd;
@@ -583,6 +591,9 @@ fleet_decide(struct fleet *f, const char *id, int approve, const char *by)
 		return FLEET_DECIDE_UNDECIDABLE;
 	pd = xcalloc(1, sizeof(*pd));
 	pd->f = f;
+	pd->done = done;
+	pd->done_arg = done_arg;
+	memcpy(pd->gw, d.gw, sizeof(pd->gw));
 	pd->approve = d.approve;
 	memcpy(pd->by, d.by, sizeof(pd->by));
 	pd->rec = xmalloc((size_t)n);

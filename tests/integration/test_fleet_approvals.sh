@@ -3,7 +3,8 @@
 # password), three gateways with one policy (state.backend: redis, one state.fleet_key file), hold rules.
 #   - a hold on gateway 1 is listed on gateway 3 (gateway gw1, state pending) and, approved from gateway 3, completes
 #     upstream on gateway 1; a hold rejected from gateway 2 gets the refusal (403); both gateways audit the decision
-#     (the holder: by uid:0(root)@gwN; the decider: gateway gw1); a second decision is refused;
+#     (the holder: by uid:0(root)@gwN; the decider: gateway gw1); a second decision is refused; two gateways
+#     deciding one hold at once: exactly one takes it (SET NX), the other is told 409;
 #   - written into Redis by hand, without the fleet key: a decision (SET and PUBLISH) releases nothing, a genuine
 #     decision replayed under another hold's key releases nothing, a hold record is listed "unverified" and cannot
 #     be decided (409);
@@ -88,7 +89,7 @@ check_match "  the table on gateway 3 says where it waits" "gateway = gw1 \(pend
 check "  nothing reached the upstream while held" sh -c "! jq -r .target '$PYUPLOG' 2>/dev/null | grep -qF 'c=approve'"
 out=$(decide 3 approve "$ID1"); rc=$?
 check_eq "sluice approvals approve on gateway 3: exit 0, sent to the holder" \
-  "0 approved $ID1 (a hold of another gateway: sent to it through the fleet store)" "$rc $out"
+  "0 approved $ID1 (held by gateway gw1: the signed decision was sent to it)" "$rc $out"
 wait "$CA1"
 check_eq "  the request completes on gateway 1: 200 from the upstream" 200 "$(cat "$T/a.code")"
 check "  the upstream saw it" upstream_saw "/pay?c=approve"
@@ -112,6 +113,23 @@ check "  it never reached the upstream" sh -c "! jq -r .target '$PYUPLOG' | grep
 check "  gateway 1 audits the rejection by uid:0(root)@gw2" eventually 5 \
   sh -c "[ \"\$(jq -r --arg id '$ID2' 'select(.type == \"approval\" and .id == \$id) | \"\(.decision) \(.by)\"' '${GAUD[1]}')\" = 'rejected uid:0(root)@gw2' ]"
 check_eq "  gateway 2 audits that it decided for gw1" "rejected uid:0(root) gw1 pay-hold" "$(arec 2 "$ID2")"
+
+# ---------------------------------------------------------------- two gateways decide at once: one wins
+hold 1 b "/pay?c=both"; CB=$LASTCLIENT
+IDB=$(wait_entry 2 "/pay?c=both" pending)
+eventually 5 sh -c "[ \"\$('$SLUICE' approvals list -c '${GCONF[3]}' --json | jq -r '.[] | select(.id == \"$IDB\") | .state')\" = pending ]"
+decide 2 approve "$IDB" >"$T/both2.out" & P2=$!
+decide 3 reject "$IDB" >"$T/both3.out" & P3=$!
+wait "$P2"; r2=$?; wait "$P3"; r3=$?
+check_eq "a hold decided from gateways 2 and 3 at once: exactly one decision is taken" 1 $(( (r2 == 0) + (r3 == 0) ))
+check_match "  the other is told another decision came first (409)" 'HTTP 409.*another decision took that hold first' \
+  "$(cat "$T/both2.out" "$T/both3.out")"
+wait "$CB"
+if [ "$r2" = 0 ]; then want="200 approved"; else want="403 rejected"; fi
+check_eq "  the client on gateway 1 gets the winner's outcome" "$want" \
+  "$(cat "$T/b.code") $(jq -r --arg id "$IDB" 'select(.type == "approval" and .id == $id) | .decision' "${GAUD[1]}")"
+check_eq "  one approval record on the holder, one on the winner, none on the loser" "1 $(( r2 == 0 ? 1 : 0 )) $(( r3 == 0 ? 1 : 0 ))" \
+  "$(for n in 1 2 3; do jq -c --arg id "$IDB" 'select(.type == "approval" and .id == $id)' "${GAUD[$n]}" | wc -l; done | tr '\n' ' ' | sed 's/ $//')"
 
 # ---------------------------------------------------------------- what Redis alone cannot do
 hold 1 f "/pay?c=forged"; CF1=$LASTCLIENT
