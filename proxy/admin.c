@@ -344,9 +344,12 @@ fleet_answer(void *arg, enum fleet_decide_res res, const char *holder)
 		reply_error(req, 409, "Conflict", "another decision took that hold first (on this or another gateway)");
 		break;
 	case FLEET_DECIDE_DOWN:
-	case FLEET_DECIDE_FAILED:
 		reply_error(req, 503, "Service Unavailable", "the fleet store (state.redis) cannot be reached: holds of other "
 		            "gateways cannot be decided now (this gateway's own still can)");
+		break;
+	case FLEET_DECIDE_FAILED:
+		reply_error(req, 503, "Service Unavailable", "the fleet store (state.redis) did not confirm the decision in "
+		            "time: it may still reach the holding gateway; list the approvals again");
 		break;
 	case FLEET_DECIDE_UNDECIDABLE:
 		reply_error(req, 409, "Conflict", "that hold cannot be decided: it expired, its gateway is gone, or its "

@@ -155,7 +155,8 @@ enum fleet_decide_res {
 	FLEET_DECIDE_UNDECIDABLE = -3, /* listed, but unverified, expired or its gateway gone (409) */
 	FLEET_DECIDE_TAKEN = 1,      /* <done>: the decision is the hold's (SET NX answered OK), PUBLISHed, audited */
 	FLEET_DECIDE_LATE = -4,      /* <done>: another decision, from any gateway, took the hold first (409) */
-	FLEET_DECIDE_FAILED = -5,    /* <done>: the store did not answer, or answered wrongly: nothing sent (503) */
+	FLEET_DECIDE_FAILED = -5,    /* <done>: the store did not confirm (timeout, lost, an error): not audited here;
+	                              * a SET that reached Redis may still take the hold (503, "list again") */
 };
 /* The outcome of a decision that was sent: <gw> is the holding gateway.  Called once, main thread. */
 typedef void fleet_decide_done(void *arg, enum fleet_decide_res res, const char *gw);

@@ -536,8 +536,8 @@ on_taken(const redisReply *r, enum store_outcome o, void *arg)
 	enum fleet_decide_res res = FLEET_DECIDE_FAILED;
 
 	if (o != STORE_ALLOWED) {
-		log_warnx("fleet: a decision could not be written to the store (%s): nothing was released",
-		          store_outcome_str(o));
+		log_warnx("fleet: a decision was not confirmed by the store (%s): if it reached Redis, the holding "
+		          "gateway still applies (and audits) it", store_outcome_str(o));
 	} else if (taken == 0) {
 		res = FLEET_DECIDE_LATE;
 		log_warnx("fleet: a decision came too late: the hold was already decided on another gateway");

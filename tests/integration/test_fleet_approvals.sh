@@ -182,6 +182,22 @@ check_match "  409: its gateway is gone" 'HTTP 409' "$(cat "$T/gone.out")"
 check "  once its timeout (8 s) passed: shown as expired" eventually 15 \
   sh -c "[ \"\$('$SLUICE' approvals list -c '${GCONF[3]}' --json | jq -r '.[] | select(.id == \"$ID4\") | .state')\" = expired ]"
 
+# ---------------------------------------------------------------- an admin client that goes while its decision waits
+hold 1 s "/pay?c=stall"; CS=$LASTCLIENT
+IDS=$(wait_entry 3 "/pay?c=stall" pending)
+kill -STOP "$RPID"
+timeout 10 curl -s --max-time 0.5 --unix-socket "${GADM[3]}" -o /dev/null -X POST "http://x/approvals/$IDS/approve"
+sleep 2.5   # past state.redis.timeout (2 s): the decision's SET is not confirmed; its admin client is gone
+kill -CONT "$RPID"
+check_eq "an admin client gone while its decision waited for a stopped Redis: gateway 3 still answers" 200 \
+  "$(timeout 10 curl -s --max-time 5 --unix-socket "${GADM[3]}" -o /dev/null -w '%{http_code}' http://x/approvals)"
+check_match "  and logged that the store did not confirm it" 'a decision was not confirmed by the store' "$(cat "${GLOG[3]}")"
+# the SET may have reached Redis before it stopped (then gateway 1 applies it); else the hold is decided here
+for i in $(seq 1 30); do kill -0 "$CS" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$CS" 2>/dev/null && decide 1 reject "$IDS" >/dev/null
+wait "$CS"
+check_match "  the held request ends either way (200 or 403)" '^(200|403)$' "$(cat "$T/s.code")"
+
 # ---------------------------------------------------------------- Redis down, then back
 hold 1 d "/pay?c=down"; CD=$LASTCLIENT
 ID5=$(wait_entry 3 "/pay?c=down" pending)
