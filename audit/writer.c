@@ -279,6 +279,7 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_str(&jb, "method", r->method);
 		path_member(&jb, r, path_max);
 		jb_str(&jb, "body_sha256", r->body_sha256);
+		jb_str(&jb, "gateway", r->gateway);
 	} else if (k == AUDIT_KIND_REVOCATION) {
 		/* revoke.c: a connection whose facts were withdrawn, what was done to it and why */
 		jb_str(&jb, "id", r->id);

@@ -61,6 +61,8 @@ struct audit_rec {
 	const char *by;                   /* approval: who decided ("uid:N(name)", "timeout", "shutdown", "client") */
 	const char *body_sha256;          /* approval: hex SHA-256 of the held body the decision binds */
 	const char *request_id;           /* approval: the held request's id (<id> is the approval's) */
+	const char *gateway;              /* approval: the gateway that held it, when another (a fleet decision made
+	                                   * here); NULL: omitted */
 	/* request (issue 6, proxy/judge/semantic.c): the semantic decision's members; NULL: omitted */
 	const char *mode;                 /* "report": the request passed only because of report mode */
 	const char *report_verdict;       /* "report":{"verdict","rule","reason"}: what a report-mode rule, */

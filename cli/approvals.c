@@ -32,7 +32,10 @@ static const char usage_approvals[] =
 	"Requests a `hold` rule keeps waiting, at the gateway running for FILE (its listen.admin socket).\n"
 	"list: id, age, time left, sandbox, method, host, rule and path, then the fields the rule read and the\n"
 	"SHA-256 of the body held (bytes outside printable ASCII are shown as \\xNN). approve / reject: decide\n"
-	"one; the gateway audits who decided. Exit 1 when ID is unknown or already decided.\n";
+	"one; the gateway audits who decided. Exit 1 when ID is unknown or already decided.\n"
+	"With state.backend: redis and state.fleet_key, the list also shows the other gateways' holds (a line\n"
+	"\"gateway = NAME (STATE)\" below each; STATE pending, expired, gateway_gone or unverified), and approve /\n"
+	"reject of one of them sends the signed decision to its gateway (exit 0; 503: the store is unreachable).\n";
 
 /* One request to the admin socket <sock>: 0 with *<status> and <body> (the caller frees it), or -1 (stderr says why). */
 static int
@@ -159,6 +162,15 @@ print_table(json_t *list)
 	print_row(col_names, w);
 	json_array_foreach(list, i, o) {
 		print_row((const char *const *)cells[i], w);
+		if (json_object_get(o, "state") != NULL) {
+			/* another gateway's hold (state.backend: redis): where it waits, and whether it can be decided */
+			char *g = safe(json_string_value(json_object_get(o, "gateway")));
+			char *st = safe(json_string_value(json_object_get(o, "state")));
+
+			printf("    gateway = %s (%s)\n", g, st);
+			free(g);
+			free(st);
+		}
 		json_array_foreach(json_object_get(o, "fields"), k, f) {
 			char *pl = safe(json_string_value(json_object_get(f, "place")));
 			char *v = safe(json_string_value(json_object_get(f, "value")));
@@ -260,6 +272,20 @@ cmd_approvals(int argc, char **argv)
 			printf("{\"id\":\"%s\",\"decision\":\"%s\"}\n", id, verb[0] == 'a' ? "approved" : "rejected");
 		else
 			printf("%s %s\n", verb[0] == 'a' ? "approved" : "rejected", id);
+		ret = 0;
+	} else if (status == 202) {
+		/* another gateway's hold: the decision took it (the first fleet-wide), signed and sent to that gateway */
+		json_t *a = json_loads(body, 0, NULL);
+		char *g = safe(json_string_value(json_object_get(a, "gateway")));
+
+		if (as_json)
+			printf("{\"id\":\"%s\",\"decision\":\"%s\",\"gateway\":\"%s\"}\n", id,
+			       verb[0] == 'a' ? "approved" : "rejected", g);
+		else
+			printf("%s %s (held by gateway %s: the signed decision was sent to it)\n",
+			       verb[0] == 'a' ? "approved" : "rejected", id, g);
+		free(g);
+		json_decref(a);
 		ret = 0;
 	} else if (status == 404) {
 		fprintf(stderr, "sluice approvals: no pending approval %s (unknown, already decided, or timed out)\n", id);

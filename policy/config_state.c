@@ -51,6 +51,7 @@ policy_state_free(struct policy_config *cfg)
 	free(cfg->redis.unix_path);
 	free(cfg->redis.password);
 	free(cfg->redis.key_prefix);
+	free(cfg->fleet_key);
 }
 
 static int
@@ -181,14 +182,34 @@ redis_tcp(struct policy_ld *l, yaml_node_t *n, const char *u, struct policy_stat
 	return 0;
 }
 
+/* A secret's source spec for <what> (env:VAR or file:/path; exec: is refused), kept as text in *<out>. */
+static int
+source_spec(struct policy_ld *l, yaml_node_t *n, const char *what, const char *noun, char **out)
+{
+	struct secret_source src;
+	const char *err = NULL;
+	char msg[96];
+	int ret;
+
+	snprintf(msg, sizeof(msg), "a %s source (env:VAR or file:/path) for %s", noun, what);
+	if ((ret = policy_ld_string(l, n, msg, out)) != 0)
+		return ret;
+	if (secret_source_parse(*out, &src, &err) != 0)
+		return policy_ld_error(l, n, "bad %s source for %s: %s", noun, what, err);
+	ret = src.kind == SECRET_SRC_EXEC;
+	secret_source_dispose(&src);
+	if (ret)
+		return policy_ld_error(l, n, "bad %s source for %s: expected env:VAR or file:/path (exec: is not "
+		                       "supported here)", noun, what);
+	return 0;
+}
+
 static int
 parse_redis(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
 	static const char *const redis_keys[] = {"url", "password", "timeout", "key_prefix"};
 	static const struct policy_unit units[] = {{"ms", 1}, {"s", 1000}, {NULL, 0}};
 	struct policy_state_redis *r = &cfg->redis;
-	struct secret_source src;
-	const char *err = NULL;
 	yaml_node_t *v[4];
 	unsigned long x;
 	size_t i;
@@ -211,18 +232,8 @@ parse_redis(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 		                      "(rediss:// is not supported: hiredis 0.14 has no TLS)");
 	if (ret != 0)
 		return ret;
-	if (v[1] != NULL) {
-		if ((ret = policy_ld_string(l, v[1], "a password source (env:VAR or file:/path) for state.redis.password",
-		                            &r->password)) != 0)
-			return ret;
-		if (secret_source_parse(r->password, &src, &err) != 0)
-			return policy_ld_error(l, v[1], "bad password source for state.redis.password: %s", err);
-		ret = src.kind == SECRET_SRC_EXEC;
-		secret_source_dispose(&src);
-		if (ret)
-			return policy_ld_error(l, v[1], "bad password source for state.redis.password: expected env:VAR or "
-			                       "file:/path (exec: is not supported here)");
-	}
+	if (v[1] != NULL && (ret = source_spec(l, v[1], "state.redis.password", "password", &r->password)) != 0)
+		return ret;
 	if (v[2] != NULL) {
 		if (policy_ld_scaled(v[2], units, REDIS_TIMEOUT_MAX_MS, &x) != 0 || x < 1)
 			return policy_ld_error(l, v[2], "expected a duration for state.redis.timeout (\"50ms\", \"1s\"; 1ms to "
@@ -255,14 +266,14 @@ static int
 parse_state(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 {
 	static const char *const state_keys[] = {"backend", "dir", "redis", "gateway_id", "fleet_size", "on_error",
-	                                         "local_share"};
+	                                         "local_share", "fleet_key"};
 	struct policy_dec d;
-	yaml_node_t *v[7];
+	yaml_node_t *v[8];
 	unsigned long x;
 	int64_t share;
 	int ret;
 
-	if ((ret = policy_ld_fields(l, map, "state", "a map of state settings", state_keys, 7, v, NULL)) != 0)
+	if ((ret = policy_ld_fields(l, map, "state", "a map of state settings", state_keys, 8, v, NULL)) != 0)
 		return ret;
 	if (v[0] != NULL) {
 		if (scalar_eq(v[0], "file"))
@@ -307,6 +318,10 @@ parse_state(struct policy_ld *l, yaml_node_t *map, struct policy_config *cfg)
 			                       "(each gateway's share of a cap while the store is unreachable)");
 		cfg->local_share = (uint32_t)share;
 	}
+	if (v[7] != NULL && (ret = source_spec(l, v[7], "state.fleet_key", "key", &cfg->fleet_key)) != 0)
+		return ret;
+	if (v[7] != NULL && cfg->state_backend != POLICY_STATE_REDIS)
+		return policy_ld_error(l, v[7], "state.fleet_key is for state.backend: redis (approvals shared by a fleet)");
 	return 0;
 }
 

@@ -108,6 +108,8 @@ struct policy_config {
 	enum policy_state_on_error state_on_error;  /* state.on_error (deny) */
 	uint32_t local_share;          /* state.local_share in millionths of a cap, 0 < x <= 1000000; 0 when absent:
 	                                * 1/fleet_size */
+	char *fleet_key;               /* state.fleet_key: a source spec (env:VAR or file:/path), never the value; NULL when
+	                                * absent.  With backend: redis, the HMAC key the gateways seal approvals with */
 	int reload_watch;              /* reload.watch (true): a change of the config file reloads it, as SIGHUP does */
 };
 

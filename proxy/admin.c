@@ -292,6 +292,7 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 		.method = info->method,
 		.path = info->path,
 		.body_sha256 = sha,
+		.gateway = info->gateway,
 		.status = -1,
 		.bytes_up = -1,
 		.bytes_down = -1,
@@ -301,9 +302,64 @@ admin_approval_note(void *arg, const char *id, const struct approval_info *info,
 	};
 
 	hex_encode(sha, info->body_sha256, 32);
-	if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
+	if ((decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED) && info->gateway != NULL)
+		log_info("approval %s %s by %s for gateway %s (rule %s)", id, r.decision, by, info->gateway,
+		         info->rule != NULL ? info->rule : "-");
+	else if (decision == APPROVAL_REJECTED || decision == APPROVAL_APPROVED)
 		log_info("approval %s %s by %s (rule %s)", id, r.decision, by, info->rule != NULL ? info->rule : "-");
 	audit_write(gw->audit, &r);
+}
+
+/*
+ * The answer to a decision of another gateway's hold.  Also fleet_decide's <done> (<arg> the request): an
+ * admin request waits for it; if its client went away meanwhile, libevent detached the request from the
+ * connection without freeing it, and the reply frees it.  FLEET_DECIDE_SENT: nothing yet.
+ */
+static void
+fleet_answer(void *arg, enum fleet_decide_res res, const char *holder)
+{
+	struct evhttp_request *req = arg;
+	char buf[256];
+	struct jbuf jb;
+	long n;
+
+	switch (res) {
+	case FLEET_DECIDE_SENT:
+		break;
+	case FLEET_DECIDE_TAKEN: {
+		struct evbuffer *b = evbuffer_new();
+
+		jb_init(&jb, buf, sizeof(buf));
+		jb_str(&jb, "status", "sent");
+		jb_str(&jb, "gateway", holder);
+		n = jb_finish(&jb, 1);
+		if (n > 0)
+			evbuffer_add(b, buf, (size_t)n);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+		evhttp_send_reply(req, 202, "Accepted", b);
+		evbuffer_free(b);
+		break;
+	}
+	case FLEET_DECIDE_LATE:
+		reply_error(req, 409, "Conflict", "another decision took that hold first (on this or another gateway)");
+		break;
+	case FLEET_DECIDE_DOWN:
+		reply_error(req, 503, "Service Unavailable", "the fleet store (state.redis) cannot be reached: holds of other "
+		            "gateways cannot be decided now (this gateway's own still can)");
+		break;
+	case FLEET_DECIDE_FAILED:
+		reply_error(req, 503, "Service Unavailable", "the fleet store (state.redis) did not confirm the decision in "
+		            "time: it may still reach the holding gateway; list the approvals again");
+		break;
+	case FLEET_DECIDE_UNDECIDABLE:
+		reply_error(req, 409, "Conflict", "that hold cannot be decided: it expired, its gateway is gone, or its "
+		            "record does not verify with the fleet key");
+		break;
+	default:
+		reply_error(req, 404, "Not Found", "no such pending approval here or in the fleet (unknown, or already "
+		            "decided)");
+		break;
+	}
 }
 
 /* /approvals/<id>/approve and /approvals/<id>/reject (<rest> follows "/approvals/") */
@@ -339,10 +395,17 @@ approvals_route(struct gateway *gw, struct evhttp_request *req, const char *rest
 		return;
 	}
 	rc = approvals_decide(gw->approvals, id, approve, who);
-	if (rc == 0)
+	if (rc == 0) {
 		evhttp_send_reply(req, 204, "No Content", NULL);
-	else
+		return;
+	}
+	if (gw->approvals_fleet == NULL) {
 		reply_error(req, 404, "Not Found", "no such pending approval (unknown, or already decided)");
+		return;
+	}
+	/* not ours: another gateway's hold, decided through the fleet store (fleet.h); answered by fleet_answer,
+	 * now or once the store said whether the decision took the hold */
+	fleet_answer(req, approvals_fleet_decide(gw->approvals_fleet, id, approve, who, fleet_answer, req), NULL);
 }
 
 static void
@@ -356,7 +419,10 @@ approvals_get(struct gateway *gw, struct evhttp_request *req)
 		return;
 	}
 	b = evbuffer_new();
-	approvals_list_json(gw->approvals, b);
+	if (gw->approvals_fleet != NULL)
+		approvals_fleet_list_json(gw->approvals_fleet, b);
+	else
+		approvals_list_json(gw->approvals, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

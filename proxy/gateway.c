@@ -257,6 +257,31 @@ approval_note(void *arg, const char *id, const struct approval_info *info, enum 
 	free(path);
 }
 
+/*
+ * With state.backend: redis, holds are shared by the fleet when the fleet key is set; without it they stay
+ * this gateway's (a remote decision could not be authenticated).
+ */
+static void
+fleet_start(struct gateway *gw)
+{
+	const char *err = NULL;
+
+	if (gw->store_opts == NULL)
+		return;
+	if (gw->fleet_key == NULL) {
+		log_warnx("state.fleet_key is not set: holds are decided on this gateway only, not across the fleet");
+		return;
+	}
+	gw->approvals_fleet = approvals_fleet_start(gw->approvals, gw->base, gw->store_opts, gw->cfg->gateway_id,
+	                                            gw->fleet_key, approval_note, gw, &err);
+	if (gw->approvals_fleet == NULL)
+		log_warnx("approvals across the fleet are off: %s", err);
+	else
+		log_info("approvals: holds shared with the fleet as gateway %s", gw->cfg->gateway_id);
+	secret_buf_free(gw->fleet_key);   /* the client keeps its own copy */
+	gw->fleet_key = NULL;
+}
+
 struct gateway *
 gateway_create(const char *config_path, const struct policy_config *cfg, struct policy *pol, struct ca *ca,
                const char **err)
@@ -497,6 +522,7 @@ gateway_run(struct gateway *gw)
 	reload_start(gw);
 	if (gw->admin_fd != -1)
 		admin_start(gw);
+	fleet_start(gw);
 	gwdns_start(gw);
 	for (i = 0; i < gw->nworkers; i++) {
 		gw->workers[i].idx = i;
@@ -524,6 +550,8 @@ gateway_run(struct gateway *gw)
 		worker_join(&gw->workers[i]);
 	for (i = 0; signums[i] != 0; i++)
 		event_free(sigs[i]);
+	approvals_fleet_stop(gw->approvals_fleet);  /* its events are on gw->base; no worker holds anything now */
+	gw->approvals_fleet = NULL;
 	reload_stop(gw);  /* the workers are gone: the counters they changed last are saved */
 	/* the workers are gone: the stop record is the run's last, then everything is fsynced */
 	audit_stop(gw->audit, gw->stopping ? "signal" : ret != 0 ? "error" : "exit");

@@ -20,6 +20,7 @@
 #include "policy/policy.h"
 #include "audit/writer.h"
 #include "proxy/judge/approvals.h"
+#include "proxy/judge/approvals_fleet.h"
 #include "proxy/net/net.h"
 #include "proxy/h2/h2.h"
 #include "proxy/cred/cred.h"

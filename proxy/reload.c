@@ -223,6 +223,9 @@ reload_init(struct gateway *gw, const char **err)
 		gw->store_opts = xcalloc(1, sizeof(*gw->store_opts));
 		if (store_opts_from_config(cfg, gw->store_opts, &gw->store_pw, err) != 0)
 			return -1;
+		/* read here, before privileges are dropped, as the password is (gateway_run starts the fleet client) */
+		if (store_fleet_key_from_config(cfg, &gw->fleet_key, err) != 0)
+			return -1;
 	}
 	rs = xcalloc(1, sizeof(*rs));
 	gw->reload = rs;
@@ -390,6 +393,8 @@ reload_free(struct gateway *gw)
 	gw->store_opts = NULL;
 	secret_buf_free(gw->store_pw);
 	gw->store_pw = NULL;
+	secret_buf_free(gw->fleet_key);
+	gw->fleet_key = NULL;
 	if (rs == NULL)
 		return;
 	reload_stop(gw);

@@ -39,6 +39,7 @@ struct up_session;
 struct limits;
 struct reload_state;
 struct approvals;
+struct approvals_fleet;
 struct host_scrub;
 struct evhttp;
 struct evconnlistener;
@@ -167,6 +168,8 @@ struct gateway {
 	struct store_opts *store_opts;   /* state.backend: redis: the options each worker's store is made with
 	                                  * (reload.c: made at start, freed at stop); NULL with backend: file */
 	struct secret_buf *store_pw;     /* state.redis.password, read once at start (borrowed by store_opts) */
+	struct secret_buf *fleet_key;    /* state.fleet_key, read once at start; freed once the fleet client copied it */
+	struct approvals_fleet *approvals_fleet;  /* backend: redis with a fleet key: holds shared (approvals_fleet.h) */
 	atomic_size_t held;              /* bytes of request bodies held for semantic rules (semantic.c, PROXY_HELD_MAX) */
 };
 

@@ -52,6 +52,8 @@ struct approvals {
 	int closed;
 	approval_note_fn note;
 	void *note_arg;
+	void (*watch)(void *arg);        /* the pending set changed (fleet) */
+	void *watch_arg;
 };
 
 const char *
@@ -123,10 +125,28 @@ registry_unref(struct approvals *a)
 
 /* Under the mutex. */
 static void
+watch(struct approvals *a)
+{
+	if (a->watch != NULL)
+		a->watch(a->watch_arg);
+}
+
+/* Under the mutex. */
+static void
 note(struct approvals *a, struct approval *ap)
 {
 	if (a->note != NULL)
 		a->note(a->note_arg, ap->id, &ap->info, ap->decision, ap->by);
+	watch(a);
+}
+
+void
+approvals_set_watch(struct approvals *a, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&a->mu);
+	a->watch = fn;
+	a->watch_arg = arg;
+	pthread_mutex_unlock(&a->mu);
 }
 
 /* Under the mutex: a pending approval gets its outcome; its event fires (when <activate>) on the holder's thread. */
@@ -305,6 +325,7 @@ approvals_add(struct approvals *a, const struct approval_info *info, unsigned ti
 	a->nlive++;
 	a->npending++;
 	a->refs++;
+	watch(a);
 	pthread_mutex_unlock(&a->mu);
 	memcpy(id, ap->id, APPROVALS_ID_LEN + 1);
 	return 0;
@@ -461,13 +482,26 @@ entry_json(const struct approval *ap, uint64_t now, struct evbuffer *out)
 }
 
 void
-approvals_list_json(struct approvals *a, struct evbuffer *out)
+approvals_each_pending(struct approvals *a, approvals_each_fn *fn, void *arg)
+{
+	struct approval *ap;
+	uint64_t now = clock_mono_ms();
+
+	pthread_mutex_lock(&a->mu);
+	TAILQ_FOREACH(ap, &a->list, link)
+		if (ap->state == AP_PENDING)
+			fn(arg, ap->id, &ap->info, now - ap->added_ms, ap->deadline_ms > now ? ap->deadline_ms - now : 0);
+	pthread_mutex_unlock(&a->mu);
+}
+
+size_t
+approvals_list_entries(struct approvals *a, struct evbuffer *out)
 {
 	struct approval *ap;
 	uint64_t now = clock_mono_ms();
 	int first = 1;
+	size_t n = 0;
 
-	evbuffer_add(out, SLUICE_LIT("["));
 	pthread_mutex_lock(&a->mu);
 	TAILQ_FOREACH(ap, &a->list, link) {
 		if (ap->state != AP_PENDING)
@@ -479,7 +513,16 @@ approvals_list_json(struct approvals *a, struct evbuffer *out)
 			evbuffer_add_printf(out, "{\"id\":\"%s\",\"error\":\"cannot format\"}", ap->id);
 		}
 		first = 0;
+		n++;
 	}
 	pthread_mutex_unlock(&a->mu);
+	return n;
+}
+
+void
+approvals_list_json(struct approvals *a, struct evbuffer *out)
+{
+	evbuffer_add(out, SLUICE_LIT("["));
+	approvals_list_entries(a, out);
 	evbuffer_add(out, SLUICE_LIT("]\n"));
 }

@@ -34,7 +34,11 @@
  * are made.
  *
  * Who may decide: whoever can connect to the admin socket (mode 0600, owned
- * by the user that started the gateway).  The body hash shown is of the
+ * by the user that started the gateway), and, with state.fleet_key, whoever
+ * can on another gateway of the fleet: approvals_fleet.c applies a decision
+ * that verified with the fleet key through approvals_decide, on the main
+ * thread, so it takes the same path (and wins or loses the same race) as a
+ * local one.  The body hash shown is of the
  * exact body held: the request that goes on after an approval is that body.
  */
 #ifndef SLUICE_PROXY_APPROVALS_H
@@ -48,7 +52,8 @@
 
 #define APPROVALS_MAX_PENDING 1024 /* default bound of approvals waiting at once */
 #define APPROVALS_ID_LEN 16        /* hex characters of an id (64 random bits) */
-#define APPROVALS_BY_MAX 80        /* "uid:N(name)" as stored; longer names are cut */
+#define APPROVALS_BY_MAX 128       /* "uid:N(name)" or, decided from another gateway, "uid:N(name)@<gateway>"
+                                    * (FLEET_BY_MAX) as stored; longer ones are cut */
 
 struct approvals;
 struct approval_info {                 /* what the operator sees; all copied by approvals_add */
@@ -57,6 +62,9 @@ struct approval_info {                 /* what the operator sees; all copied by 
 	uint8_t body_sha256[32];           /* of the exact body held (empty body: sha256 of "") */
 	/* Extension: the held request's id ("<conn>-<n>"), written in the approval's audit record; may be NULL. */
 	const char *request_id;
+	/* Extension (fleet): the gateway that holds the request, when it is not this one (an `approval` record of a
+	 * decision made here for another gateway's hold); NULL otherwise. */
+	const char *gateway;
 };
 /*
  * How an approval ended.  The values are fixed (the admin API's "approve"
@@ -133,6 +141,25 @@ void approvals_shutdown(struct approvals *a);
 
 /* Approvals pending (not decided yet). */
 size_t approvals_pending(struct approvals *a);
+
+/*
+ * Fleet (approvals_fleet.c).  <fn> is called, under the registry's mutex,
+ * whenever the set of pending approvals changes (an add, a decision, a
+ * timeout, a cancel), on whatever thread made the change; it must not call
+ * approvals_* (the fleet glue only makes an event active).  Set before any
+ * approvals_add.
+ */
+void approvals_set_watch(struct approvals *a, void (*fn)(void *arg), void *arg);
+/*
+ * Calls <fn> for every pending approval, oldest first, under the mutex
+ * (<fn> must not call approvals_*): its id, its info (valid during the
+ * call), how long it has waited and how long it has left, in ms.
+ */
+typedef void approvals_each_fn(void *arg, const char *id, const struct approval_info *info, uint64_t age_ms,
+                               uint64_t left_ms);
+void approvals_each_pending(struct approvals *a, approvals_each_fn *fn, void *arg);
+/* The pending approvals' JSON objects (as approvals_list_json's), comma-separated, no brackets: their number. */
+size_t approvals_list_entries(struct approvals *a, struct evbuffer *out);
 
 /* 1 when <s> is a well-formed id: exactly APPROVALS_ID_LEN lower-case hex digits, NUL-terminated. */
 int approvals_id_valid(const char *s);

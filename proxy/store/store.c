@@ -42,6 +42,8 @@ struct store_op {
 	struct store *_s;
 	struct store_op *_next;          /* free list */
 	store_cb *_cb;
+	store_raw_cb *_rcb;              /* store_raw: the reply's reader (NULL: none) */
+	int _raw;                        /* a store_raw command: no script, no NOSCRIPT retry */
 	void *_arg;
 	struct event _timer;
 	enum store_script _sc;
@@ -65,6 +67,7 @@ struct store {
 	int closing;
 	char *host, *unix_path, *prefix;
 	unsigned port, db, timeout_ms, backoff_max_ms, backoff_ms;
+	size_t unread_max;          /* store_opts.unread_max (store_ev.c's bound) */
 	struct secret_buf *password;
 	char sha[STORE_NSCRIPT][STORE_SHA_LEN + 1];
 	int budgets_ok;
@@ -78,6 +81,9 @@ struct store {
 	size_t nfree;
 	time_t last_log[NLOG];
 	struct store_stats st;           /* relaxed atomics (store_stats_get reads from any thread) */
+	char *channel;                   /* store_create_sub: <prefix><channel>, SUBSCRIBEd after the handshake */
+	store_msg_cb *msg_cb;
+	void *msg_arg;
 };
 
 enum hs_step {
@@ -219,12 +225,42 @@ hs_fail(struct store *s, redisAsyncContext *ac, const char *why)
 	redisAsyncFree(ac);
 }
 
+/* A subscriber's channel: every push it gets (confirmations, messages), until the connection goes. */
+static void
+on_sub(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct store *s = priv;
+	const char *p = NULL;
+	size_t n = 0;
+	int rc;
+
+	(void)ac;
+	if (reply == NULL)
+		return;  /* the connection is going away: on_disconnect reconnects */
+	s->last_reply_us = mono_us();
+	rc = store_reply_message(reply, s->channel, strlen(s->channel), &p, &n);
+	if (rc == 1)
+		s->msg_cb(p, n, s->msg_arg);
+	else if (rc < 0 && may_log(s, LOG_REPLY))
+		log_warnx("store: unexpected push on the subscriber (type %d): ignored", ((const redisReply *)reply)->type);
+}
+
 static void
 hs_done(struct store *s)
 {
 	char w[STORE_NAME_MAX + 16];
 
 	evtimer_del(s->hs_ev);
+	if (s->channel != NULL) {
+		const char *argv[2] = {"SUBSCRIBE", s->channel};
+		size_t argl[2] = {9, strlen(s->channel)};
+
+		if (redisAsyncCommandArgv(s->ac, on_sub, s, 2, argv, argl) != REDIS_OK) {
+			hs_fail(s, s->ac, "SUBSCRIBE could not be sent");
+			return;
+		}
+		s->budgets_ok = 1;  /* not used; keeps the ready line short */
+	}
 	s->state = STORE_S_READY;
 	__atomic_store_n(&s->st.up, 1, __ATOMIC_RELAXED);
 	s->backoff_ms = STORE_BACKOFF_MIN_MS;
@@ -322,6 +358,13 @@ send_handshake(struct store *s, redisAsyncContext *ac)
 			return -1;
 		s->hs_left++;
 	}
+	if (s->channel != NULL) {
+		/* a subscriber: no counters on it (channels are not per database) */
+		if (redisAsyncCommand(ac, on_handshake, (void *)(uintptr_t)HS_SELECT, "SELECT %u", s->db) != REDIS_OK)
+			return -1;
+		s->hs_left++;
+		return 0;
+	}
 	if (redisAsyncCommand(ac, on_handshake, (void *)(uintptr_t)HS_SELECT, "SELECT %u", s->db) != REDIS_OK ||
 	    redisAsyncCommand(ac, on_handshake, (void *)(uintptr_t)HS_CONFIG, "CONFIG GET maxmemory-policy") != REDIS_OK)
 		return -1;
@@ -344,7 +387,7 @@ on_overflow(redisAsyncContext *ac, void *arg)
 
 	if (may_log(s, LOG_REPLY))
 		log_warnx("store %s: a reply over %u bytes; connection dropped", where(s, w, sizeof(w)),
-		          (unsigned)STORE_UNREAD_MAX);
+		          (unsigned)s->unread_max);
 	count_err(s, STORE_EREPLY);
 	if (s->ac == ac)
 		conn_drop(s);
@@ -381,7 +424,7 @@ connect_start(struct store *s)
 		return;
 	}
 	ac->c.reader->fn = store_reply_fns();
-	if (store_ev_attach(ac, s->base, STORE_UNREAD_MAX, on_overflow, s) != 0 || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
+	if (store_ev_attach(ac, s->base, s->unread_max, on_overflow, s) != 0 || redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(s, ac) != 0) {
 		conn_drop(s);
 		return;
@@ -419,7 +462,7 @@ op_release(struct store_op *op)
 
 /* Gives <res> to the caller unless it cancelled or was already answered; frees <op> when hiredis let go of it. */
 static void
-op_finish(struct store_op *op, struct store_result *res)
+op_finish(struct store_op *op, struct store_result *res, const redisReply *r)
 {
 	struct store *s = op->_s;
 
@@ -430,7 +473,10 @@ op_finish(struct store_op *op, struct store_result *res)
 			count_err(s, res->outcome);
 		else if (res->outcome == STORE_REFUSED)
 			count(&s->st.refused, 1);
-		op->_cb(res, op->_arg);
+		if (!op->_raw)
+			op->_cb(res, op->_arg);
+		else if (op->_rcb != NULL)
+			op->_rcb(res->outcome >= 0 ? r : NULL, res->outcome, op->_arg);
 	}
 	if (!op->_in_redis)
 		op_release(op);
@@ -473,12 +519,19 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 
 	(void)ac;
 	op->_in_redis = 0;
-	store_reply_script(op->_sc, op->_period_s, reply, &res);
 	if (reply != NULL) {
 		now = mono_us();
 		s->last_reply_us = now;
 		latency(s, now - op->_sent_us);
 	}
+	if (op->_raw) {
+		memset(&res, 0, sizeof(res));
+		res.outcome = reply == NULL ? (s->closing ? STORE_ESHUTDOWN : STORE_EDOWN) :
+		              ((const redisReply *)reply)->type == REDIS_REPLY_ERROR ? STORE_EREPLY : STORE_ALLOWED;
+		op_finish(op, &res, reply);
+		return;
+	}
+	store_reply_script(op->_sc, op->_period_s, reply, &res);
 	if (res.outcome == STORE_ENOSCRIPT) {
 		if (!op->_retried && !op->_done && s->ac != NULL && s->ac == ac && s->state == STORE_S_READY) {
 			op->_retried = 1;
@@ -499,7 +552,7 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		          r->type == REDIS_REPLY_ERROR ? ": " : "",
 		          r->type == REDIS_REPLY_ERROR ? log_escape(e, sizeof(e), r->str, r->len) : "");
 	}
-	op_finish(op, &res);
+	op_finish(op, &res, reply);
 }
 
 static void
@@ -515,7 +568,7 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 	count(&s->st.timeouts, 1);
 	if (may_log(s, LOG_TIMEOUT))
 		log_warnx("store: no answer within %ums%s", s->timeout_ms, stalled ? ": the connection is dropped" : "");
-	op_finish(op, &res);   /* <op> may be freed from here on only if hiredis let go of it: it has not */
+	op_finish(op, &res, NULL);   /* <op> may be freed from here on only if hiredis let go of it: it has not */
 	if (stalled)
 		conn_drop(s);
 }
@@ -545,6 +598,35 @@ op_num(struct store_op *op, int i, unsigned long long v)
 	op->_argl[i] = (size_t)n;
 }
 
+/* An operation from the free list (or new), counted as pending; NULL (and *<ret>) at STORE_PENDING_MAX. */
+static struct store_op *
+op_alloc(struct store *s, int *ret)
+{
+	struct store_op *op;
+
+	if (s->pending >= STORE_PENDING_MAX) {
+		*ret = STORE_EBUSY;
+		return NULL;
+	}
+	if (s->free_ops != NULL) {
+		op = s->free_ops;
+		s->free_ops = op->_next;
+		s->nfree--;
+	} else {
+		op = xmalloc(sizeof(*op));
+	}
+	op->_s = s;
+	op->_cb = NULL;
+	op->_rcb = NULL;
+	op->_raw = 0;
+	op->_period_s = 0;
+	op->_in_redis = 0;
+	op->_done = 0;
+	op->_retried = 0;
+	s->pending++;
+	return op;
+}
+
 /* Allocates and fills the common part; returns NULL (and *<ret>) when the store cannot take it. */
 static struct store_op *
 op_new(struct store *s, enum store_script sc, const char *key, enum policy_scope scope, const char *sandbox,
@@ -561,25 +643,10 @@ op_new(struct store *s, enum store_script sc, const char *key, enum policy_scope
 		*ret = STORE_EUNSAFE;
 		return NULL;
 	}
-	if (s->pending >= STORE_PENDING_MAX) {
-		*ret = STORE_EBUSY;
+	if ((op = op_alloc(s, ret)) == NULL)
 		return NULL;
-	}
-	if (s->free_ops != NULL) {
-		op = s->free_ops;
-		s->free_ops = op->_next;
-		s->nfree--;
-	} else {
-		op = xmalloc(sizeof(*op));
-	}
-	op->_s = s;
 	op->_cb = cb;
 	op->_sc = sc;
-	op->_period_s = 0;
-	op->_in_redis = 0;
-	op->_done = 0;
-	op->_retried = 0;
-	s->pending++;
 	klen = store_key(op->_key, sizeof(op->_key), s->prefix, sc == STORE_SCRIPT_RATE ? STORE_KIND_RATE : STORE_KIND_BUDGET,
 	                 key, scope == POLICY_SCOPE_GLOBAL, sandbox);
 	if (klen < 0) {
@@ -596,25 +663,18 @@ op_new(struct store *s, enum store_script sc, const char *key, enum policy_scope
 	return op;
 }
 
-static int
-op_start(struct store_op *op, void *arg, struct store_op **out)
+/* <op> was sent: its timeout starts. */
+static void
+op_arm(struct store_op *op)
 {
 	struct store *s = op->_s;
 	struct timeval tv;
 
-	op->_arg = arg;
-	if (op_send(op) != 0) {
-		op_release(op);
-		count_err(s, STORE_EDOWN);
-		return STORE_EDOWN;
-	}
 	evtimer_assign(&op->_timer, s->base, on_timeout, op);
 	tv.tv_sec = s->timeout_ms / 1000;
 	tv.tv_usec = (suseconds_t)(s->timeout_ms % 1000) * 1000;
 	evtimer_add(&op->_timer, &tv);
 	count(&s->st.ops, 1);
-	*out = op;
-	return 0;
 }
 
 static int
@@ -623,6 +683,48 @@ refuse(struct store *s, int ret, struct store_op **out)
 	*out = NULL;
 	count_err(s, ret);
 	return ret;
+}
+
+static int
+op_start(struct store_op *op, void *arg, struct store_op **out)
+{
+	struct store *s = op->_s;
+
+	op->_arg = arg;
+	if (op_send(op) != 0) {
+		op_release(op);
+		count_err(s, STORE_EDOWN);
+		return STORE_EDOWN;
+	}
+	op_arm(op);
+	*out = op;
+	return 0;
+}
+
+int
+store_raw(struct store *s, int argc, const char **argv, const size_t *argl, store_raw_cb *cb, void *arg)
+{
+	struct store_op *op;
+	int ret = STORE_EDOWN;
+
+	if (argc < 1 || argc > STORE_RAW_ARGS_MAX || argv == NULL || argl == NULL)
+		return refuse(s, STORE_EINVAL, &op);
+	if (s->state != STORE_S_READY || s->ac == NULL || s->channel != NULL)
+		return refuse(s, STORE_EDOWN, &op);
+	if ((op = op_alloc(s, &ret)) == NULL)
+		return refuse(s, ret, &op);
+	op->_raw = 1;
+	op->_rcb = cb;
+	op->_arg = arg;
+	if (redisAsyncCommandArgv(s->ac, on_reply, op, argc, argv, argl) != REDIS_OK) {
+		op_release(op);
+		return refuse(s, STORE_EDOWN, &op);
+	}
+	op->_in_redis = 1;
+	op->_sent_us = mono_us();
+	op->_conn = s->conn;
+	op_arm(op);
+	return 0;
 }
 
 int
@@ -697,8 +799,8 @@ store_cancel(struct store_op *op)
 
 /* ---- the store ---- */
 
-struct store *
-store_create(struct event_base *base, const struct store_opts *o, const char **err)
+static struct store *
+store_new(struct event_base *base, const struct store_opts *o, const char **err)
 {
 	struct store *s;
 
@@ -745,13 +847,57 @@ store_create(struct event_base *base, const struct store_opts *o, const char **e
 	s->db = o->db;
 	s->timeout_ms = o->timeout_ms;
 	s->backoff_max_ms = o->backoff_max_ms != 0 ? o->backoff_max_ms : STORE_BACKOFF_MAX_MS;
+	s->unread_max = o->unread_max != 0 ? o->unread_max : STORE_UNREAD_MAX;
 	s->backoff_ms = STORE_BACKOFF_MIN_MS;
 	s->retry_ev = evtimer_new(base, on_retry, s);
 	s->hs_ev = evtimer_new(base, on_hs_timeout, s);
 	if (s->retry_ev == NULL || s->hs_ev == NULL)
 		fatalx("store: out of memory");
+	return s;
+}
+
+struct store *
+store_create(struct event_base *base, const struct store_opts *o, const char **err)
+{
+	struct store *s = store_new(base, o, err);
+
+	if (s != NULL)
+		connect_start(s);
+	return s;
+}
+
+struct store *
+store_create_sub(struct event_base *base, const struct store_opts *o, const char *channel, store_msg_cb *cb,
+                 void *arg, const char **err)
+{
+	struct store *s;
+	size_t n;
+
+	if (channel == NULL || cb == NULL || (n = strlen(channel)) == 0 || n > STORE_NAME_MAX) {
+		*err = "a subscriber needs a channel and a callback";
+		return NULL;
+	}
+	if ((s = store_new(base, o, err)) == NULL)
+		return NULL;
+	n += strlen(s->prefix) + 1;
+	s->channel = xmalloc(n);
+	snprintf(s->channel, n, "%s%s", s->prefix, channel);
+	s->msg_cb = cb;
+	s->msg_arg = arg;
 	connect_start(s);
 	return s;
+}
+
+uint64_t
+store_conn_id(const struct store *s)
+{
+	return s->state == STORE_S_READY ? s->conn : 0;
+}
+
+const char *
+store_prefix(const struct store *s)
+{
+	return s->prefix;
 }
 
 void
@@ -774,6 +920,7 @@ store_destroy(struct store *s)
 	free(s->host);
 	free(s->unix_path);
 	free(s->prefix);
+	free(s->channel);
 	free(s);
 }
 

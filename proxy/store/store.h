@@ -143,6 +143,7 @@ struct store_opts {
 	unsigned timeout_ms;       /* per operation, STORE_TIMEOUT_MIN_MS..STORE_TIMEOUT_MAX_MS */
 	const char *key_prefix;    /* at most STORE_PREFIX_MAX bytes; NULL is "" */
 	unsigned backoff_max_ms;   /* 0: STORE_BACKOFF_MAX_MS; else STORE_BACKOFF_MIN_MS..STORE_BACKOFF_MAX_MS */
+	size_t unread_max;         /* bytes of a reply not yet whole before the connection is dropped; 0: 64 KiB */
 };
 
 struct store;
@@ -159,6 +160,9 @@ struct store_op;
  */
 int store_opts_from_config(const struct policy_config *cfg, struct store_opts *o, struct secret_buf **pw,
                            const char **err);
+/* state.fleet_key read from its source into *<key> (taken; NULL when not configured): 0, or a negative
+ * SLUICE_E* with *<err> (static; never the value), also when the key is shorter than FLEET_KEY_MIN bytes. */
+int store_fleet_key_from_config(const struct policy_config *cfg, struct secret_buf **key, const char **err);
 
 /*
  * Creates a store on <base> (borrowed; must outlive the store) and starts

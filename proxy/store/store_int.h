@@ -16,6 +16,7 @@
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
+#include "proxy/store/fleet.h"
 #include "proxy/store/store.h"
 
 enum store_script {
@@ -73,7 +74,8 @@ enum store_evict store_reply_info_evict(const redisReply *r, char *val, size_t c
  * closed).  Every reader of this store gets them (store.c at connect).  Static,
  * made once; any thread.
  */
-#define STORE_REPLY_ARRAY_MAX 64    /* the largest array a store command answers is 3 (CONFIG GET: 2) */
+#define STORE_REPLY_ARRAY_MAX 1024  /* the largest array a store command answers: the fleet's MGET of
+                                    * FLEET_LIST_MAX keys (a counter's script answers 3) */
 redisReplyObjectFunctions *store_reply_fns(void);
 
 /* The escaping of store_key for one name into <out> (<cap>): its length, or -1 when it does not fit. */
@@ -92,5 +94,62 @@ long store_key_escape(char *out, size_t cap, const char *s, size_t len);
 typedef void store_ev_overflow_fn(redisAsyncContext *ac, void *arg);
 int store_ev_attach(redisAsyncContext *ac, struct event_base *base, size_t max_unread, store_ev_overflow_fn *overflow,
                     void *arg);
+/* ---- raw commands and a subscriber (the fleet client, store_fleet.c) ---- */
+
+#define STORE_RAW_ARGS_MAX 1040     /* arguments of one raw command (MGET of FLEET_LIST_MAX keys, ...) */
+
+/*
+ * The reply to a raw command: <r> (borrowed for the call) when Redis
+ * answered (<o> STORE_ALLOWED, or STORE_EREPLY for an error reply, then <r>
+ * is NULL), or NULL with <o> STORE_ETIMEOUT / STORE_EDOWN / STORE_ESHUTDOWN.
+ * Called once, on the store's thread; the reader checks the type itself.
+ */
+typedef void store_raw_cb(const redisReply *r, enum store_outcome o, void *arg);
+/*
+ * Sends <argc> arguments (copied at once) on a ready store, with the
+ * store's timeout and stall detection.  0 (then <cb>, when not NULL, is
+ * called once), or STORE_EDOWN (not ready, or a subscriber), STORE_EBUSY,
+ * STORE_EINVAL: no callback.
+ */
+int store_raw(struct store *s, int argc, const char **argv, const size_t *argl, store_raw_cb *cb, void *arg);
+
+/* A message on a subscriber's channel: <p>/<n> borrowed for the call; store's thread. */
+typedef void store_msg_cb(const char *p, size_t n, void *arg);
+/*
+ * A store that, after AUTH and SELECT, SUBSCRIBEs to <prefix><channel> and
+ * gives each message to <cb>; it reconnects (and subscribes again) as any
+ * store.  store_raw refuses it.  NULL with *<err> (static).
+ */
+struct store *store_create_sub(struct event_base *base, const struct store_opts *o, const char *channel,
+                               store_msg_cb *cb, void *arg, const char **err);
+/* The number of the ready connection (changes on every reconnect), 0 while not ready. */
+uint64_t store_conn_id(const struct store *s);
+/* The key prefix (state.redis.key_prefix; "" when none). */
+const char *store_prefix(const struct store *s);
+
+/*
+ * A push on a subscribed connection: an array of 3, "message", <chan>
+ * (<chanlen> bytes) and the payload (a bulk string of at most
+ * FLEET_REC_MAX bytes): 1 with *<p> and *<n>.  A confirmation ("subscribe",
+ * <chan>, an integer): 0.  Anything else (another channel, another type or
+ * shape, a payload too long): -1.
+ */
+int store_reply_message(const redisReply *r, const char *chan, size_t chanlen, const char **p, size_t *n);
+
+/*
+ * The fleet's readers (store_fleet.c), over every reply type:
+ * store_reply_ids: ZRANGEBYSCORE's answer, an array of at most <max>
+ * elements: the members that are ids (16 lower-case hex digits) copied to
+ * <ids> (room for <max>), others skipped; their number, or -1 for any other
+ * shape.  store_reply_mget: 0 when <r> is an array of exactly <n>
+ * elements, else -1; store_reply_mget_at: element <i> of such an answer: 1
+ * with *<p> and *<len> for a bulk string of at most FLEET_REC_MAX bytes, 0
+ * for nil, -1 for anything else.  store_reply_set_nx: SET NX's answer: 1
+ * taken (status OK), 0 not taken (nil), -1 anything else.
+ */
+long store_reply_ids(const redisReply *r, size_t max, char (*ids)[FLEET_ID_LEN + 1]);
+int store_reply_mget(const redisReply *r, size_t n);
+int store_reply_mget_at(const redisReply *r, size_t i, const char **p, size_t *len);
+int store_reply_set_nx(const redisReply *r);
 
 #endif

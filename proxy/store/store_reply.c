@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "store_int.h"
+#include "proxy/store/fleet.h"
 
 /*
  * GCRA in microseconds of Redis's TIME.  T = ceil(period / count) and the
@@ -269,4 +270,81 @@ store_reply_fns(void)
 {
 	pthread_once(&fns_once, fns_init);
 	return default_array != NULL ? &bounded_fns : NULL;
+}
+
+int
+store_reply_message(const redisReply *r, const char *chan, size_t chanlen, const char **p, size_t *n)
+{
+	const redisReply *k, *c, *v;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element == NULL)
+		return -1;
+	k = r->element[0];
+	c = r->element[1];
+	v = r->element[2];
+	if (k == NULL || c == NULL || v == NULL || k->type != REDIS_REPLY_STRING || c->type != REDIS_REPLY_STRING ||
+	    c->len != chanlen || memcmp(c->str, chan, chanlen) != 0)
+		return -1;
+	if (k->len == 9 && memcmp(k->str, "subscribe", 9) == 0)
+		return v->type == REDIS_REPLY_INTEGER ? 0 : -1;
+	if (k->len != 7 || memcmp(k->str, "message", 7) != 0 || v->type != REDIS_REPLY_STRING || v->len > FLEET_REC_MAX)
+		return -1;
+	*p = v->str;
+	*n = v->len;
+	return 1;
+}
+
+long
+store_reply_ids(const redisReply *r, size_t max, char (*ids)[FLEET_ID_LEN + 1])
+{
+	size_t i, j, n = 0;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements > max || (r->elements > 0 && r->element == NULL))
+		return -1;
+	for (i = 0; i < r->elements; i++) {
+		const redisReply *e = r->element[i];
+
+		if (e == NULL || e->type != REDIS_REPLY_STRING || e->len != FLEET_ID_LEN)
+			continue;
+		for (j = 0; j < FLEET_ID_LEN && ((e->str[j] >= '0' && e->str[j] <= '9') || (e->str[j] >= 'a' && e->str[j] <= 'f'));
+		     j++)
+			;
+		if (j < FLEET_ID_LEN)
+			continue;
+		memcpy(ids[n], e->str, FLEET_ID_LEN);
+		ids[n++][FLEET_ID_LEN] = '\0';
+	}
+	return (long)n;
+}
+
+int
+store_reply_mget(const redisReply *r, size_t n)
+{
+	return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == n && (n == 0 || r->element != NULL) ? 0 : -1;
+}
+
+int
+store_reply_mget_at(const redisReply *r, size_t i, const char **p, size_t *len)
+{
+	const redisReply *e = i < r->elements ? r->element[i] : NULL;
+
+	if (e == NULL)
+		return -1;
+	if (e->type == REDIS_REPLY_NIL)
+		return 0;
+	if (e->type != REDIS_REPLY_STRING || e->len > FLEET_REC_MAX || (e->len > 0 && e->str == NULL))
+		return -1;
+	*p = e->str;
+	*len = e->len;
+	return 1;
+}
+
+int
+store_reply_set_nx(const redisReply *r)
+{
+	if (r == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0 ? 1 : -1;
 }

@@ -6,8 +6,8 @@
  * the budget period the take's reader is bounded by; the rest is fed to the
  * reader in two pieces (split by the second byte), so replies are also cut
  * across feeds.  The reader has the store's bounded reply functions.  Each
- * reply, and each element of an array, goes through
- * every reader, whose answers are checked against the contract.
+ * reply, and each element of an array, goes through every reader (the
+ * counters' and the fleet's), whose answers are checked against the contract.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +15,31 @@
 #include <string.h>
 
 #include "proxy/store/store_int.h"
+
+/* The fleet's readers (a subscriber's pushes, ZRANGEBYSCORE, MGET, SET NX): their answers within the contract. */
+static void
+fleet_readers(const redisReply *r)
+{
+	static char ids[16][FLEET_ID_LEN + 1];
+	const char *p;
+	size_t n, i;
+	long k;
+
+	if (store_reply_message(r, "ch", 2, &p, &n) == 1 && (n > FLEET_REC_MAX || r->elements != 3))
+		abort();
+	k = store_reply_ids(r, 16, ids);
+	if (k > 16 || (k >= 0 && (r == NULL || r->type != REDIS_REPLY_ARRAY)))
+		abort();
+	for (i = 0; k > 0 && i < (size_t)k; i++)
+		if (strlen(ids[i]) != FLEET_ID_LEN || strspn(ids[i], "0123456789abcdef") != FLEET_ID_LEN)
+			abort();
+	if (r != NULL && store_reply_mget(r, r->type == REDIS_REPLY_ARRAY ? r->elements : 0) == 0)
+		for (i = 0; i < r->elements; i++)
+			if (store_reply_mget_at(r, i, &p, &n) == 1 && n > FLEET_REC_MAX)
+				abort();
+	if (store_reply_set_nx(r) == 1 && r->type != REDIS_REPLY_STATUS)
+		abort();
+}
 
 static void
 check(const redisReply *r, uint32_t period)
@@ -47,6 +72,7 @@ check(const redisReply *r, uint32_t period)
 		abort();
 	if (store_reply_info_evict(r, val, sizeof(val)) > STORE_EVICT_UNKNOWN || strlen(val) >= sizeof(val))
 		abort();
+	fleet_readers(r);
 }
 
 /*

@@ -44,6 +44,9 @@
 #                                   /nolen -> no length, body "nolen-body\n" x 1000 then close,
 #                                   /ws -> WebSocket handshake then echo frames, /close-mid -> CL 100000, 1000 bytes, close,
 #                                   /204, /304 -> no body; anything else -> "py\n".
+#   redis_start                     a redis-server of the test's own (test_fleet_*): unix socket $RSOCK ($T/redis.sock),
+#                                   password $RPASS (set it first), noeviction, no persistence; again after a kill (the
+#                                   same empty Redis). Sets RPID; waits for PONG. rcli ARGS: redis-cli against it.
 # Gateway
 #   policy_base [RULE...] < MORE    prints a policy: "default: deny", then hosts: api.example.test (allow_private)
 #                                   whose rules are each RULE as "      - RULE" (default: one rule
@@ -462,6 +465,16 @@ pyup_start() {
   [ -f "$PKI/srv.pem" ] || pki_init
   spawn "$T/pyup.log" "$PY" "$IT" pyup "${2:-$UPADDR}" "$1" "$PKI/srv.pem" "$PKI/srv.key" "$PYUPLOG"
   eventually 5 sh -c "ss -ltnH 'sport = :$1' | grep -q ." || die "python upstream did not start: $(tail -n 3 "$T/pyup.log")"
+}
+
+# ---------------------------------------------------------------- redis (the fleet tests)
+RSOCK=$T/redis.sock
+rcli() { REDISCLI_AUTH=$RPASS redis-cli -s "$RSOCK" "$@"; }
+redis_start() {
+  [ -f "$T/redis.conf" ] || printf 'port 0\nunixsocket %s\nunixsocketperm 700\ndir %s\nsave ""\nappendonly no\nrequirepass %s\nmaxmemory-policy noeviction\n' \
+    "$RSOCK" "$T" "$RPASS" >"$T/redis.conf"
+  spawn "$T/redis.log" redis-server "$T/redis.conf"; RPID=$LASTPID
+  eventually 10 sh -c "REDISCLI_AUTH='$RPASS' redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" || die "redis-server did not start"
 }
 
 # ---------------------------------------------------------------- gateway

@@ -15,21 +15,6 @@ PYP=$(freeport)
 pyup_start "$PYP"       # the payments' upstream (it logs each request)
 NGINX_H2=1 nginx_start  # the rate limit's (h2 too: HTTP/2 clients stay h2 end to end)
 RPASS="fleet-pw-$ID-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-RSOCK=$T/redis.sock
-cat >"$T/redis.conf" <<CONF
-port 0
-unixsocket $RSOCK
-unixsocketperm 700
-dir $T
-save ""
-appendonly no
-requirepass $RPASS
-maxmemory-policy noeviction
-CONF
-redis_start() {
-  spawn "$T/redis.log" redis-server "$T/redis.conf"; RPID=$LASTPID
-  eventually 10 sh -c "REDISCLI_AUTH='$RPASS' redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" || die "redis-server did not start"
-}
 redis_start
 export SLUICE_REDIS_PASSWORD=$RPASS
 

@@ -243,7 +243,7 @@ test_replies(void **state)
 static void
 test_array_bound(void **state)
 {
-	static const char *big[] = {"*300000000\r\n", "*65\r\n", "*2\r\n*2147483647\r\n", "*3\r\n:1\r\n*100\r\n"};
+	static const char *big[] = {"*300000000\r\n", "*1025\r\n", "*2\r\n*2147483647\r\n", "*3\r\n:1\r\n*2000\r\n"};
 	redisReader *rd;
 	void *rep = NULL;
 	size_t i;
