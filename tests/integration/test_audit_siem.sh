@@ -5,13 +5,14 @@
 # the STRUCTURED-DATA element sluice@<enterprise> carrying the record's members, its line hash, and consecutive
 # seqs (syslog5424.py); rsyslog's own parse must agree. Then the collector is stopped: requests still pass and
 # the drops are counted in /metrics (sluice_audit_syslog_dropped_total), not a stuck gateway. The same runs write
-# audit.ocsf, and every event is validated against the OCSF class definitions kept in tests/fixtures/ocsf-1.x
-# (ocsf_validate.py): requests, DNS answers of its responder (listen.dns) and refused connections. SIGUSR1 reopens
-# the OCSF file. The audit files verify at the end: it stays the record of truth.
+# audit.ocsf, and every event is validated against the OCSF 1.3.0 class definitions kept in
+# tests/fixtures/ocsf-1.3.0 (ocsf_validate.py): requests, DNS answers of its responder (listen.dns) and refused
+# connections; the validator's --self-test then breaks one produced event of each class in each way it checks and
+# must reject every broken copy. SIGUSR1 reopens the OCSF file. The audit files verify at the end: it stays the record of truth.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 
 HERE=$(dirname "$(readlink -f "$0")")
-FIX=$(readlink -f "$HERE/../fixtures/ocsf-1.x")
+FIX=$(readlink -f "$HERE/../fixtures/ocsf-1.3.0")
 RSYSLOGD=$(command -v rsyslogd || echo /usr/sbin/rsyslogd)
 [ -x "$RSYSLOGD" ] || die "rsyslogd not found (Debian package rsyslog; scripts/deps.sh installs it)"
 
@@ -135,9 +136,12 @@ ROTATED=$(ls "$AUDIT".* 2>/dev/null | grep -E '\.[0-9]{8}T[0-9]{6}Z$' | head -n 
 [ -n "$ROTATED" ] || bad "SIGUSR1 rotated the audit file"
 cat "$ROTATED" "$AUDIT" >"$T/audit.all"
 out=$("$PY" "$HERE/ocsf_validate.py" "$FIX" "$T/ocsf.all" "$T/audit.all" 2>&1)
-check_match "every OCSF event validates against the class definitions (required, recommended, types)" '^ok ' "$out"
+check_match "every OCSF event validates against the OCSF 1.3.0 definitions (required, profiles, no unknown keys, types, enums)" '^ok ' "$out"
 check_match "  HTTP Activity, DNS Activity and Network Activity events were written" \
   '4001=[1-9][0-9]* 4002=[1-9][0-9]* 4003=[1-9]' "$out"
+printf '%s\n' "$out" | tail -n 1 >&2   # the recommended attributes the events leave out (a report)
+out=$("$PY" "$HERE/ocsf_validate.py" --self-test "$FIX" "$T/ocsf.all" 2>&1)
+check_match "  the validator rejects broken copies of produced events (each of its checks can fail)" '^self-test ok ' "$out"
 check_eq "  a refused DNS name: class 4003, Response, rcode NXDomain (3), no answers, action Denied" "4003 400302 3 0 2" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.query.hostname == "nx-tcp.attacker.test") | "\(.class_uid) \(.type_uid) \(.rcode_id) \(.answers | length) \(.action_id)"')"
 check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed" "4002 3 400203 1 1" \
