@@ -144,11 +144,13 @@ out=$("$PY" "$HERE/ocsf_validate.py" --self-test "$FIX" "$T/ocsf.all" 2>&1)
 check_match "  the validator rejects broken copies of produced events (each of its checks can fail)" '^self-test ok ' "$out"
 check_eq "  a refused DNS name: class 4003, Response, rcode NXDomain (3), no answers, action Denied" "4003 400302 3 0 2" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.query.hostname == "nx-tcp.attacker.test") | "\(.class_uid) \(.type_uid) \(.rcode_id) \(.answers | length) \(.action_id)"')"
-check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed" "4002 3 400203 1 1" \
-  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id)"')"
-check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition" \
-  "2 2 q=a true" \
-  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null)"')"
+check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed, the upstream's 200 from its response record, seq of the request line" \
+  "4002 3 400203 1 1 200 request" \
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id) \(.http_response.code) \(.metadata.sequence)"' |
+     while read -r a b c d e f s; do printf '%s %s %s %s %s %s %s' "$a" "$b" "$c" "$d" "$e" "$f" "$(jq -r --argjson s "$s" 'select(.seq == $s) | .type' "$T/audit.all")"; done)"
+check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition, the gateway's 403" \
+  "2 2 q=a true 403" \
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null) \(.http_response.code)"')"
 check_eq "  a refused host: class 4001, activity 5 (Refuse), dst hostname" "4001 5 other.example.test" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.class_uid == 4001) | "\(.class_uid) \(.activity_id) \(.dst_endpoint.hostname)"' | sort -u | head -n 1)"
 
