@@ -252,13 +252,18 @@ int audit_sd_name_ok(const char *s, size_t n);
 long audit_sd_format(const char *sd_id, const struct audit_record *rec, const char *line, size_t len, char *out,
                      size_t cap);
 
-/* ocsf.c: audit.ocsf, one OCSF event a line (request, dns, denial records) */
+/* ocsf.c: audit.ocsf, one OCSF 1.3.0 event a line (request, dns, denial records) */
 struct audit_ocsf;
 /* Opens (O_APPEND, creating) <path>; NULL with <err>. */
 struct audit_ocsf *audit_ocsf_open(const char *path, char *err, size_t cap);
-/* The event of <rec> (a new reference), or NULL for a kind with no OCSF class. */
+/* The event of <rec> (a new reference), or NULL for a kind with no OCSF class.  An allowed request's HTTP
+ * Activity has no http_response yet (its record has no status): audit_ocsf_answer completes it. */
 json_t *audit_ocsf_event(const struct audit_record *rec);
-/* Appends <rec>'s event (if it has one); a failed write is counted. The copies' thread (sinks.c). */
+/* Completes the HTTP Activity <ev> (borrowed, changed) with the status of response record <resp>; when <resp> is
+ * NULL or has no status, turns it into a Network Activity, activity Other ("No Response"), URL kept. */
+void audit_ocsf_answer(json_t *ev, const struct audit_record *resp);
+/* Appends <rec>'s event (if it has one), an allowed request's once its response record comes (at most
+ * OCSF_PENDING_MAX wait); a failed write is counted. The copies' thread (sinks.c). */
 void audit_ocsf_rec(struct audit_ocsf *o, const struct audit_record *rec);
 /* Reopens the file by name (after the audit file rotated). */
 void audit_ocsf_reopen(struct audit_ocsf *o);
@@ -276,6 +281,7 @@ struct audit_sinks *audit_sinks_start(struct audit_export *exp, struct audit_ocs
 void audit_sinks_push(struct audit_sinks *s, const char *lines, size_t len);
 void audit_sinks_reopen(struct audit_sinks *s);
 void audit_sinks_stop(struct audit_sinks *s);
+/* Writes the events still waiting for a response record (unanswered), closes and frees <o> (NULL is fine). */
 void audit_ocsf_close(struct audit_ocsf *o);
 
 #endif

@@ -71,6 +71,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(small);
 	}
 	ev = audit_ocsf_event(&rec);
+	if (ev != NULL) {  /* the pairing: the same line as its response record, and no response at all */
+		json_t *copy = json_deep_copy(ev);
+
+		audit_ocsf_answer(ev, &rec);
+		if (copy != NULL)
+			audit_ocsf_answer(copy, NULL);
+		json_decref(copy);
+	}
 	json_decref(ev);
 	audit_record_dispose(&rec);
 	free(sd);

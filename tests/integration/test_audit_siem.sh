@@ -5,13 +5,14 @@
 # the STRUCTURED-DATA element sluice@<enterprise> carrying the record's members, its line hash, and consecutive
 # seqs (syslog5424.py); rsyslog's own parse must agree. Then the collector is stopped: requests still pass and
 # the drops are counted in /metrics (sluice_audit_syslog_dropped_total), not a stuck gateway. The same runs write
-# audit.ocsf, and every event is validated against the OCSF class definitions kept in tests/fixtures/ocsf-1.x
-# (ocsf_validate.py): requests, DNS answers of its responder (listen.dns) and refused connections. SIGUSR1 reopens
-# the OCSF file. The audit files verify at the end: it stays the record of truth.
+# audit.ocsf, and every event is validated against the OCSF 1.3.0 class definitions kept in
+# tests/fixtures/ocsf-1.3.0 (ocsf_validate.py): requests, DNS answers of its responder (listen.dns) and refused
+# connections; the validator's --self-test then breaks one produced event of each class in each way it checks and
+# must reject every broken copy. SIGUSR1 reopens the OCSF file. The audit files verify at the end: it stays the record of truth.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 
 HERE=$(dirname "$(readlink -f "$0")")
-FIX=$(readlink -f "$HERE/../fixtures/ocsf-1.x")
+FIX=$(readlink -f "$HERE/../fixtures/ocsf-1.3.0")
 RSYSLOGD=$(command -v rsyslogd || echo /usr/sbin/rsyslogd)
 [ -x "$RSYSLOGD" ] || die "rsyslogd not found (Debian package rsyslog; scripts/deps.sh installs it)"
 
@@ -135,16 +136,21 @@ ROTATED=$(ls "$AUDIT".* 2>/dev/null | grep -E '\.[0-9]{8}T[0-9]{6}Z$' | head -n 
 [ -n "$ROTATED" ] || bad "SIGUSR1 rotated the audit file"
 cat "$ROTATED" "$AUDIT" >"$T/audit.all"
 out=$("$PY" "$HERE/ocsf_validate.py" "$FIX" "$T/ocsf.all" "$T/audit.all" 2>&1)
-check_match "every OCSF event validates against the class definitions (required, recommended, types)" '^ok ' "$out"
+check_match "every OCSF event validates against the OCSF 1.3.0 definitions (required, profiles, no unknown keys, types, enums)" '^ok ' "$out"
 check_match "  HTTP Activity, DNS Activity and Network Activity events were written" \
   '4001=[1-9][0-9]* 4002=[1-9][0-9]* 4003=[1-9]' "$out"
+printf '%s\n' "$out" | tail -n 1 >&2   # the recommended attributes the events leave out (a report)
+out=$("$PY" "$HERE/ocsf_validate.py" --self-test "$FIX" "$T/ocsf.all" 2>&1)
+check_match "  the validator rejects broken copies of produced events (each of its checks can fail)" '^self-test ok ' "$out"
 check_eq "  a refused DNS name: class 4003, Response, rcode NXDomain (3), no answers, action Denied" "4003 400302 3 0 2" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.query.hostname == "nx-tcp.attacker.test") | "\(.class_uid) \(.type_uid) \(.rcode_id) \(.answers | length) \(.action_id)"')"
-check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed" "4002 3 400203 1 1" \
-  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id)"')"
-check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition" \
-  "2 2 q=a true" \
-  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null)"')"
+check_eq "  an allowed GET: class 4002, activity 3 (Get), type_uid 400203, action Allowed, the upstream's 200 from its response record, seq of the request line" \
+  "4002 3 400203 1 1 200 request" \
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/ok/tcp-1") | "\(.class_uid) \(.activity_id) \(.type_uid) \(.action_id) \(.disposition_id) \(.http_response.code) \(.metadata.sequence)"' |
+     while read -r a b c d e f s; do printf '%s %s %s %s %s %s %s' "$a" "$b" "$c" "$d" "$e" "$f" "$(jq -r --argjson s "$s" 'select(.seq == $s) | .type' "$T/audit.all")"; done)"
+check_eq "  a denied path: action Denied, disposition Blocked, the query string apart, the rule's reason as condition, the gateway's 403" \
+  "2 2 q=a true 403" \
+  "$(cat "$T/ocsf.all" | jq -r 'select(.http_request.url.path == "/no/tcp") | "\(.action_id) \(.disposition_id) \(.http_request.url.query_string) \(.firewall_rule.condition != null) \(.http_response.code)"')"
 check_eq "  a refused host: class 4001, activity 5 (Refuse), dst hostname" "4001 5 other.example.test" \
   "$(cat "$T/ocsf.all" | jq -r 'select(.class_uid == 4001) | "\(.class_uid) \(.activity_id) \(.dst_endpoint.hostname)"' | sort -u | head -n 1)"
 

@@ -4,8 +4,11 @@
  * section 6.3.3 escapes and the PARAM-NAME rules; the syslog copy over UDP
  * to a socket of the test's own (MSGID, SD, the JSON line) and its counted
  * drops toward a TCP collector that is not there; the OCSF event of each
- * record kind (audit/ocsf.c): classes, activity, type_uid, verdicts (allowed,
- * denied, held, rate-limited), url parts, endpoints, DNS answers.
+ * record kind (audit/ocsf.c, OCSF 1.3.0): classes, activity (PATCH is Other in
+ * 1.3.0), type_uid, verdicts (allowed, denied, held, rate-limited), url parts,
+ * endpoints, DNS answers, metadata.profiles; an allowed request's event waits
+ * for its response record (http_response is required) and one without an HTTP
+ * status becomes a Network Activity "No Response".
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -307,18 +310,175 @@ test_ocsf_http(void **state)
 	assert_string_equal(gets_(ev, "firewall_rule.uid"), "api/rules/0");
 	assert_string_equal(gets_(ev, "metadata.product.name"), "Sluice");
 	assert_string_equal(gets_(ev, "metadata.version"), "1.3.0");
+	assert_string_equal(json_string_value(json_array_get(at(ev, "metadata.profiles"), 0)), "security_control");
 	assert_int_equal(geti(ev, "metadata.sequence"), 5);
+	assert_null(at(ev, "http_response"));  /* allowed: the status comes with the response record */
+	assert_null(at(ev, "http_status"));    /* deprecated since 1.1.0 */
 	json_decref(ev);
 
 	ev = ev_of("{\"seq\":6,\"type\":\"request\",\"method\":\"PROPFIND\",\"host\":\"h\",\"path\":\"/\",\"verdict\":\"deny\","
 	           "\"status\":429,\"limit\":{\"key\":\"k\",\"kind\":\"rate\"},\"prev\":\"00\"}");
 	assert_int_equal(geti(ev, "activity_id"), 99);
+	assert_string_equal(gets_(ev, "activity_name"), "PROPFIND");
 	assert_int_equal(geti(ev, "type_uid"), 400299);
 	assert_int_equal(geti(ev, "action_id"), 2);
 	assert_int_equal(geti(ev, "disposition_id"), 2);
 	assert_string_equal(gets_(ev, "status_detail"), "rate-limited");
 	assert_int_equal(geti(ev, "http_response.code"), 429);
+	assert_null(at(ev, "http_status"));
 	json_decref(ev);
+
+	/* 1.3.0 has no Patch activity (1..8, 99): PATCH is Other, the method as activity_name */
+	ev = ev_of("{\"seq\":7,\"type\":\"request\",\"method\":\"PATCH\",\"host\":\"h\",\"path\":\"/\","
+	           "\"verdict\":\"deny\",\"status\":403,\"prev\":\"00\"}");
+	assert_int_equal(geti(ev, "activity_id"), 99);
+	assert_int_equal(geti(ev, "type_uid"), 400299);
+	assert_string_equal(gets_(ev, "activity_name"), "PATCH");
+	json_decref(ev);
+
+	/* an address literal host is an ip, never a hostname_t; an IPv6 one is bracketed in url_string */
+	ev = ev_of("{\"seq\":8,\"type\":\"request\",\"method\":\"GET\",\"host\":\"fd00:5c::1\",\"path\":\"/\","
+	           "\"verdict\":\"deny\",\"status\":403,\"prev\":\"00\"}");
+	assert_null(at(ev, "http_request.url.hostname"));
+	assert_string_equal(gets_(ev, "http_request.url.url_string"), "https://[fd00:5c::1]/");
+	assert_null(at(ev, "dst_endpoint.hostname"));
+	assert_string_equal(gets_(ev, "dst_endpoint.ip"), "fd00:5c::1");
+	json_decref(ev);
+}
+
+/* Feeds <lines> (NULL-terminated) to an audit.ocsf file of its own, closes it, and returns its lines parsed. */
+static json_t *
+ocsf_run(const char *const *lines)
+{
+	char path[] = "/tmp/test_sinks_ocsf.XXXXXX", err[256], buf[1 << 16];
+	int fd = mkstemp(path);
+	struct audit_ocsf *o;
+	struct audit_record rec;
+	json_t *out = json_array();
+	FILE *f;
+
+	assert_true(fd >= 0);
+	close(fd);
+	o = audit_ocsf_open(path, err, sizeof(err));
+	assert_non_null(o);
+	for (; *lines != NULL; lines++) {
+		assert_int_equal(audit_record_parse(&rec, *lines, strlen(*lines)), 0);
+		audit_ocsf_rec(o, &rec);
+		audit_record_dispose(&rec);
+	}
+	audit_ocsf_close(o);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(buf, sizeof(buf), f) != NULL) {
+		json_t *ev = json_loads(buf, 0, NULL);
+
+		assert_non_null(ev);
+		json_array_append_new(out, ev);
+	}
+	fclose(f);
+	unlink(path);
+	return out;
+}
+
+static void
+test_ocsf_pairing(void **state)
+{
+	static const char *const lines[] = {
+		/* allowed: waits; its response (status 201) completes it, after a DNS event written at once */
+		"{\"seq\":2,\"type\":\"request\",\"id\":\"1-1\",\"method\":\"GET\",\"host\":\"a.test\",\"path\":\"/x\","
+		"\"verdict\":\"allow\",\"prev\":\"00\"}",
+		"{\"seq\":3,\"type\":\"dns\",\"host\":\"a.test\",\"qtype\":\"A\",\"answer\":\"A 198.18.0.7\","
+		"\"verdict\":\"allow\",\"prev\":\"00\"}",
+		"{\"seq\":4,\"type\":\"request\",\"id\":\"1-2\",\"method\":\"POST\",\"host\":\"a.test\",\"path\":\"/y\","
+		"\"verdict\":\"allow\",\"prev\":\"00\"}",
+		"{\"seq\":5,\"type\":\"response\",\"id\":\"1-1\",\"status\":201,\"bytes_down\":12,\"duration_ms\":3,"
+		"\"prev\":\"00\"}",
+		/* an exchange without an HTTP status: Network Activity, activity Other */
+		"{\"seq\":6,\"type\":\"response\",\"id\":\"1-2\",\"bytes_down\":0,\"prev\":\"00\"}",
+		/* a response nothing waits for: no event */
+		"{\"seq\":7,\"type\":\"response\",\"id\":\"9-9\",\"status\":200,\"prev\":\"00\"}",
+		/* refused: its status is in the request record, written at once */
+		"{\"seq\":8,\"type\":\"request\",\"id\":\"1-3\",\"method\":\"GET\",\"host\":\"a.test\",\"path\":\"/z\","
+		"\"verdict\":\"deny\",\"status\":403,\"prev\":\"00\"}",
+		/* refused without a status: no response record comes, written unanswered at once */
+		"{\"seq\":10,\"type\":\"request\",\"id\":\"1-5\",\"method\":\"GET\",\"host\":\"a.test\",\"path\":\"/v\","
+		"\"verdict\":\"deny\",\"prev\":\"00\"}",
+		/* still waiting when the file closes: written unanswered */
+		"{\"seq\":9,\"type\":\"request\",\"id\":\"1-4\",\"method\":\"GET\",\"host\":\"a.test\",\"path\":\"/w\","
+		"\"verdict\":\"allow\",\"prev\":\"00\"}",
+		NULL,
+	};
+	json_t *evs, *ev;
+
+	(void)state;
+	evs = ocsf_run(lines);
+	assert_int_equal(json_array_size(evs), 6);
+	ev = json_array_get(evs, 0);
+	assert_int_equal(geti(ev, "class_uid"), 4003);
+	ev = json_array_get(evs, 1);
+	assert_int_equal(geti(ev, "class_uid"), 4002);
+	assert_int_equal(geti(ev, "metadata.sequence"), 2);  /* the request's line, not the response's */
+	assert_int_equal(geti(ev, "http_response.code"), 201);
+	assert_int_equal(geti(ev, "http_response.length"), 12);
+	assert_int_equal(geti(ev, "http_response.latency"), 3);
+	ev = json_array_get(evs, 2);
+	assert_int_equal(geti(ev, "class_uid"), 4001);
+	assert_int_equal(geti(ev, "activity_id"), 99);
+	assert_int_equal(geti(ev, "type_uid"), 400199);
+	assert_string_equal(gets_(ev, "activity_name"), "No Response");
+	assert_string_equal(gets_(ev, "url.path"), "/y");
+	assert_null(at(ev, "http_request"));
+	assert_int_equal(geti(ev, "metadata.sequence"), 4);
+	ev = json_array_get(evs, 3);
+	assert_int_equal(geti(ev, "class_uid"), 4002);
+	assert_int_equal(geti(ev, "http_response.code"), 403);
+	ev = json_array_get(evs, 4);
+	assert_int_equal(geti(ev, "class_uid"), 4001);
+	assert_int_equal(geti(ev, "metadata.sequence"), 10);
+	assert_int_equal(geti(ev, "action_id"), 2);
+	ev = json_array_get(evs, 5);
+	assert_int_equal(geti(ev, "class_uid"), 4001);
+	assert_int_equal(geti(ev, "metadata.sequence"), 9);
+	json_decref(evs);
+}
+
+/* More allowed requests in flight than the table holds: the oldest goes out unanswered, the rest pair. */
+static void
+test_ocsf_pending_full(void **state)
+{
+	enum { N = 1024 + 3 };  /* OCSF_PENDING_MAX + 3 */
+	char **lines = calloc(2 * N + 1, sizeof(*lines));
+	size_t i, net = 0, http = 0;
+	json_t *evs;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		lines[i] = malloc(200);
+		snprintf(lines[i], 200, "{\"seq\":%zu,\"type\":\"request\",\"id\":\"r%zu\",\"method\":\"GET\","
+		         "\"host\":\"a.test\",\"path\":\"/\",\"verdict\":\"allow\",\"prev\":\"00\"}", i + 1, i);
+		lines[N + i] = malloc(200);
+		snprintf(lines[N + i], 200, "{\"seq\":%zu,\"type\":\"response\",\"id\":\"r%zu\",\"status\":200,"
+		         "\"prev\":\"00\"}", N + i + 1, i);
+	}
+	evs = ocsf_run((const char *const *)lines);
+	assert_int_equal(json_array_size(evs), N);
+	for (i = 0; i < json_array_size(evs); i++) {
+		json_t *ev = json_array_get(evs, i);
+
+		if (geti(ev, "class_uid") == 4001) {
+			net++;
+			assert_true(geti(ev, "metadata.sequence") <= 3);  /* the three oldest */
+		} else {
+			http++;
+			assert_int_equal(geti(ev, "http_response.code"), 200);
+		}
+	}
+	assert_int_equal(net, 3);
+	assert_int_equal(http, N - 3);
+	json_decref(evs);
+	for (i = 0; i < 2 * N; i++)
+		free(lines[i]);
+	free(lines);
 }
 
 static void
@@ -362,7 +522,8 @@ main(void)
 		cmocka_unit_test(test_sd_exact),        cmocka_unit_test(test_sd_names),
 		cmocka_unit_test(test_sd_bounded),      cmocka_unit_test(test_export_udp),
 		cmocka_unit_test(test_export_tcp_down), cmocka_unit_test(test_ocsf_http),
-		cmocka_unit_test(test_ocsf_dns_denial), cmocka_unit_test(test_sinks_thread),
+		cmocka_unit_test(test_ocsf_dns_denial), cmocka_unit_test(test_ocsf_pairing),
+		cmocka_unit_test(test_ocsf_pending_full), cmocka_unit_test(test_sinks_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
