@@ -19,7 +19,7 @@ mode=${1:-build}
 case $mode in build|test|bench) ;; *) echo "usage: scripts/deps.sh [build|test|bench]" >&2; exit 2 ;; esac
 if [ "$mode" != build ]; then
   # golang-go: test_json_fold builds a Go encoding/json reader (offline, stdlib only); scripts/gen_fold.go
-  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio nghttp2-client wrk util-linux)
+  want+=(clang libclang-rt-14-dev git golang-go fcgiwrap python3-pytest python3-h2 python3-yaml python3-grpcio python3-jsonschema nghttp2-client wrk util-linux)
   want+=(cpio gzip xz-utils file) # scripts/vm-image.sh (the kernel, the initrd), tests that inspect binaries
   want+=(redis-server)            # tests/unit/proxy/test_store, bench/store_bench: a Redis of their own on a unix socket
   want+=(rsyslog)                 # test_audit_siem: a collector of its own (imtcp/imudp on loopback, own config)
