@@ -143,6 +143,7 @@ static void
 mcp_members(struct jbuf *jb, const struct audit_rec *r)
 {
 	jb_str(jb, "mcp_method", r->mcp_method);
+	jb_str(jb, "mcp_answers", r->mcp_answers);
 	jb_str(jb, "tool", r->mcp_tool);
 	raw_member(jb, "rpc_id", r->mcp_rpc_id);
 	if (r->mcp_batch == NULL && r->mcp_nhmac == 1)  /* the placeholder the writer fills (AUDIT_ARGS_HMAC_PH) */

@@ -77,6 +77,7 @@ struct audit_rec {
 	const char *budget_amount;        /* its amount, a decimal */
 	/* request on an MCP endpoint (issue 23, proxy/judge/mcp_req.c); NULL: omitted */
 	const char *mcp_method;           /* "mcp_method": the JSON-RPC method */
+	const char *mcp_answers;          /* "mcp_answers": a response POSTed: the server request's method it answers */
 	const char *mcp_tool;             /* "tool": params.name, or params.uri of resources/read */
 	const char *mcp_rpc_id;           /* "rpc_id": the id as JSON text (written as is) */
 	const char *mcp_args;             /* "args": the clear values of the rule's audit: paths, a JSON object text */

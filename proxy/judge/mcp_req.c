@@ -16,8 +16,11 @@
 #include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
 #include "audit/writer.h"
+#include "proxy/codec/h1_parse.h"
 #include "proxy/judge/mcp_req.h"
-#include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_peer.h"
+#include "proxy/core/context.h"
+#include "common/clock.h"
 
 #define PARAM_PREFIX "mcp-param-"
 #define HDR_VALUE_MAX 8192  /* a decoded Mcp-Name / Mcp-Param-* value, at most */
@@ -33,6 +36,88 @@ mcp_req_applies(const struct conn *c)
 		return 0;
 	return r->method_len == 4 && memcmp(r->method, "POST", 4) == 0 && strlen(ep) == r->path_len &&
 	       memcmp(ep, r->path, r->path_len) == 0;
+}
+
+static struct mcp_req *
+mcp_of(struct req *r)
+{
+	if (r->mcp == NULL && (r->mcp = try_malloc(sizeof(*r->mcp))) != NULL)
+		memset(r->mcp, 0, sizeof(*r->mcp));
+	return r->mcp;
+}
+
+int
+mcp_req_head(struct conn *c, const struct h1_message *m)
+{
+	struct req *r = c->req;
+	const struct h1_header *sid = NULL;
+	struct mcp_req *mr;
+	char peer[CONN_ADDR_STR];
+	const char *ep;
+	size_t i;
+	int code;
+
+	if (r == NULL || r->path == NULL || !policy_host_mcp(c->entry, &ep, &code) || strlen(ep) != r->path_len ||
+	    memcmp(ep, r->path, r->path_len) != 0)
+		return 0;
+	if ((mr = mcp_of(r)) == NULL)
+		return -1;
+	for (i = 0; i < m->nheaders; i++) {
+		if (!sluice_iov_ieq(m->headers[i].name, m->headers[i].name_len, "mcp-session-id"))
+			continue;
+		if (sid != NULL)
+			return 0;  /* two sessions: no key, so nothing of it is correlated (fail closed) */
+		sid = &m->headers[i];
+	}
+	/* who may answer: the client as the limits know it (its sandbox, else its address), toward this host */
+	if (mcp_peer_key_make(&mr->peer_key, c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer), c->host,
+	                      sid != NULL ? sid->value : NULL, sid != NULL ? sid->value_len : 0) == 0)
+		mr->keyed = 1;
+	return 0;
+}
+
+const struct mcp_peer_key *
+mcp_req_peer_key(const struct req *r)
+{
+	return r->mcp != NULL && r->mcp->keyed ? &r->mcp->peer_key : NULL;
+}
+
+/* <id> as compact JSON text into <buf> (MCP_PEER_ID_TEXT_MAX + 1): 0, or -1. */
+static int
+peer_id_text(const json_t *id, char *buf)
+{
+	size_t n;
+
+	if (id == NULL)
+		return -1;
+	n = json_dumpb(id, buf, MCP_PEER_ID_TEXT_MAX, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (n == 0 || n >= MCP_PEER_ID_TEXT_MAX)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+void
+mcp_req_peer_add(struct conn *c, const struct policy_mcp_msg *msg)
+{
+	const struct mcp_peer_key *k = c->req != NULL ? mcp_req_peer_key(c->req) : NULL;
+	char id[MCP_PEER_ID_TEXT_MAX + 1];
+
+	if (k == NULL || msg->method == NULL || peer_id_text(msg->id, id) != 0)
+		return;  /* unremembered: its answer is refused as uncorrelated (fails closed) */
+	(void)mcp_peers_add(c->w->gw->mcp_peers, k, msg->method, msg->method_len, id, clock_mono_ms());
+}
+
+/* The server request of c->req's key with id <id>: 1 taken (its method in <method>/<cap>), else 0. */
+static int
+peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
+{
+	const struct mcp_peer_key *k = mcp_req_peer_key(c->req);
+	char t[MCP_PEER_ID_TEXT_MAX + 1];
+
+	if (k == NULL || peer_id_text(id, t) != 0)
+		return 0;
+	return mcp_peers_take(c->w->gw->mcp_peers, k, t, method, cap, clock_mono_ms());
 }
 
 /* ---- the headers that mirror the body (SEP-2243: the 2026 revision) ---- */
@@ -223,6 +308,8 @@ batch_json(const struct mcp_req *mr)
 			goto fail;
 		if (k->name != NULL && json_object_set_new(o, "tool", json_string(k->name)) != 0)
 			goto fail;
+		if (k->answers[0] != '\0' && json_object_set_new(o, "mcp_answers", json_string(k->answers)) != 0)
+			goto fail;
 		if (k->id != NULL && ((v = json_loads(k->id, JSON_DECODE_ANY, NULL)) == NULL ||
 		                      json_object_set_new(o, "rpc_id", v) != 0))
 			goto fail;
@@ -264,20 +351,48 @@ element_verdict(const struct judge_outcome *o)
 	return o->verdict == JUDGE_ALLOW ? "allow" : o->verdict == JUDGE_HOLD ? "hold" : "deny";
 }
 
-/* A client-posted response is judged by correlation: refused when no server request had its id. */
+/*
+ * Each response the client POSTs among <b>'s messages is correlated with the
+ * server request it answers (mcp_peer_take: each is taken once, denied or
+ * not; by c->req's key only, mcp_req_head): its method goes into mr->m[i].answers, and msg->answers points there,
+ * so that the rules judge it as the answer to that method.  Returns the index
+ * of the first response that answers none seen, or -1.
+ */
 static int
-response_refused(struct conn *c, const struct policy_mcp_msg *m, struct judge_outcome *o)
+correlate(struct conn *c, struct policy_mcp_body *b, struct mcp_req *mr)
 {
-	if (m->kind != POLICY_MCP_RESPONSE || mcp_req_server_request_seen(c, m->id))
-		return 0;
+	int first = -1;
+	size_t i;
+
+	for (i = 0; i < b->nmsgs; i++) {
+		struct policy_mcp_msg *m = &b->msgs[i];
+		struct mcp_req_msg *k = &mr->m[i];
+
+		if (m->kind != POLICY_MCP_RESPONSE)
+			continue;
+		if (!peer_take(c, m->id, k->answers, sizeof(k->answers)) || k->answers[0] == '\0') {
+			k->answers[0] = '\0';
+			if (first < 0)
+				first = (int)i;
+			continue;
+		}
+		m->answers = k->answers;
+		m->answers_len = strlen(k->answers);
+	}
+	return first;
+}
+
+/* A client-posted response that answers no server request seen: refused (fail closed). */
+static void
+deny_uncorrelated(struct conn *c, struct judge_outcome *o)
+{
 	memset(o, 0, sizeof(*o));
 	o->verdict = JUDGE_DENY;
 	o->stage = JUDGE_AT_RULES;
 	o->status = 403;
 	o->rule = "mcp";
-	o->reason = "a JSON-RPC response that answers no server request seen on this connection";
+	o->reason = "a JSON-RPC response that answers no server request seen by this sandbox";
 	o->entry = c->entry;
-	return 1;
 }
 
 static int
@@ -286,15 +401,16 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
 {
 	struct judge_outcome *each = try_malloc(b->nmsgs * sizeof(*each));
 	size_t i, at = 0, nbudget = 0, bi = 0;
-	int denied_resp = -1;
+	int unc;
 
 	if (each == NULL)
 		return -1;
 	memset(each, 0, b->nmsgs * sizeof(*each));
+	unc = correlate(c, b, mr);
 	policy_judge_mcp_batch(c->pol, cf, q, b, NULL, o, each, &at, NULL, NULL);
 	for (i = 0; i < b->nmsgs; i++) {
-		if (response_refused(c, &b->msgs[i], &each[i]) && denied_resp < 0)
-			denied_resp = (int)i;
+		if (b->msgs[i].kind == POLICY_MCP_RESPONSE && mr->m[i].answers[0] == '\0')
+			deny_uncorrelated(c, &each[i]);
 		mr->m[i].verdict = element_verdict(&each[i]);
 		mr->m[i].rule = each[i].rule;
 		if (keep_msg(c->entry, &b->msgs[i], each[i].decided ? each[i].dec.act.rule : NULL, &mr->m[i]) != 0) {
@@ -307,8 +423,8 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
 				bi = i;
 		}
 	}
-	if (denied_resp >= 0) {
-		response_refused(c, &b->msgs[denied_resp], o);
+	if (unc >= 0) {
+		deny_uncorrelated(c, o);
 	} else if (o->verdict == JUDGE_ALLOW || o->verdict == JUDGE_HOLD) {
 		/* the limits of every element are taken by sem_admit (mcp_req_limit), not the one of <o>'s element */
 		o->limit = NULL;
@@ -342,12 +458,9 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 		o->entry = c->entry;
 		return 0;
 	}
-	if (r->mcp == NULL) {
-		if ((r->mcp = try_malloc(sizeof(*r->mcp))) == NULL)
-			return refusal_close(rf, 503, REFUSAL_INTERNAL, "mcp", "out of memory");
-		memset(r->mcp, 0, sizeof(*r->mcp));
-	}
-	mr = r->mcp;
+	if ((mr = mcp_of(r)) == NULL)
+		return refusal_close(rf, 503, REFUSAL_INTERNAL, "mcp", "out of memory");
+	mr->judged = 1;
 	(void)policy_host_mcp(c->entry, &ep, &mr->code);
 	if (policy_mcp_parse(q->body, q->body_len, &b, &e) != 0) {
 		policy_mcp_body_dispose(&b);
@@ -372,7 +485,9 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 	} else {
 		one = *q;
 		one.mcp_msg = &b.msgs[0];
-		if (!response_refused(c, &b.msgs[0], o))
+		if (correlate(c, &b, mr) >= 0)
+			deny_uncorrelated(c, o);
+		else
 			policy_judge(c->pol, cf, &one, NULL, o, NULL, NULL);
 		if (keep_msg(c->entry, &b.msgs[0], o->decided ? o->dec.act.rule : NULL, &mr->m[0]) != 0)
 			goto nomem;
@@ -392,7 +507,7 @@ mcp_req_refusal(struct req *r, struct refusal *rf)
 	struct mcp_req *mr = r->mcp;
 	size_t i;
 
-	if (mr == NULL)
+	if (mr == NULL || !mr->judged)
 		return;
 	if (rf->status == 400) {  /* the body or its headers: one error of id null */
 		if (mr->rpc.code == 0)
@@ -443,6 +558,7 @@ mcp_req_audit_fill(struct req *r, struct audit_rec *a)
 		return;
 	}
 	a->mcp_method = mr->m[0].method;
+	a->mcp_answers = mr->m[0].answers[0] != '\0' ? mr->m[0].answers : NULL;
 	a->mcp_tool = mr->m[0].name;
 	a->mcp_rpc_id = mr->m[0].id;
 	a->mcp_args = mr->m[0].args;
@@ -465,12 +581,6 @@ mcp_req_method_of(const struct req *r, const json_t *id)
 		}
 	free(t);
 	return m;
-}
-
-int
-mcp_req_server_request_seen(struct conn *c, const json_t *id)
-{
-	return mcp_peer_take(c, id, NULL, 0);  /* each server request answered once (mcp_resp.h) */
 }
 
 void

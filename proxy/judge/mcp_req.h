@@ -32,6 +32,7 @@
 #include <jansson.h>
 #include "policy/mcp.h"
 #include "proxy/core/refusal.h"
+#include "proxy/judge/mcp_peer.h"
 
 #define MCP_REQ_BODY_MAX (1024u * 1024u)   /* the body held at an MCP endpoint when no rule asks for more */
 #define MCP_REQ_CODE_LIMITED (-32019)      /* the JSON-RPC error code of a rate limit or budget refusal */
@@ -53,6 +54,7 @@ struct mcp_req_msg {
 	enum policy_mcp_kind kind;
 	enum policy_mcp_method method_id;
 	char *method;                        /* NULL for a response */
+	char answers[POLICY_MCP_METHOD_MAX + 1];  /* a response: the server request's method it answers; "": none */
 	char *name;                          /* tool or prompt name, or resource uri; NULL: none */
 	char *id;                            /* the id as compact JSON text ("7", "\"a\""); NULL: a notification */
 	char *args;                          /* the clear arguments of the rule's audit: paths, JSON text; NULL: none */
@@ -64,6 +66,9 @@ struct mcp_req_msg {
 };
 
 struct mcp_req {
+	unsigned char judged;                /* mcp_req_judge read the body (else: only the head was seen) */
+	unsigned char keyed;                 /* <peer_key> is set (mcp_req_head) */
+	struct mcp_peer_key peer_key;        /* the client, host and Mcp-Session-Id of the request (mcp_peer.h) */
 	int batch;                           /* the body was a JSON array */
 	size_t n;
 	struct mcp_req_msg m[POLICY_MCP_BATCH_MAX];
@@ -85,6 +90,26 @@ const char *mcp_req_headers_check(const struct policy_header *h, size_t n, const
 
 /* 1 when request c->req is a POST to its host's MCP endpoint (its path, normalised, is the endpoint). */
 int mcp_req_applies(const struct conn *c);
+
+/*
+ * At the head <m> of request c->req, any method: when it is to the host's
+ * MCP endpoint, keeps the key its server requests are remembered under and
+ * its answers taken by (mcp_peer.h: the client, the host, the Mcp-Session-Id
+ * header; two such headers: no key).  Allocates r->mcp.  0, or -1 out of
+ * memory (the request is refused: nothing of it could be correlated).
+ */
+struct h1_message;
+int mcp_req_head(struct conn *c, const struct h1_message *m);
+/* The key mcp_req_head kept for <r>, or NULL (not to the endpoint, no key). */
+const struct mcp_peer_key *mcp_req_peer_key(const struct req *r);
+
+/*
+ * For the response side: server request <msg> was seen in an answer to
+ * c->req; remembered under c->req's key in the gateway's table (mcp_peer.h)
+ * for the client's answer, on this connection or another.  Nothing is kept
+ * without a key or a table (the answer will be refused: fail closed).
+ */
+void mcp_req_peer_add(struct conn *c, const struct policy_mcp_msg *msg);
 
 /*
  * Judges the MCP request <q> (its body held, <q>->headers the head's) on
@@ -114,15 +139,6 @@ void mcp_req_audit_fill(struct req *r, struct audit_rec *a);
  * (a response's id), POLICY_MCP_M_NONE when no request of it has that id.
  */
 enum policy_mcp_method mcp_req_method_of(const struct req *r, const json_t *id);
-
-/*
- * A response the client POSTs answers a server request: 1 when one with id
- * <id> was seen in an answer on this client connection (an HTTP/2 stream's:
- * its connection's) and not answered yet (mcp_peer_take, mcp_resp.h, fed by
- * the response side from the answers' JSON and SSE events); 0 otherwise, and
- * the response is refused (fail closed).
- */
-int mcp_req_server_request_seen(struct conn *c, const json_t *id);
 
 /* Frees r->mcp (NULL: nothing). */
 void mcp_req_free(struct req *r);

@@ -435,6 +435,8 @@ sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 		hdr[i].value_len = m->headers[i].value_len;
 	}
 	facts_of(c, hdr, n, r->body_left, &cf, &q);
+	if (mcp_req_head(c, m) != 0)  /* the key its server requests and their answers go by (mcp_peer.h) */
+		return unavailable(rf, REFUSAL_INTERNAL, "mcp", "out of memory");
 	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
 	if (mcp_req_applies(c) && !(o.verdict == JUDGE_DENY && o.status == 413)) {
 		/* an MCP POST is judged per message, whatever the head alone would say: its body is held */

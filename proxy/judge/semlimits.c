@@ -339,7 +339,8 @@ sem_admit(struct conn *c, struct refusal *rf)
 
 	if (s != NULL && (s->admitted || s->store_op != NULL))
 		return s->admitted ? 0 : 1;
-	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)) && r->mcp == NULL)
+	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)) &&
+	    (r->mcp == NULL || !r->mcp->batch))
 		return 0;
 	s = sem_req_of(r);
 	s->lim_next = 0;

@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include "common/sluice.h"
 #include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_peer.h"
 #include "tests/unit/proxy/netfake.h"
 
 static const char yaml[] =
@@ -38,6 +39,8 @@ static const char yaml[] =
 	"        allow: { method: POST, path: /mcp, mcp: { tool: \"keep_*\" } }\n"
 	"      - id: no-drop\n"
 	"        deny: { method: POST, path: /mcp, mcp: { tool: \"drop_*\" } }\n"
+	"      - id: sampling\n"
+	"        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }\n"
 	"sandboxes:\n"
 	"  agent-1:\n"
 	"    addresses: [127.0.0.2/32]\n";
@@ -112,6 +115,8 @@ test_json(void **state)
 	assert_int_equal(nf_up(nf, 0)->released, 1);
 }
 
+static void answers(struct nf *nf);
+
 static void
 test_sse(void **state)
 {
@@ -119,10 +124,9 @@ test_sse(void **state)
 	struct nf_client *cl = client(nf);
 	struct nf_up *u = sent(nf, cl, GET_MCP);
 	const char *ev = ": ping\n\nid: 4\ndata: " LIST "\n\n"
-	                 "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n";
+	                 "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n"
+	                 "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"elicitation/create\",\"params\":{}}\n\n";
 	char one[2] = {0, 0}, *s;
-	json_t *id;
-	char method[64];
 	size_t i;
 
 	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -159,12 +163,74 @@ test_sse(void **state)
 	assert_non_null(strstr(s, "0\r\n\r\n"));
 	free(s);
 	assert_null(cl->c->req);
-	/* the server's request is remembered for its answer: once */
-	id = json_string("s1");
-	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 1);
-	assert_string_equal(method, "sampling/createMessage");
-	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 0);
-	json_decref(id);
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 2);
+	answers(nf);
+}
+
+#define ANSWER(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":{\"role\":\"assistant\"}}"
+
+/* A POST of JSON-RPC <body> to the endpoint on a new connection of <cl>'s sandbox (<sandbox>: as another one). */
+static struct nf_client *
+post_answer(struct nf *nf, const char *sandbox, const char *body)
+{
+	struct nf_client *cl = client(nf);
+	char req[512];
+
+	if (sandbox != NULL)
+		cl->c->sandbox = sandbox;  /* who the gateway takes the client for: the table's key */
+	snprintf(req, sizeof(req),
+	         "POST /mcp HTTP/1.1\r\nHost: mcp.example.test\r\nContent-Type: application/json\r\n"
+	         "Content-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
+	nf_send(cl, req);
+	nf_run(nf);
+	return cl;
+}
+
+/* The answer <cl> got starts with <status>. */
+static void
+got(struct nf_client *cl, const char *status)
+{
+	char *s = nf_rx_take(cl);
+
+	assert_non_null(s);
+	assert_memory_equal(s, status, strlen(status));
+	free(s);
+}
+
+/*
+ * The server's requests of test_sse, seen on its GET stream, answered by POSTs on other connections: judged as
+ * answers to their methods (sampling allowed by a rule, elicitation by none), each once, never by another sandbox.
+ */
+static void
+answers(struct nf *nf)
+{
+	struct nf_client *cl;
+	struct nf_up *u;
+
+	/* another sandbox cannot take it (and taking nothing, leaves it) */
+	cl = post_answer(nf, "agent-2", ANSWER("\"s1\""));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "mcp");
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 2);
+	/* the same sandbox on a new connection: correlated, judged as an answer to sampling/createMessage */
+	cl = post_answer(nf, NULL, ANSWER("\"s1\""));
+	u = nf_up_held(cl);
+	assert_non_null(u);
+	free(nf_up_take(u));
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "sampling");
+	nf_up_send(u, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+	nf_run(nf);
+	got(cl, "HTTP/1.1 202 ");
+	/* once */
+	cl = post_answer(nf, NULL, ANSWER("\"s1\""));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "mcp");
+	/* an answer to elicitation/create: correlated, but no rule allows it: 403 (no id to answer with an error) */
+	cl = post_answer(nf, NULL, ANSWER("9"));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "default");
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 0);
 }
 
 /* <cl> sends <req>; the upstream's answer LIST of type <type> reaches the client unchanged. */
