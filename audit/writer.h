@@ -38,6 +38,8 @@ struct audit_rec {
 	const char *rule;
 	const char *reason;
 	int status;               /* -1: none */
+	int http_status;          /* request: the HTTP status the answer had, when not <status> (a denial answered
+	                           * as a JSON-RPC error at 200 on an MCP endpoint); 0: <status> */
 	int64_t bytes_up;
 	int64_t bytes_down;
 	int64_t duration_ms;

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 
 #define PARAM_PREFIX "mcp-param-"
+_Static_assert(MCP_REQ_BUDGET_TAKES_MAX == 16, "judge_batch's refusal names the bound");
 #define HDR_VALUE_MAX 8192  /* a decoded Mcp-Name / Mcp-Param-* value, at most */
 
 int
@@ -295,6 +296,7 @@ batch_json(const struct mcp_req *mr)
 {
 	json_t *arr = json_array(), *o, *v;
 	const struct mcp_req_msg *k;
+	char amt[32];
 	char *out;
 	size_t i;
 
@@ -318,6 +320,11 @@ batch_json(const struct mcp_req *mr)
 			goto fail;
 		if (k->args != NULL &&
 		    ((v = json_loads(k->args, 0, NULL)) == NULL || json_object_set_new(o, "args", v) != 0))
+			goto fail;
+		if (k->budget != NULL && ((v = json_object()) == NULL || json_object_set_new(o, "budget", v) != 0 ||
+		                          json_object_set_new(v, "key", json_string(k->budget->key)) != 0 ||
+		                          json_object_set_new(v, "amount", json_string(policy_amount_fmt(k->amount, amt,
+		                                                                           sizeof(amt)))) != 0))
 			goto fail;
 		if (json_object_set_new(o, "verdict", json_string(k->verdict)) != 0 ||
 		    (k->rule != NULL && json_object_set_new(o, "rule", json_string(k->rule)) != 0))
@@ -400,7 +407,7 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
             struct judge_outcome *o, struct mcp_req *mr)
 {
 	struct judge_outcome *each = try_malloc(b->nmsgs * sizeof(*each));
-	size_t i, at = 0, nbudget = 0, bi = 0;
+	size_t i, at = 0, nbudget = 0;
 	int unc;
 
 	if (each == NULL)
@@ -419,22 +426,24 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
 		}
 		if (each[i].verdict == JUDGE_ALLOW || each[i].verdict == JUDGE_HOLD) {
 			mr->m[i].limit = each[i].limit;
-			if (each[i].budget != NULL && nbudget++ == 0)
-				bi = i;
+			mr->m[i].budget = each[i].budget;
+			mr->m[i].amount = each[i].budget != NULL ? each[i].amount : 0;
+			nbudget += each[i].budget != NULL;
 		}
 	}
 	if (unc >= 0) {
 		deny_uncorrelated(c, o);
 	} else if (o->verdict == JUDGE_ALLOW || o->verdict == JUDGE_HOLD) {
-		/* the limits of every element are taken by sem_admit (mcp_req_limit), not the one of <o>'s element */
+		/* the limits and budgets of every element are taken by sem_admit (mcp_req_limit, mcp_req_budget_at),
+		 * not the ones of <o>'s element */
 		o->limit = NULL;
-		o->budget = nbudget == 1 ? each[bi].budget : NULL;
-		o->amount = nbudget == 1 ? each[bi].amount : 0;
-		if (nbudget > 1) {  /* one budget per request is what sem_admit takes and refunds: fail closed */
+		o->budget = NULL;
+		o->amount = 0;
+		if (nbudget > MCP_REQ_BUDGET_TAKES_MAX) {  /* a bound on the takes (and refunds) of one request */
 			o->verdict = JUDGE_DENY;
 			o->status = 403;
 			o->rule = "mcp";
-			o->reason = "a batch may carry at most one call that takes from a budget";
+			o->reason = "a batch may take from budgets at most 16 times (MCP_REQ_BUDGET_TAKES_MAX)";
 		}
 	}
 	free(each);
@@ -530,6 +539,7 @@ mcp_req_refusal(struct req *r, struct refusal *rf)
 	mr->rpc.ids = mr->ids;
 	mr->rpc.batch = mr->batch != 0;
 	rf->jsonrpc = &mr->rpc;
+	mr->http_status = refusal_http_status(rf);  /* the record keeps the verdict's status and says this one */
 }
 
 const struct policy_limit *
@@ -538,6 +548,14 @@ mcp_req_limit(const struct req *r, size_t i)
 	const struct mcp_req *mr = r->mcp;
 
 	return mr != NULL && mr->batch && i < mr->n ? mr->m[i].limit : NULL;
+}
+
+struct mcp_req_msg *
+mcp_req_budget_at(struct req *r, size_t i)
+{
+	struct mcp_req *mr = r->mcp;
+
+	return mr != NULL && mr->batch && i < mr->n && mr->m[i].budget != NULL ? &mr->m[i] : NULL;
 }
 
 void
@@ -553,6 +571,7 @@ mcp_req_audit_fill(struct req *r, struct audit_rec *a)
 			mr->fp_args[n++] = mr->m[i].arguments;
 	a->mcp_hmac_args = mr->fp_args;
 	a->mcp_nhmac = n;
+	a->http_status = mr->http_status;
 	if (mr->batch) {
 		a->mcp_batch = mr->batch_json;
 		return;

@@ -17,7 +17,9 @@
  *                       rq->mcp_msg; a batch by policy_judge_mcp_batch)
  *   mcp_req_refusal()   a refusal of such a request becomes a JSON-RPC error
  *                       answer (struct refusal_jsonrpc, proxy/core/refusal.h)
- *   mcp_req_limit()     sem_admit takes each allowed batch element's limit
+ *   mcp_req_limit()     sem_admit takes each allowed batch element's limit,
+ *   mcp_req_budget_at() then each one's budget (all or none: a refusal gives
+ *                       back what the batch took)
  *   mcp_req_audit_fill() the request record's mcp members
  *   mcp_req_free()      the request ends (sem_req_free)
  *
@@ -39,6 +41,7 @@
 #define MCP_REQ_CODE_PARSE (-32700)        /* the body is not JSON */
 #define MCP_REQ_CODE_INVALID (-32600)      /* JSON, but not a message the gateway judges */
 #define MCP_REQ_CODE_HEADER (-32020)       /* Mcp-* headers disagree with the body (the 2026-07-28 revision's code) */
+#define MCP_REQ_BUDGET_TAKES_MAX 16        /* budget takes of one batch's elements; more: the batch is refused (403) */
 #define MCP_REQ_ID_TEXT_MAX (POLICY_MCP_ID_MAX * 6 + 3)  /* an id as JSON text, escaped and quoted */
 
 struct conn;
@@ -61,6 +64,11 @@ struct mcp_req_msg {
 	const char *verdict;                 /* a batch element's own: "allow", "deny", "hold" (static) */
 	const char *rule;                    /* ... and its rule (the snapshot's, or static) */
 	const struct policy_limit *limit;    /* a batch element's limit, taken by sem_admit; NULL: none */
+	const struct policy_budget *budget;  /* a batch element's budget, taken by sem_admit; NULL: none */
+	int64_t amount;                      /* ... its amount (millionths) */
+	unsigned char budget_taken;          /* ... taken (given back if the request never leaves) */
+	unsigned char budget_shared;         /* ... from the shared counters: refunded there, in <window_s> */
+	uint64_t window_s;
 	unsigned char fp;                    /* tools/call or prompts/get: its arguments are fingerprinted (args_hmac) */
 	json_t *arguments;                   /* ... params.arguments (a reference), NULL: absent (fingerprinted as {}) */
 };
@@ -76,6 +84,7 @@ struct mcp_req {
 	int code;                            /* the host's error_code */
 	const char *ids[POLICY_MCP_BATCH_MAX];  /* the requests' ids (JSON texts), for an error answer */
 	struct refusal_jsonrpc rpc;          /* what a refusal points to (mcp_req_refusal) */
+	int http_status;                     /* ... the HTTP status it is answered with (200); 0: not answered so */
 	const json_t *fp_args[POLICY_MCP_BATCH_MAX];  /* the audit record's args_hmac arguments, in order */
 };
 
@@ -130,6 +139,13 @@ void mcp_req_refusal(struct req *r, struct refusal *rf);
 
 /* The limit batch element <i> of <r> takes, or NULL (i >= r->mcp->n, or not a batch). */
 const struct policy_limit *mcp_req_limit(const struct req *r, size_t i);
+/*
+ * Batch element <i> of <r> when it takes from a budget (its budget, amount
+ * and the marks sem_admit keeps of the take), or NULL (no budget, i >= n,
+ * not a batch).  At most MCP_REQ_BUDGET_TAKES_MAX elements of a batch that
+ * mcp_req_judge allowed have one.
+ */
+struct mcp_req_msg *mcp_req_budget_at(struct req *r, size_t i);
 
 /* Adds the mcp members (mcp_method, tool, rpc_id, args_hmac, args, mcp_batch) of <r> to its audit record <a>. */
 void mcp_req_audit_fill(struct req *r, struct audit_rec *a);

@@ -639,7 +639,7 @@ sem_audit_fill(const struct req *r, struct audit_rec *a)
 	}
 	if (s->fallback)
 		a->limits_counted = "local";  /* on_error: local: the shared counters did not answer */
-	if (s->budget_taken) {
+	if (s->own_taken) {  /* a batch's elements' budgets are in its mcp_batch (mcp_req.c) */
 		a->budget_key = s->budget->key;
 		a->budget_amount = s->amount_text;
 	}
