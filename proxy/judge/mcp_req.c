@@ -25,6 +25,7 @@
 #define PARAM_PREFIX "mcp-param-"
 _Static_assert(MCP_REQ_BUDGET_TAKES_MAX == 16, "judge_batch's refusal names the bound");
 #define HDR_VALUE_MAX 8192  /* a decoded Mcp-Name / Mcp-Param-* value, at most */
+#define MCP_REQ_CLIENT_MAX (256 + 1 + 20 + 1)  /* "<sandbox>#<registration>": a name, '#', a uint64, NUL */
 
 int
 mcp_req_applies(const struct conn *c)
@@ -53,10 +54,10 @@ mcp_req_head(struct conn *c, const struct h1_message *m)
 	struct req *r = c->req;
 	const struct h1_header *sid = NULL;
 	struct mcp_req *mr;
-	char peer[CONN_ADDR_STR];
-	const char *ep;
+	char peer[CONN_ADDR_STR], reg[MCP_REQ_CLIENT_MAX];
+	const char *ep, *who;
 	size_t i;
-	int code;
+	int code, n;
 
 	if (r == NULL || r->path == NULL || !policy_host_mcp(c->entry, &ep, &code) || strlen(ep) != r->path_len ||
 	    memcmp(ep, r->path, r->path_len) != 0)
@@ -70,9 +71,17 @@ mcp_req_head(struct conn *c, const struct h1_message *m)
 			return 0;  /* two sessions: no key, so nothing of it is correlated (fail closed) */
 		sid = &m->headers[i];
 	}
-	/* who may answer: the client as the limits know it (its sandbox, else its address), toward this host */
-	if (mcp_peer_key_make(&mr->peer_key, c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer), c->host,
-	                      sid != NULL ? sid->value : NULL, sid != NULL ? sid->value_len : 0) == 0)
+	/* who may answer: the client as the limits know it (its sandbox, else its address), toward this host; a
+	 * sandbox that `sluice run` registered, by this registration (a later one of the same name is another) */
+	who = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	if (c->sandbox != NULL && c->sbx != NULL) {
+		n = snprintf(reg, sizeof(reg), "%s#%llu", c->sandbox, (unsigned long long)c->sbx_id);
+		if (n < 0 || (size_t)n >= sizeof(reg))
+			return 0;  /* no key: nothing of it is correlated (fail closed) */
+		who = reg;
+	}
+	if (mcp_peer_key_make(&mr->peer_key, who, c->host, sid != NULL ? sid->value : NULL,
+	                      sid != NULL ? sid->value_len : 0) == 0)
 		mr->keyed = 1;
 	return 0;
 }
