@@ -369,7 +369,7 @@ element_verdict(const struct judge_outcome *o)
 
 /*
  * Each response the client POSTs among <b>'s messages is correlated with the
- * server request it answers (mcp_peer_take: each is taken once, denied or
+ * server request it answers (mcp_peers_take: each is taken once, denied or
  * not; by c->req's key only, mcp_req_head): its method goes into mr->m[i].answers, and msg->answers points there,
  * so that the rules judge it as the answer to that method.  Returns the index
  * of the first response that answers none seen, or -1.

@@ -5,7 +5,8 @@
  * Content-Length (nothing before its end); an SSE answer fed one byte at a
  * time lets a heartbeat through before the event after it is complete, and
  * the list event is filtered; a server-to-client request in an event is
- * remembered once (mcp_peer_take); an answer off the endpoint, or of
+ * remembered in the gateway's table and answered by POSTs on other connections (judged as answers to their
+ * methods, once, never by another sandbox: mcp_peer.c); an answer off the endpoint, or of
  * another type, passes untouched; an encoded one is refused (502).  Each
  * request ends once (teardown), and ASan/LSan watch the frees.
  */
