@@ -593,16 +593,18 @@ sem_req_free(struct conn *c)
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
 
-	mcp_req_free(r);
-	if (s == NULL)
+	if (s == NULL) {
+		mcp_req_free(r);
 		return;
+	}
 	(void)sem_cancel(c);  /* the session cancelled it first (and audited); this one only if it did not */
 	if (s->store_op != NULL) {  /* freed while its limits were asked of the shared counters */
 		store_cancel(s->store_op);
 		s->store_op = NULL;
 	}
 	if (s->budget_taken && !s->sent)
-		sem_budget_refund(c);
+		sem_budget_refund(c);  /* a batch's elements' budgets are in r->mcp: freed after */
+	mcp_req_free(r);
 	if (s->acct > 0) {
 		atomic_fetch_sub(&c->w->gw->held, s->acct);
 		if (s->conn_acct != NULL)

@@ -23,6 +23,8 @@
 #include "common/sluice.h"
 #include "proxy/judge/mcp_resp.h"
 #include "proxy/judge/mcp_peer.h"
+#include "proxy/judge/limits.h"
+#include "common/clock.h"
 #include "tests/unit/proxy/netfake.h"
 
 static const char yaml[] =
@@ -42,6 +44,9 @@ static const char yaml[] =
 	"        deny: { method: POST, path: /mcp, mcp: { tool: \"drop_*\" } }\n"
 	"      - id: sampling\n"
 	"        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }\n"
+	"      - id: tips\n"
+	"        allow: { method: POST, path: /mcp, mcp: { tool: tip },\n"
+	"                 budget: { sum: \"json:$.params.arguments.n\", max: 10, per: day } }\n"
 	"sandboxes:\n"
 	"  agent-1:\n"
 	"    addresses: [127.0.0.2/32]\n";
@@ -234,6 +239,45 @@ answers(struct nf *nf)
 	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 0);
 }
 
+#define TIP(id, n) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\",\"params\":{\"name\":\"tip\"," \
+                         "\"arguments\":{\"n\":" #n "}}}"
+
+/* The sum taken from budget rule:tips (global), in units. */
+static int64_t
+tips(struct nf *nf)
+{
+	int64_t v = limits_peek_kind(nf->gw.limits, LIMITS_BUDGET, "rule:tips", "*", clock_wall_ms());
+
+	return v < 0 ? 0 : v / 1000000;
+}
+
+/* A batch that took from a budget and never left (the upstream dial failed) gives every element's amount back. */
+static void
+test_batch_budget_refund(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl;
+	struct nf_up *u;
+
+	nf->next_dial = NF_DIAL_FAIL;
+	cl = post_answer(nf, NULL, "[" TIP(1, 4) "," TIP(2, 5) "]");
+	got(cl, "HTTP/1.1 502 ");
+	assert_int_equal(tips(nf), 0);
+	/* so 6 + 4 = 10 fits now */
+	cl = post_answer(nf, NULL, "[" TIP(3, 6) "," TIP(4, 4) "]");
+	u = nf_up_held(cl);
+	free(nf_up_take(u));
+	assert_int_equal(tips(nf), 10);
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]");
+	nf_run(nf);
+	got(cl, "HTTP/1.1 200 ");
+	assert_int_equal(tips(nf), 10);  /* sent: spent */
+	/* full: a batch whose second take does not fit is refused whole, its first element's amount given back */
+	cl = post_answer(nf, NULL, "[" TIP(5, 0) "," TIP(6, 1) "]");
+	got(cl, "HTTP/1.1 200 ");  /* JSON-RPC errors -32019 */
+	assert_int_equal(tips(nf), 10);
+}
+
 /* <cl> sends <req>; the upstream's answer LIST of type <type> reaches the client unchanged. */
 static void
 passes(struct nf *nf, struct nf_client *cl, const char *req, const char *type)
@@ -279,6 +323,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passes_and_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_budget_refund, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
