@@ -121,7 +121,7 @@ test_json(void **state)
 	assert_int_equal(nf_up(nf, 0)->released, 1);
 }
 
-static void answers(struct nf *nf);
+static void answers(struct nf *nf, struct nf_client *same);
 
 static void
 test_sse(void **state)
@@ -170,18 +170,20 @@ test_sse(void **state)
 	free(s);
 	assert_null(cl->c->req);
 	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 2);
-	answers(nf);
+	answers(nf, cl);
 }
 
 #define ANSWER(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":{\"role\":\"assistant\"}}"
 
-/* A POST of JSON-RPC <body> to the endpoint on a new connection of <cl>'s sandbox (<sandbox>: as another one). */
+/* A POST of JSON-RPC <body> to the endpoint on <cl>'s connection (NULL: a new one, of agent-1; <sandbox>: as
+ * another sandbox). */
 static struct nf_client *
-post_answer(struct nf *nf, const char *sandbox, const char *body)
+post_on(struct nf *nf, struct nf_client *cl, const char *sandbox, const char *body)
 {
-	struct nf_client *cl = client(nf);
 	char req[512];
 
+	if (cl == NULL)
+		cl = client(nf);
 	if (sandbox != NULL)
 		cl->c->sandbox = sandbox;  /* who the gateway takes the client for: the table's key */
 	snprintf(req, sizeof(req),
@@ -191,6 +193,12 @@ post_answer(struct nf *nf, const char *sandbox, const char *body)
 	nf_send(cl, req);
 	nf_run(nf);
 	return cl;
+}
+
+static struct nf_client *
+post_answer(struct nf *nf, const char *sandbox, const char *body)
+{
+	return post_on(nf, NULL, sandbox, body);
 }
 
 /* The answer <cl> got starts with <status>. */
@@ -205,11 +213,12 @@ got(struct nf_client *cl, const char *status)
 }
 
 /*
- * The server's requests of test_sse, seen on its GET stream, answered by POSTs on other connections: judged as
- * answers to their methods (sampling allowed by a rule, elicitation by none), each once, never by another sandbox.
+ * The server's requests of test_sse, seen on its GET stream, answered by POSTs on other connections and on the
+ * stream's own (<same>): judged as answers to their methods (sampling allowed by a rule, elicitation by none),
+ * each once, never by another sandbox.
  */
 static void
-answers(struct nf *nf)
+answers(struct nf *nf, struct nf_client *same)
 {
 	struct nf_client *cl;
 	struct nf_up *u;
@@ -232,8 +241,9 @@ answers(struct nf *nf)
 	cl = post_answer(nf, NULL, ANSWER("\"s1\""));
 	got(cl, "HTTP/1.1 403 ");
 	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "mcp");
-	/* an answer to elicitation/create: correlated, but no rule allows it: 403 (no id to answer with an error) */
-	cl = post_answer(nf, NULL, ANSWER("9"));
+	/* an answer to elicitation/create, on the stream's own connection: correlated (rule default, not mcp), but no
+	 * rule allows it: 403 (no id to answer with an error) */
+	cl = post_on(nf, same, NULL, ANSWER("9"));
 	got(cl, "HTTP/1.1 403 ");
 	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "default");
 	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 0);
