@@ -1,10 +1,13 @@
 /*
  * proxy/judge/semlimits.c - the limits of an allowed request (semantic.h:
- * sem_admit): each secret's rate limit, then the rule's, then its budget,
- * taken at relay_dial once nothing else can refuse the request; a refusal
- * is a 429 whose Retry-After and JSON body say which limit and when it
- * resets; a counter that cannot be kept is a 503 (fail closed).  A budget
- * taken is refunded (sem_budget_refund) if the request never went upstream.
+ * sem_admit): each secret's rate limit, then the rule's, then (an MCP
+ * batch) each element's limit and each element's budget, then the rule's
+ * budget, taken at relay_dial once nothing else can refuse the request; a
+ * refusal is a 429 whose Retry-After and JSON body say which limit and when
+ * it resets; a counter that cannot be kept is a 503 (fail closed).  Budgets
+ * taken are refunded (sem_budget_refund) if the request never went upstream,
+ * and at once when a later budget of the same request refuses it (a batch
+ * takes all of its elements' amounts or none).
  *
  * With state.backend: redis each limit is asked of the worker's store
  * (store/store.h) one after the other: sem_admit returns 1 (waiting) and the
