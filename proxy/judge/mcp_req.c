@@ -369,10 +369,11 @@ element_verdict(const struct judge_outcome *o)
 
 /*
  * Each response the client POSTs among <b>'s messages is correlated with the
- * server request it answers (mcp_peers_take: each is taken once, denied or
- * not; by c->req's key only, mcp_req_head): its method goes into mr->m[i].answers, and msg->answers points there,
- * so that the rules judge it as the answer to that method.  Returns the index
- * of the first response that answers none seen, or -1.
+ * server request it answers (mcp_peers_take, by c->req's key only: see
+ * mcp_req_head; each is taken once, denied or not): its method goes into
+ * mr->m[i].answers, and msg->answers points there, so that the rules judge
+ * it as the answer to that method.  Returns the index of the first response
+ * that answers none seen, or -1.
  */
 static int
 correlate(struct conn *c, struct policy_mcp_body *b, struct mcp_req *mr)
