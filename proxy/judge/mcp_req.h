@@ -7,14 +7,19 @@
  * methods asked by id.
  *
  * The order (called by proxy/judge/semantic.c, which runs it for the session):
+ *   mcp_req_head()      at the head of any request to the endpoint: the key
+ *                       its server requests and their answers go by
+ *                       (client, host, Mcp-Session-Id; proxy/judge/mcp_peer.h)
  *   mcp_req_applies()   at the head: the request is a POST to the endpoint, so
  *                       its body is held (at most MCP_REQ_BODY_MAX, or the
  *                       rules' larger max_body) whatever the head's outcome
  *   mcp_req_judge()     the body is held whole: read with policy_mcp_parse
  *                       (any bad input: 400), the Mcp-Method, Mcp-Name and
  *                       Mcp-Param-* headers checked against it (a mismatch:
- *                       400), each message judged (policy_judge with
- *                       rq->mcp_msg; a batch by policy_judge_mcp_batch)
+ *                       400), a response correlated with the server
+ *                       request it answers (refused when none), each
+ *                       message judged (policy_judge with rq->mcp_msg; a
+ *                       batch by policy_judge_mcp_batch)
  *   mcp_req_refusal()   a refusal of such a request becomes a JSON-RPC error
  *                       answer (struct refusal_jsonrpc, proxy/core/refusal.h)
  *   mcp_req_limit()     sem_admit takes each allowed batch element's limit,
@@ -23,9 +28,11 @@
  *   mcp_req_audit_fill() the request record's mcp members
  *   mcp_req_free()      the request ends (sem_req_free)
  *
- * Ownership: r->mcp is allocated by mcp_req_judge and freed by mcp_req_free;
- * everything it points to is its own or the policy snapshot's.  The response
- * side (proxy/session/relay.c, proxy/cred/credresp.c) only reads it.
+ * Ownership: r->mcp is allocated by mcp_req_head (or mcp_req_judge) and
+ * freed by mcp_req_free; everything it points to is its own or the policy
+ * snapshot's.  The response side (proxy/session/relay.c, proxy/cred/credresp.c,
+ * proxy/judge/mcp_resp.c) only reads it, and adds the server requests it sees
+ * to the gateway's table under its key (mcp_req_peer_add).
  */
 #ifndef SLUICE_PROXY_JUDGE_MCP_REQ_H
 #define SLUICE_PROXY_JUDGE_MCP_REQ_H
