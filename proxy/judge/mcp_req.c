@@ -80,7 +80,7 @@ mcp_req_head(struct conn *c, const struct h1_message *m)
 			return 0;  /* no key: nothing of it is correlated (fail closed) */
 		who = reg;
 	}
-	if (mcp_peer_key_make(&mr->peer_key, who, c->host, sid != NULL ? sid->value : NULL,
+	if (c->host != NULL && mcp_peer_key_make(&mr->peer_key, who, c->host, sid != NULL ? sid->value : NULL,
 	                      sid != NULL ? sid->value_len : 0) == 0)
 		mr->keyed = 1;
 	return 0;
