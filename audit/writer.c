@@ -143,6 +143,7 @@ static void
 mcp_members(struct jbuf *jb, const struct audit_rec *r)
 {
 	jb_str(jb, "mcp_method", r->mcp_method);
+	jb_str(jb, "mcp_answers", r->mcp_answers);
 	jb_str(jb, "tool", r->mcp_tool);
 	raw_member(jb, "rpc_id", r->mcp_rpc_id);
 	if (r->mcp_batch == NULL && r->mcp_nhmac == 1)  /* the placeholder the writer fills (AUDIT_ARGS_HMAC_PH) */
@@ -218,6 +219,8 @@ audit_rec_format(const struct audit_rec *r, char *buf, size_t cap, size_t path_m
 		jb_pairs(&jb, "secrets", "name", r->secret_names, "place", r->secret_places, r->nsecrets);
 		if (r->status >= 0)
 			jb_int(&jb, "status", r->status);
+		if (r->http_status > 0 && r->http_status != r->status)  /* answered at another status (JSON-RPC: 200) */
+			jb_int(&jb, "http_status", r->http_status);
 		semantic_members(&jb, r);
 		mcp_members(&jb, r);
 	} else if (k == AUDIT_KIND_RESPONSE) {

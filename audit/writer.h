@@ -38,6 +38,8 @@ struct audit_rec {
 	const char *rule;
 	const char *reason;
 	int status;               /* -1: none */
+	int http_status;          /* request: the HTTP status the answer had, when not <status> (a denial answered
+	                           * as a JSON-RPC error at 200 on an MCP endpoint); 0: <status> */
 	int64_t bytes_up;
 	int64_t bytes_down;
 	int64_t duration_ms;
@@ -79,6 +81,7 @@ struct audit_rec {
 	const char *budget_amount;        /* its amount, a decimal */
 	/* request on an MCP endpoint (issue 23, proxy/judge/mcp_req.c); NULL: omitted */
 	const char *mcp_method;           /* "mcp_method": the JSON-RPC method */
+	const char *mcp_answers;          /* "mcp_answers": a response POSTed: the server request's method it answers */
 	const char *mcp_tool;             /* "tool": params.name, or params.uri of resources/read */
 	const char *mcp_rpc_id;           /* "rpc_id": the id as JSON text (written as is) */
 	const char *mcp_args;             /* "args": the clear values of the rule's audit: paths, a JSON object text */

@@ -561,6 +561,10 @@ cond_values(struct policy_ctx *c, const struct policy_cond *cond, struct acc *a)
 	case POLICY_PLACE_JSON:
 		if (!policy_ctx_body_readable(c, CT_JSON))
 			return -1;
+		/* an MCP message judged on its own (a batch's element): its paths are rooted at that message, so a
+		 * json condition or a budget's json sum reads the same in a batch as in a body of one message */
+		if (r->mcp_msg != NULL)
+			return (m = policy_ctx_mcp(c)) == NULL ? -1 : json_values(c, m->obj, cond, a);
 		if (r->body_len == 0)
 			return 0;
 		if (policy_json_body(c) < 0)

@@ -470,18 +470,23 @@ int
 policy_cond_mcp_eval(struct policy_ctx *c, const struct policy_mcp_cond *m)
 {
 	const struct policy_mcp_msg *msg = policy_ctx_mcp(c);
-	size_t i;
+	const char *method;
+	size_t i, mlen;
 
 	if (msg == NULL) {
 		policy_ctx_why(c, "mcp: cannot judge: %s", c->cant);
 		return TV_U;
 	}
-	if (m->nmethods > 0 && (msg->method == NULL || !policy_mcp_method_in(m, msg->method, msg->method_len))) {
-		if (msg->method == NULL)
-			policy_ctx_why(c, "mcp: a response has no method (wants %s%s)", m->methods[0],
+	/* a response the client POSTs is judged as the answer to the server request it answers (its method) */
+	method = msg->method != NULL ? msg->method : msg->answers;
+	mlen = msg->method != NULL ? msg->method_len : msg->answers_len;
+	if (m->nmethods > 0 && (method == NULL || !policy_mcp_method_in(m, method, mlen))) {
+		if (method == NULL)
+			policy_ctx_why(c, "mcp: a response that answers no known server request (wants %s%s)", m->methods[0],
 			               m->nmethods > 1 ? " or the others listed" : "");
 		else
-			policy_ctx_why(c, "mcp method %.*s is not %s%s", (int)msg->method_len, msg->method, m->methods[0],
+			policy_ctx_why(c, "mcp method %.*s%s is not %s%s", (int)mlen, method,
+			               msg->method == NULL ? " (answered)" : "", m->methods[0],
 			               m->nmethods > 1 ? " or the others listed" : "");
 		return TV_F;
 	}

@@ -78,6 +78,10 @@ struct policy_mcp_msg {
 	const json_t *result;         /* responses: the result object, NULL for an error */
 	const json_t *error;          /* responses: the error object */
 	const json_t *obj;            /* the whole message */
+	const char *answers;          /* a response: the method of the server request it answers, set by the caller
+	                               * that correlated it (the gateway: proxy/judge/mcp_peer.h), NUL-terminated;
+	                               * an mcp: method condition matches it.  NULL: not correlated */
+	size_t answers_len;
 	int inexact;                  /* the body holds a real a double cannot hold: such numbers cannot be compared */
 };
 

@@ -27,6 +27,7 @@
 #include "proxy/proxy.h"
 #include "gateway_int.h"
 #include "proxy/h2/h2.h"
+#include "proxy/judge/mcp_peer.h"
 
 #define PROXY_DEFAULT_LISTEN "127.0.0.1:3128"
 
@@ -315,6 +316,8 @@ gateway_create(const char *config_path, const struct policy_config *cfg, struct 
 	gw->sbx = sbxreg_new();
 	gw->approvals = approvals_new(APPROVALS_MAX_PENDING);
 	approvals_set_note(gw->approvals, approval_note, gw);
+	if ((gw->mcp_peers = mcp_peers_create()) == NULL)  /* without it every client-posted MCP answer is refused */
+		log_warnx("out of memory for the table of MCP server requests: answers to them are refused");
 	gw->synth = synth_new();
 	gw->dns_fd = -1;
 	for (i = 0; i < PROXY_MAX_WORKERS; i++)
@@ -586,6 +589,7 @@ gateway_destroy(struct gateway *gw)
 	if (gw->base != NULL)
 		event_base_free(gw->base);
 	approvals_free(gw->approvals);  /* before the audit closes; the workers' connections cancelled every hold */
+	mcp_peers_destroy(gw->mcp_peers);
 	audit_close(gw->audit);
 	sbxreg_free(gw->sbx);
 	synth_free(gw->synth);

@@ -56,7 +56,6 @@ struct mcp_req;
 struct ws_tunnel;
 struct refuse_git;
 struct mcp_resp;
-struct mcp_peer;
 struct sbx_entry;
 struct h2srv;
 struct h2stream;
@@ -216,7 +215,6 @@ struct conn {
 	struct policy *pol;             /* the snapshot this connection was judged by */
 	const struct policy_host *entry;
 	const char *sandbox;            /* the known sandbox this client is (borrowed from pol or sbx), NULL if none */
-	struct mcp_peer *mcp_peer;      /* judge/mcp_resp.c: server-to-client MCP requests seen, or NULL */
 	struct sbx_entry *sbx;          /* a registered sandbox (sbxreg.c): a reference, given back at reap; streams borrow */
 	uint64_t sbx_id;                /* ... the registration it was judged under (sbxreg_entry_current) */
 	uint64_t pol_gen;               /* the generation of <pol> (revoke.c) */

@@ -37,6 +37,7 @@ struct metrics;
 struct up_memo;
 struct up_session;
 struct limits;
+struct mcp_peers;
 struct reload_state;
 struct approvals;
 struct approvals_fleet;
@@ -163,6 +164,7 @@ struct gateway {
 	struct evhttp *admin;
 	int stopping;
 	struct approvals *approvals;     /* requests held for an operator (approvals.h) */
+	struct mcp_peers *mcp_peers;     /* server-to-client MCP requests seen, any thread (judge/mcp_peer.h) */
 	struct limits *limits;           /* counters of rate limits and budgets (limits.h), any thread; saved by reload.c */
 	struct reload_state *reload;     /* reload.c: generation, config file watch, counters' save timer */
 	struct store_opts *store_opts;   /* state.backend: redis: the options each worker's store is made with

@@ -29,6 +29,14 @@ refusal_err_text(enum refusal_err e)
 }
 
 int
+refusal_http_status(const struct refusal *rf)
+{
+	const struct refusal_jsonrpc *j = rf->jsonrpc;
+
+	return j != NULL && j->nids > 0 && (rf->status == 403 || rf->status == 429) ? 200 : rf->status;
+}
+
+int
 refusal_set(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason)
 {
 	*rf = (struct refusal){.status = status, .err = err, .rule = rule, .reason = reason};

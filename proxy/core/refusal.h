@@ -105,6 +105,8 @@ struct refusal {
  * `return refusal_set(rf, ...)`.
  */
 int refusal_set(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason);
+/* The HTTP status <rf> is answered with: rf->status, or 200 for a 403 or 429 answered as JSON-RPC errors with ids. */
+int refusal_http_status(const struct refusal *rf);
 /* refusal_set, and the connection closes after the answer. */
 int refusal_close(struct refusal *rf, int status, enum refusal_err err, const char *rule, const char *reason);
 

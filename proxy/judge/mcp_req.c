@@ -16,11 +16,16 @@
 #include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
 #include "audit/writer.h"
+#include "proxy/codec/h1_parse.h"
 #include "proxy/judge/mcp_req.h"
-#include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_peer.h"
+#include "proxy/core/context.h"
+#include "common/clock.h"
 
 #define PARAM_PREFIX "mcp-param-"
+_Static_assert(MCP_REQ_BUDGET_TAKES_MAX == 16, "judge_batch's refusal names the bound");
 #define HDR_VALUE_MAX 8192  /* a decoded Mcp-Name / Mcp-Param-* value, at most */
+#define MCP_REQ_CLIENT_MAX (256 + 1 + 20 + 1)  /* "<sandbox>#<registration>": a name, '#', a uint64, NUL */
 
 int
 mcp_req_applies(const struct conn *c)
@@ -33,6 +38,96 @@ mcp_req_applies(const struct conn *c)
 		return 0;
 	return r->method_len == 4 && memcmp(r->method, "POST", 4) == 0 && strlen(ep) == r->path_len &&
 	       memcmp(ep, r->path, r->path_len) == 0;
+}
+
+static struct mcp_req *
+mcp_of(struct req *r)
+{
+	if (r->mcp == NULL && (r->mcp = try_malloc(sizeof(*r->mcp))) != NULL)
+		memset(r->mcp, 0, sizeof(*r->mcp));
+	return r->mcp;
+}
+
+int
+mcp_req_head(struct conn *c, const struct h1_message *m)
+{
+	struct req *r = c->req;
+	const struct h1_header *sid = NULL;
+	struct mcp_req *mr;
+	char peer[CONN_ADDR_STR], reg[MCP_REQ_CLIENT_MAX];
+	const char *ep, *who;
+	size_t i;
+	int code, n;
+
+	if (r == NULL || r->path == NULL || !policy_host_mcp(c->entry, &ep, &code) || strlen(ep) != r->path_len ||
+	    memcmp(ep, r->path, r->path_len) != 0)
+		return 0;
+	if ((mr = mcp_of(r)) == NULL)
+		return -1;
+	for (i = 0; i < m->nheaders; i++) {
+		if (!sluice_iov_ieq(m->headers[i].name, m->headers[i].name_len, "mcp-session-id"))
+			continue;
+		if (sid != NULL)
+			return 0;  /* two sessions: no key, so nothing of it is correlated (fail closed) */
+		sid = &m->headers[i];
+	}
+	/* who may answer: the client as the limits know it (its sandbox, else its address), toward this host; a
+	 * sandbox that `sluice run` registered, by this registration (a later one of the same name is another) */
+	who = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	if (c->sandbox != NULL && c->sbx != NULL) {
+		n = snprintf(reg, sizeof(reg), "%s#%llu", c->sandbox, (unsigned long long)c->sbx_id);
+		if (n < 0 || (size_t)n >= sizeof(reg))
+			return 0;  /* no key: nothing of it is correlated (fail closed) */
+		who = reg;
+	}
+	if (c->host != NULL && mcp_peer_key_make(&mr->peer_key, who, c->host, sid != NULL ? sid->value : NULL,
+	                      sid != NULL ? sid->value_len : 0) == 0)
+		mr->keyed = 1;
+	return 0;
+}
+
+const struct mcp_peer_key *
+mcp_req_peer_key(const struct req *r)
+{
+	return r->mcp != NULL && r->mcp->keyed ? &r->mcp->peer_key : NULL;
+}
+
+/* <id> as compact JSON text into <buf> (MCP_PEER_ID_TEXT_MAX + 1): 0, or -1. */
+static int
+peer_id_text(const json_t *id, char *buf)
+{
+	size_t n;
+
+	if (id == NULL)
+		return -1;
+	n = json_dumpb(id, buf, MCP_PEER_ID_TEXT_MAX, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (n == 0 || n >= MCP_PEER_ID_TEXT_MAX)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+void
+mcp_req_peer_add(struct conn *c, const struct policy_mcp_msg *msg)
+{
+	const struct mcp_peer_key *k = c->req != NULL ? mcp_req_peer_key(c->req) : NULL;
+	char id[MCP_PEER_ID_TEXT_MAX + 1];
+
+	if (k == NULL || msg->method == NULL || peer_id_text(msg->id, id) != 0)
+		return;  /* unremembered: its answer is refused as uncorrelated (fails closed) */
+	(void)mcp_peers_add(c->w->gw->mcp_peers, k, msg->method, msg->method_len, id, clock_mono_ms());
+}
+
+/* The server request of c->req's key with id <id>: 1 taken (its method in <method>/<cap>), else 0. */
+static int
+peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
+{
+	const struct mcp_peer_key *k = mcp_req_peer_key(c->req);
+	char t[MCP_PEER_ID_TEXT_MAX + 1];
+
+	if (k == NULL || peer_id_text(id, t) != 0)
+		return 0;
+	return mcp_peers_take(c->w->gw->mcp_peers, k, t, method, cap, clock_mono_ms());
 }
 
 /* ---- the headers that mirror the body (SEP-2243: the 2026 revision) ---- */
@@ -210,6 +305,7 @@ batch_json(const struct mcp_req *mr)
 {
 	json_t *arr = json_array(), *o, *v;
 	const struct mcp_req_msg *k;
+	char amt[32];
 	char *out;
 	size_t i;
 
@@ -223,6 +319,8 @@ batch_json(const struct mcp_req *mr)
 			goto fail;
 		if (k->name != NULL && json_object_set_new(o, "tool", json_string(k->name)) != 0)
 			goto fail;
+		if (k->answers[0] != '\0' && json_object_set_new(o, "mcp_answers", json_string(k->answers)) != 0)
+			goto fail;
 		if (k->id != NULL && ((v = json_loads(k->id, JSON_DECODE_ANY, NULL)) == NULL ||
 		                      json_object_set_new(o, "rpc_id", v) != 0))
 			goto fail;
@@ -231,6 +329,11 @@ batch_json(const struct mcp_req *mr)
 			goto fail;
 		if (k->args != NULL &&
 		    ((v = json_loads(k->args, 0, NULL)) == NULL || json_object_set_new(o, "args", v) != 0))
+			goto fail;
+		if (k->budget != NULL && ((v = json_object()) == NULL || json_object_set_new(o, "budget", v) != 0 ||
+		                          json_object_set_new(v, "key", json_string(k->budget->key)) != 0 ||
+		                          json_object_set_new(v, "amount", json_string(policy_amount_fmt(k->amount, amt,
+		                                                                           sizeof(amt)))) != 0))
 			goto fail;
 		if (json_object_set_new(o, "verdict", json_string(k->verdict)) != 0 ||
 		    (k->rule != NULL && json_object_set_new(o, "rule", json_string(k->rule)) != 0))
@@ -264,20 +367,49 @@ element_verdict(const struct judge_outcome *o)
 	return o->verdict == JUDGE_ALLOW ? "allow" : o->verdict == JUDGE_HOLD ? "hold" : "deny";
 }
 
-/* A client-posted response is judged by correlation: refused when no server request had its id. */
+/*
+ * Each response the client POSTs among <b>'s messages is correlated with the
+ * server request it answers (mcp_peers_take, by c->req's key only: see
+ * mcp_req_head; each is taken once, denied or not): its method goes into
+ * mr->m[i].answers, and msg->answers points there, so that the rules judge
+ * it as the answer to that method.  Returns the index of the first response
+ * that answers none seen, or -1.
+ */
 static int
-response_refused(struct conn *c, const struct policy_mcp_msg *m, struct judge_outcome *o)
+correlate(struct conn *c, struct policy_mcp_body *b, struct mcp_req *mr)
 {
-	if (m->kind != POLICY_MCP_RESPONSE || mcp_req_server_request_seen(c, m->id))
-		return 0;
+	int first = -1;
+	size_t i;
+
+	for (i = 0; i < b->nmsgs; i++) {
+		struct policy_mcp_msg *m = &b->msgs[i];
+		struct mcp_req_msg *k = &mr->m[i];
+
+		if (m->kind != POLICY_MCP_RESPONSE)
+			continue;
+		if (!peer_take(c, m->id, k->answers, sizeof(k->answers)) || k->answers[0] == '\0') {
+			k->answers[0] = '\0';
+			if (first < 0)
+				first = (int)i;
+			continue;
+		}
+		m->answers = k->answers;
+		m->answers_len = strlen(k->answers);
+	}
+	return first;
+}
+
+/* A client-posted response that answers no server request seen: refused (fail closed). */
+static void
+deny_uncorrelated(struct conn *c, struct judge_outcome *o)
+{
 	memset(o, 0, sizeof(*o));
 	o->verdict = JUDGE_DENY;
 	o->stage = JUDGE_AT_RULES;
 	o->status = 403;
 	o->rule = "mcp";
-	o->reason = "a JSON-RPC response that answers no server request seen on this connection";
+	o->reason = "a JSON-RPC response that answers no server request seen by this sandbox";
 	o->entry = c->entry;
-	return 1;
 }
 
 static int
@@ -285,16 +417,17 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
             struct judge_outcome *o, struct mcp_req *mr)
 {
 	struct judge_outcome *each = try_malloc(b->nmsgs * sizeof(*each));
-	size_t i, at = 0, nbudget = 0, bi = 0;
-	int denied_resp = -1;
+	size_t i, at = 0, nbudget = 0;
+	int unc;
 
 	if (each == NULL)
 		return -1;
 	memset(each, 0, b->nmsgs * sizeof(*each));
+	unc = correlate(c, b, mr);
 	policy_judge_mcp_batch(c->pol, cf, q, b, NULL, o, each, &at, NULL, NULL);
 	for (i = 0; i < b->nmsgs; i++) {
-		if (response_refused(c, &b->msgs[i], &each[i]) && denied_resp < 0)
-			denied_resp = (int)i;
+		if (b->msgs[i].kind == POLICY_MCP_RESPONSE && mr->m[i].answers[0] == '\0')
+			deny_uncorrelated(c, &each[i]);
 		mr->m[i].verdict = element_verdict(&each[i]);
 		mr->m[i].rule = each[i].rule;
 		if (keep_msg(c->entry, &b->msgs[i], each[i].decided ? each[i].dec.act.rule : NULL, &mr->m[i]) != 0) {
@@ -303,22 +436,24 @@ judge_batch(struct conn *c, const struct judge_conn *cf, const struct judge_req 
 		}
 		if (each[i].verdict == JUDGE_ALLOW || each[i].verdict == JUDGE_HOLD) {
 			mr->m[i].limit = each[i].limit;
-			if (each[i].budget != NULL && nbudget++ == 0)
-				bi = i;
+			mr->m[i].budget = each[i].budget;
+			mr->m[i].amount = each[i].budget != NULL ? each[i].amount : 0;
+			nbudget += each[i].budget != NULL;
 		}
 	}
-	if (denied_resp >= 0) {
-		response_refused(c, &b->msgs[denied_resp], o);
+	if (unc >= 0) {
+		deny_uncorrelated(c, o);
 	} else if (o->verdict == JUDGE_ALLOW || o->verdict == JUDGE_HOLD) {
-		/* the limits of every element are taken by sem_admit (mcp_req_limit), not the one of <o>'s element */
+		/* the limits and budgets of every element are taken by sem_admit (mcp_req_limit, mcp_req_budget_at),
+		 * not the ones of <o>'s element */
 		o->limit = NULL;
-		o->budget = nbudget == 1 ? each[bi].budget : NULL;
-		o->amount = nbudget == 1 ? each[bi].amount : 0;
-		if (nbudget > 1) {  /* one budget per request is what sem_admit takes and refunds: fail closed */
+		o->budget = NULL;
+		o->amount = 0;
+		if (nbudget > MCP_REQ_BUDGET_TAKES_MAX) {  /* a bound on the takes (and refunds) of one request */
 			o->verdict = JUDGE_DENY;
 			o->status = 403;
 			o->rule = "mcp";
-			o->reason = "a batch may carry at most one call that takes from a budget";
+			o->reason = "a batch may take from budgets at most 16 times (MCP_REQ_BUDGET_TAKES_MAX)";
 		}
 	}
 	free(each);
@@ -342,12 +477,9 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 		o->entry = c->entry;
 		return 0;
 	}
-	if (r->mcp == NULL) {
-		if ((r->mcp = try_malloc(sizeof(*r->mcp))) == NULL)
-			return refusal_close(rf, 503, REFUSAL_INTERNAL, "mcp", "out of memory");
-		memset(r->mcp, 0, sizeof(*r->mcp));
-	}
-	mr = r->mcp;
+	if ((mr = mcp_of(r)) == NULL)
+		return refusal_close(rf, 503, REFUSAL_INTERNAL, "mcp", "out of memory");
+	mr->judged = 1;
 	(void)policy_host_mcp(c->entry, &ep, &mr->code);
 	if (policy_mcp_parse(q->body, q->body_len, &b, &e) != 0) {
 		policy_mcp_body_dispose(&b);
@@ -372,7 +504,9 @@ mcp_req_judge(struct conn *c, const struct judge_conn *cf, const struct judge_re
 	} else {
 		one = *q;
 		one.mcp_msg = &b.msgs[0];
-		if (!response_refused(c, &b.msgs[0], o))
+		if (correlate(c, &b, mr) >= 0)
+			deny_uncorrelated(c, o);
+		else
 			policy_judge(c->pol, cf, &one, NULL, o, NULL, NULL);
 		if (keep_msg(c->entry, &b.msgs[0], o->decided ? o->dec.act.rule : NULL, &mr->m[0]) != 0)
 			goto nomem;
@@ -392,7 +526,7 @@ mcp_req_refusal(struct req *r, struct refusal *rf)
 	struct mcp_req *mr = r->mcp;
 	size_t i;
 
-	if (mr == NULL)
+	if (mr == NULL || !mr->judged)
 		return;
 	if (rf->status == 400) {  /* the body or its headers: one error of id null */
 		if (mr->rpc.code == 0)
@@ -415,6 +549,7 @@ mcp_req_refusal(struct req *r, struct refusal *rf)
 	mr->rpc.ids = mr->ids;
 	mr->rpc.batch = mr->batch != 0;
 	rf->jsonrpc = &mr->rpc;
+	mr->http_status = refusal_http_status(rf);  /* the record keeps the verdict's status and says this one */
 }
 
 const struct policy_limit *
@@ -423,6 +558,14 @@ mcp_req_limit(const struct req *r, size_t i)
 	const struct mcp_req *mr = r->mcp;
 
 	return mr != NULL && mr->batch && i < mr->n ? mr->m[i].limit : NULL;
+}
+
+struct mcp_req_msg *
+mcp_req_budget_at(struct req *r, size_t i)
+{
+	struct mcp_req *mr = r->mcp;
+
+	return mr != NULL && mr->batch && i < mr->n && mr->m[i].budget != NULL ? &mr->m[i] : NULL;
 }
 
 void
@@ -438,11 +581,13 @@ mcp_req_audit_fill(struct req *r, struct audit_rec *a)
 			mr->fp_args[n++] = mr->m[i].arguments;
 	a->mcp_hmac_args = mr->fp_args;
 	a->mcp_nhmac = n;
+	a->http_status = mr->http_status;
 	if (mr->batch) {
 		a->mcp_batch = mr->batch_json;
 		return;
 	}
 	a->mcp_method = mr->m[0].method;
+	a->mcp_answers = mr->m[0].answers[0] != '\0' ? mr->m[0].answers : NULL;
 	a->mcp_tool = mr->m[0].name;
 	a->mcp_rpc_id = mr->m[0].id;
 	a->mcp_args = mr->m[0].args;
@@ -465,12 +610,6 @@ mcp_req_method_of(const struct req *r, const json_t *id)
 		}
 	free(t);
 	return m;
-}
-
-int
-mcp_req_server_request_seen(struct conn *c, const json_t *id)
-{
-	return mcp_peer_take(c, id, NULL, 0);  /* each server request answered once (mcp_resp.h) */
 }
 
 void

@@ -17,8 +17,6 @@
 #include "proxy/judge/mcp_resp.h"
 #include "proxy/judge/mcp_req.h"
 
-#define MCP_ID_TEXT_MAX (POLICY_MCP_ID_MAX + 8)  /* an id as JSON text: a string with its quotes and escapes, or an integer */
-
 struct mcp_resp {
 	enum mcp_resp_kind kind;
 	struct evbuffer *in;            /* de-framed body bytes from the relay */
@@ -27,16 +25,6 @@ struct mcp_resp {
 	long removed;                   /* entries removed over the whole answer */
 	enum policy_mcp_method list;    /* the last list filtered, for the record */
 	struct mcp_frame frame;         /* the relay's */
-};
-
-struct mcp_peer_req {
-	char method[POLICY_MCP_METHOD_MAX + 1];
-	char id[MCP_ID_TEXT_MAX];
-};
-
-struct mcp_peer {
-	size_t next;                    /* where the next one goes (a ring: the oldest is dropped) */
-	struct mcp_peer_req e[MCP_PEER_REQ_MAX];
 };
 
 /* The media type of <m>'s Content-Type is <type> (case-insensitive, parameters ignored). */
@@ -116,77 +104,6 @@ mcp_resp_queue_max(const struct req *r)
 {
 	/* a JSON body is held whole (one byte over the bound is how the bound is seen); a stream moves on */
 	return r->mcpr->kind == MCP_RESP_JSON ? MCP_RESP_JSON_MAX + 1 : PROXY_HIGH_WATER;
-}
-
-/* ---- server-to-client requests ---- */
-
-/* <id> as compact JSON text into <buf>/<cap>: 0, or -1 (too long, or not a scalar the reader accepts). */
-static int
-id_text(const json_t *id, char *buf, size_t cap)
-{
-	size_t n = json_dumpb(id, buf, cap - 1, JSON_ENCODE_ANY | JSON_COMPACT);
-
-	if (n == 0 || n >= cap - 1)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* Where a connection's server requests are remembered: the client connection (an HTTP/2 stream's parent). */
-static struct conn *
-peer_owner(struct conn *c)
-{
-	struct conn *p = conn_ops(c)->parent(c);
-
-	return p != NULL ? p : c;
-}
-
-static void
-peer_add(struct conn *c, const struct policy_mcp_msg *msg)
-{
-	struct mcp_peer_req *e;
-
-	c = peer_owner(c);
-
-	if (c->mcp_peer == NULL && (c->mcp_peer = calloc(1, sizeof(*c->mcp_peer))) == NULL)
-		return;  /* unremembered: its answer is refused as uncorrelated (fails closed) */
-	e = &c->mcp_peer->e[c->mcp_peer->next];
-	if (msg->method_len >= sizeof(e->method) || id_text(msg->id, e->id, sizeof(e->id)) != 0) {
-		e->id[0] = '\0';
-		return;
-	}
-	memcpy(e->method, msg->method, msg->method_len);
-	e->method[msg->method_len] = '\0';
-	c->mcp_peer->next = (c->mcp_peer->next + 1) % MCP_PEER_REQ_MAX;
-}
-
-int
-mcp_peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
-{
-	char t[MCP_ID_TEXT_MAX];
-	size_t i;
-
-	c = peer_owner(c);
-	if (c->mcp_peer == NULL || id == NULL || id_text(id, t, sizeof(t)) != 0)
-		return 0;
-	for (i = 0; i < MCP_PEER_REQ_MAX; i++) {
-		struct mcp_peer_req *e = &c->mcp_peer->e[i];
-
-		if (e->id[0] == '\0' || strcmp(e->id, t) != 0)
-			continue;
-		if (method != NULL && cap > 0)
-			snprintf(method, cap, "%s", e->method);
-		e->id[0] = '\0';
-		return 1;
-	}
-	return 0;
-}
-
-void
-mcp_peer_free(struct conn *c)
-{
-	free(c->mcp_peer);
-	c->mcp_peer = NULL;
 }
 
 /* ---- filtering ---- */
@@ -307,7 +224,7 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		json_t *res;
 
 		if (msg->kind == POLICY_MCP_REQUEST) {
-			peer_add(c, msg);
+			mcp_req_peer_add(c, msg);
 			continue;
 		}
 		if (msg->kind != POLICY_MCP_RESPONSE || msg->result == NULL)

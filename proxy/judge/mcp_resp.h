@@ -37,7 +37,6 @@
 
 #define MCP_RESP_JSON_MAX (8u << 20)    /* bytes of an application/json answer held to be filtered */
 #define MCP_RESP_EVENT_MAX (4u << 20)   /* bytes of one SSE event (or comment run) held to be filtered */
-#define MCP_PEER_REQ_MAX 32             /* server-to-client requests remembered per connection */
 
 struct conn;
 struct req;
@@ -87,12 +86,9 @@ void mcp_resp_free(struct req *r);
 
 /*
  * Server-to-client requests (sampling, elicitation, roots/list) seen in the
- * events of connection <c>'s streams, kept (method, id) in a table of
- * MCP_PEER_REQ_MAX (the oldest dropped first), so that the client's answer
- * can be correlated.  mcp_peer_take: 1 when a request with id <id> was seen
- * (its method copied to <method>/<cap>, the entry removed), else 0.
+ * answers are remembered in the gateway's table (proxy/judge/mcp_peer.h,
+ * through mcp_req_peer_add), so that the client's answer can be correlated
+ * on any of its connections.
  */
-int mcp_peer_take(struct conn *c, const json_t *id, char *method, size_t cap);
-void mcp_peer_free(struct conn *c);
 
 #endif

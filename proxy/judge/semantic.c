@@ -435,6 +435,8 @@ sem_head(struct conn *c, const struct h1_message *m, struct refusal *rf)
 		hdr[i].value_len = m->headers[i].value_len;
 	}
 	facts_of(c, hdr, n, r->body_left, &cf, &q);
+	if (mcp_req_head(c, m) != 0)  /* the key its server requests and their answers go by (mcp_peer.h) */
+		return unavailable(rf, REFUSAL_INTERNAL, "mcp", "out of memory");
 	policy_judge(c->pol, &cf, &q, NULL, &o, NULL, NULL);
 	if (mcp_req_applies(c) && !(o.verdict == JUDGE_DENY && o.status == 413)) {
 		/* an MCP POST is judged per message, whatever the head alone would say: its body is held */
@@ -591,16 +593,18 @@ sem_req_free(struct conn *c)
 	struct req *r = c->req;
 	struct sem_req *s = r->sem;
 
-	mcp_req_free(r);
-	if (s == NULL)
+	if (s == NULL) {
+		mcp_req_free(r);
 		return;
+	}
 	(void)sem_cancel(c);  /* the session cancelled it first (and audited); this one only if it did not */
 	if (s->store_op != NULL) {  /* freed while its limits were asked of the shared counters */
 		store_cancel(s->store_op);
 		s->store_op = NULL;
 	}
 	if (s->budget_taken && !s->sent)
-		sem_budget_refund(c);
+		sem_budget_refund(c);  /* a batch's elements' budgets are in r->mcp: freed after */
+	mcp_req_free(r);
 	if (s->acct > 0) {
 		atomic_fetch_sub(&c->w->gw->held, s->acct);
 		if (s->conn_acct != NULL)
@@ -637,7 +641,7 @@ sem_audit_fill(const struct req *r, struct audit_rec *a)
 	}
 	if (s->fallback)
 		a->limits_counted = "local";  /* on_error: local: the shared counters did not answer */
-	if (s->budget_taken) {
+	if (s->own_taken) {  /* a batch's elements' budgets are in its mcp_batch (mcp_req.c) */
 		a->budget_key = s->budget->key;
 		a->budget_amount = s->amount_text;
 	}

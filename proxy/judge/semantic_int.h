@@ -38,8 +38,9 @@ struct sem_req {
 	unsigned char report_mode;       /* passed only because the host is in report mode */
 	unsigned char reported;          /* <report> says what a report-mode rule (or enforcement) would have done */
 	unsigned char admitted;          /* sem_admit ran (a resent request is not counted twice) */
-	unsigned char budget_taken;
-	unsigned char budget_shared;     /* the budget was taken in the shared counters (refund there, <window_s>) */
+	unsigned char budget_taken;      /* a budget was taken: its own (<own_taken>) or a batch element's (mcp_req.h) */
+	unsigned char own_taken;         /* <budget> was taken */
+	unsigned char budget_shared;     /* <budget> was taken in the shared counters (refund there, <window_s>) */
 	unsigned lim_next;               /* sem_admit's next step (semlimits.c), kept while it waits */
 	unsigned char fallback;          /* on_error: local: a limit was counted by this gateway alone */
 	struct store_op *store_op;       /* the operation sem_admit waits for, NULL when none */
@@ -64,7 +65,7 @@ struct conn;
 struct store_op;
 /* r->sem, made on first use. */
 struct sem_req *sem_req_of(struct req *r);
-/* Gives back the budget the request took (it never went upstream). */
+/* Gives back every budget the request took (it never went upstream, or a later take refused it). */
 void sem_budget_refund(struct conn *c);
 
 #endif

@@ -1,10 +1,13 @@
 /*
  * proxy/judge/semlimits.c - the limits of an allowed request (semantic.h:
- * sem_admit): each secret's rate limit, then the rule's, then its budget,
- * taken at relay_dial once nothing else can refuse the request; a refusal
- * is a 429 whose Retry-After and JSON body say which limit and when it
- * resets; a counter that cannot be kept is a 503 (fail closed).  A budget
- * taken is refunded (sem_budget_refund) if the request never went upstream.
+ * sem_admit): each secret's rate limit, then the rule's, then (an MCP
+ * batch) each element's limit and each element's budget, then the rule's
+ * budget, taken at relay_dial once nothing else can refuse the request; a
+ * refusal is a 429 whose Retry-After and JSON body say which limit and when
+ * it resets; a counter that cannot be kept is a 503 (fail closed).  Budgets
+ * taken are refunded (sem_budget_refund) if the request never went upstream,
+ * and at once when a later budget of the same request refuses it (a batch
+ * takes all of its elements' amounts or none).
  *
  * With state.backend: redis each limit is asked of the worker's store
  * (store/store.h) one after the other: sem_admit returns 1 (waiting) and the
@@ -145,29 +148,52 @@ take_rate(struct conn *c, const struct policy_limit *lim, const char *rule, cons
 	return refuse_limit(c, rule, lim->key, "rate", retry, now, what, rf);
 }
 
-/* The budget's refusal (429) for <b> (max scaled when <scaled>). */
+/*
+ * One budget take: the request's own (s->budget) or a batch element's
+ * (mcp_req_budget_at), its amount and rule, and where the take is marked.
+ */
+struct take {
+	const struct policy_budget *b;
+	int64_t amount;
+	const char *rule;
+	unsigned char *taken, *shared;
+	uint64_t *window_s;
+};
+
+/* The budget's refusal (429) for take <t> (max <max>, scaled when <scaled>). */
 static int
-refuse_budget(struct conn *c, const struct policy_budget *b, int64_t max, int scaled, unsigned retry,
-              struct refusal *rf)
+refuse_budget(struct conn *c, const struct take *t, int64_t max, int scaled, unsigned retry, struct refusal *rf)
 {
-	struct sem_req *s = c->req->sem;
 	char what[400], a[32], m[32];
 
-	snprintf(what, sizeof(what), "budget %s (%s per %s, %s%s) would be exceeded by this request's %s", b->key,
-	         policy_amount_fmt(max, m, sizeof(m)), policy_period_name(b->period_s),
-	         b->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", scaled ? ", this gateway's share" : "",
-	         policy_amount_fmt(s->amount, a, sizeof(a)));
-	return refuse_limit(c, s->rule, b->key, "budget", retry, clock_wall_ms(), what, rf);
+	snprintf(what, sizeof(what), "budget %s (%s per %s, %s%s) would be exceeded by this request's %s", t->b->key,
+	         policy_amount_fmt(max, m, sizeof(m)), policy_period_name(t->b->period_s),
+	         t->b->scope == POLICY_SCOPE_GLOBAL ? "global" : "per sandbox", scaled ? ", this gateway's share" : "",
+	         policy_amount_fmt(t->amount, a, sizeof(a)));
+	return refuse_limit(c, t->rule, t->b->key, "budget", retry, clock_wall_ms(), what, rf);
 }
 
-/* The budget from the local counters (its max scaled when <scaled>): 0, or -1 refused. */
-static int
-take_budget(struct conn *c, const char *sbx, int scaled, struct refusal *rf)
+/* A take succeeded: marked on it, and on the request (sem_budget_refund gives back what it took). */
+static void
+taken(struct conn *c, const struct take *t, int shared, uint64_t window_s)
 {
 	struct sem_req *s = c->req->sem;
+
+	*t->taken = 1;
+	*t->shared = shared != 0;
+	*t->window_s = window_s;
+	s->budget_taken = 1;
+	if (t->b == s->budget)
+		policy_amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
+}
+
+/* Take <t> from the local counters (its max scaled when <scaled>): 0, or -1 refused. */
+static int
+take_budget(struct conn *c, const struct take *t, const char *sbx, int scaled, struct refusal *rf)
+{
 	struct limits *l = c->w->gw->limits;
 	struct policy_budget local;
-	const struct policy_budget *b = s->budget;
+	const struct policy_budget *b = t->b;
 	unsigned retry = 0;
 	int rc;
 
@@ -176,13 +202,12 @@ take_budget(struct conn *c, const char *sbx, int scaled, struct refusal *rf)
 		local.max = local_cap(c->w->gw->cfg, b->max);
 		b = &local;
 	}
-	rc = l != NULL ? limits_budget_take(l, b, sbx, s->amount, clock_wall_ms(), &retry) : SLUICE_EIO;
+	rc = l != NULL ? limits_budget_take(l, b, sbx, t->amount, clock_wall_ms(), &retry) : SLUICE_EIO;
 	if (rc < 0)
-		return limits_failed(s->rule, rc, rf);
+		return limits_failed(t->rule, rc, rf);
 	if (rc > 0)
-		return refuse_budget(c, s->budget, b->max, scaled, retry, rf);
-	s->budget_taken = 1;
-	policy_amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
+		return refuse_budget(c, t, b->max, scaled, retry, rf);
+	taken(c, t, 0, 0);
 	return 0;
 }
 
@@ -190,11 +215,16 @@ take_budget(struct conn *c, const char *sbx, int scaled, struct refusal *rf)
  * The steps of sem_admit, in order: 0..nuses-1 each secret's limit (once per
  * secret), nuses the rule's limit, then SEM_MCP_STEPS steps for the allowed
  * elements of an MCP batch (each its own rule's limit: N calls through one
- * limit take N), and last the budget (LAST_STEP).
+ * limit take N), then SEM_MCP_STEPS steps for their budgets (each element's
+ * amount, one budget taken as often as elements name it), and last the
+ * request's own budget (LAST_STEP; a batch has none: its elements do).
+ * Every rate limit comes before every budget, so only a budget can refuse
+ * once a budget was taken, and what the batch took is given back then.
  */
 #define SEM_MCP_STEPS POLICY_MCP_BATCH_MAX
 #define LIMIT_STEPS(r) ((r)->cred->nuses + SEM_MCP_STEPS)      /* the last step that is a rate limit */
-#define LAST_STEP(r) (LIMIT_STEPS(r) + 1)                    /* the budget's */
+#define BUDGET_STEPS(r) (LIMIT_STEPS(r) + SEM_MCP_STEPS)       /* the last step that is an element's budget */
+#define LAST_STEP(r) (BUDGET_STEPS(r) + 1)                     /* the request's budget */
 
 /* The limit of step <i> (see above), or NULL when that step takes none. */
 static const struct policy_limit *
@@ -211,6 +241,30 @@ step_limit(struct conn *c, size_t i)
 	if (i == r->cred->nuses)
 		return r->sem->limit;
 	return i <= LIMIT_STEPS(r) ? mcp_req_limit(r, i - r->cred->nuses - 1) : NULL;
+}
+
+/* The budget take of step <i> into <t>: 1, or 0 when that step takes none. */
+static int
+step_budget(struct conn *c, size_t i, struct take *t)
+{
+	struct req *r = c->req;
+	struct sem_req *s = r->sem;
+	struct mcp_req_msg *el;
+
+	if (i <= LIMIT_STEPS(r))
+		return 0;
+	if (i <= BUDGET_STEPS(r)) {
+		if ((el = mcp_req_budget_at(r, i - LIMIT_STEPS(r) - 1)) == NULL)
+			return 0;
+		*t = (struct take){.b = el->budget, .amount = el->amount, .rule = el->rule != NULL ? el->rule : s->rule,
+		                   .taken = &el->budget_taken, .shared = &el->budget_shared, .window_s = &el->window_s};
+		return 1;
+	}
+	if (s->budget == NULL)
+		return 0;
+	*t = (struct take){.b = s->budget, .amount = s->amount, .rule = s->rule, .taken = &s->own_taken,
+	                   .shared = &s->budget_shared, .window_s = &s->window_s};
+	return 1;
 }
 
 static const char *
@@ -245,14 +299,18 @@ step_outcome(struct conn *c, size_t i, const struct store_result *res, const cha
 {
 	struct sem_req *s = c->req->sem;
 	const struct policy_limit *lim = i <= LIMIT_STEPS(c->req) ? step_limit(c, i) : NULL;
-	const char *rule = lim != NULL ? step_rule(c, i, lim) : s->rule;
+	struct take t = {.rule = s->rule};
+	const char *rule;
 	unsigned retry = (unsigned)((res->retry_after_ms + 999u) / 1000u);
 
+	if (lim == NULL && !step_budget(c, i, &t))
+		return 0;  /* never: admit_run asks the store only for a step that takes */
+	rule = lim != NULL ? step_rule(c, i, lim) : t.rule;
 	if (res->outcome < 0) {
 		if (c->w->gw->cfg->state_on_error != POLICY_STATE_LOCAL || res->outcome == STORE_EINVAL)
 			return store_failed(c, rule, res->outcome, rf);
 		fell_back(c, res->outcome);
-		return lim != NULL ? take_rate(c, lim, rule, sbx, 1, rf) : take_budget(c, sbx, 1, rf);
+		return lim != NULL ? take_rate(c, lim, rule, sbx, 1, rf) : take_budget(c, &t, sbx, 1, rf);
 	}
 	if (lim != NULL) {
 		char what[400];
@@ -265,12 +323,18 @@ step_outcome(struct conn *c, size_t i, const struct store_result *res, const cha
 		return refuse_limit(c, rule, lim->key, "rate", retry, clock_wall_ms(), what, rf);
 	}
 	if (res->outcome != STORE_ALLOWED)
-		return refuse_budget(c, s->budget, s->budget->max, 0, retry, rf);
-	s->budget_taken = 1;
-	s->budget_shared = 1;
-	s->window_s = res->window_s;
-	policy_amount_fmt(s->amount, s->amount_text, sizeof(s->amount_text));
+		return refuse_budget(c, &t, t.b->max, 0, retry, rf);
+	taken(c, &t, 1, res->window_s);
 	return 0;
+}
+
+/* A step refused (<rc> < 0) after budgets were taken for the request: every one of them is given back. */
+static int
+admit_failed(struct conn *c, int rc)
+{
+	if (rc < 0 && c->req->sem->budget_taken)
+		sem_budget_refund(c);
+	return rc;
 }
 
 /* Takes the steps from s->lim_next on: 0 all taken, -1 refused (<rf>), 1 waiting for the store. */
@@ -283,27 +347,28 @@ admit_run(struct conn *c, struct refusal *rf)
 	char peer[CONN_ADDR_STR], sbuf[SHARED_SANDBOX_MAX];
 	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer), *ssbx;
 	const struct policy_limit *lim;
+	struct take t;
 	struct store_result res;
 	size_t i;
 	int rc;
 
 	for (; (i = s->lim_next) <= LAST_STEP(r); s->lim_next++) {
 		lim = i <= LIMIT_STEPS(r) ? step_limit(c, i) : NULL;
-		if (lim == NULL && (i <= LIMIT_STEPS(r) || s->budget == NULL))
+		if (lim == NULL && !step_budget(c, i, &t))
 			continue;
 		if (st == NULL) {  /* backend: file */
-			if ((lim != NULL ? take_rate(c, lim, step_rule(c, i, lim), sbx, 0, rf) : take_budget(c, sbx, 0, rf)) != 0)
-				return -1;
+			if ((lim != NULL ? take_rate(c, lim, step_rule(c, i, lim), sbx, 0, rf) : take_budget(c, &t, sbx, 0, rf)) != 0)
+				return admit_failed(c, -1);
 			continue;
 		}
 		ssbx = shared_sandbox(c, sbx, sbuf, sizeof(sbuf));
 		rc = lim != NULL ? store_rate_take(st, lim, ssbx, admit_done, c, &s->store_op)
-		                 : store_budget_take(st, s->budget, ssbx, s->amount, admit_done, c, &s->store_op);
+		                 : store_budget_take(st, t.b, ssbx, t.amount, admit_done, c, &s->store_op);
 		if (rc == 0)
 			return 1;
 		res = (struct store_result){.outcome = (enum store_outcome)rc};
 		if (step_outcome(c, i, &res, sbx, rf) != 0)
-			return -1;
+			return admit_failed(c, -1);
 	}
 	s->admitted = 1;
 	return 0;
@@ -321,7 +386,7 @@ admit_done(const struct store_result *res, void *arg)
 	int rc;
 
 	s->store_op = NULL;
-	rc = step_outcome(c, s->lim_next, res, sbx, &rf);
+	rc = admit_failed(c, step_outcome(c, s->lim_next, res, sbx, &rf));
 	if (rc == 0) {
 		s->lim_next++;
 		rc = admit_run(c, &rf);
@@ -339,7 +404,8 @@ sem_admit(struct conn *c, struct refusal *rf)
 
 	if (s != NULL && (s->admitted || s->store_op != NULL))
 		return s->admitted ? 0 : 1;
-	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)) && r->mcp == NULL)
+	if (r->cred->nuses == 0 && (s == NULL || (s->limit == NULL && s->budget == NULL)) &&
+	    (r->mcp == NULL || !r->mcp->batch))
 		return 0;
 	s = sem_req_of(r);
 	s->lim_next = 0;
@@ -373,22 +439,39 @@ refund_done(const struct store_result *res, void *arg)
 	(void)arg;
 }
 
-void
-sem_budget_refund(struct conn *c)
+/* Gives back take <t> (marked taken) of the request on <c>, where it was taken; the mark is cleared. */
+static void
+refund_one(struct conn *c, const struct take *t, const char *sbx)
 {
-	struct sem_req *s = c->req->sem;
 	struct store_op *op;
-	char peer[CONN_ADDR_STR], sbuf[SHARED_SANDBOX_MAX];
-	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	char sbuf[SHARED_SANDBOX_MAX];
 
-	if (s->budget_shared) {
+	*t->taken = 0;
+	if (*t->shared) {
 		if (c->w->store == NULL ||
-		    store_budget_refund(c->w->store, s->budget, shared_sandbox(c, sbx, sbuf, sizeof(sbuf)), s->amount,
-		                        s->window_s, refund_done, NULL, &op) != 0)
+		    store_budget_refund(c->w->store, t->b, shared_sandbox(c, sbx, sbuf, sizeof(sbuf)), t->amount,
+		                        *t->window_s, refund_done, NULL, &op) != 0)
 			log_warnx("c%llu: budget %s: the refund could not be sent to the shared counters",
-			          (unsigned long long)c->id, s->budget->key);
+			          (unsigned long long)c->id, t->b->key);
 		return;
 	}
 	if (c->w->gw->limits != NULL)
-		limits_budget_refund(c->w->gw->limits, s->budget, sbx, s->amount, clock_wall_ms());
+		limits_budget_refund(c->w->gw->limits, t->b, sbx, t->amount, clock_wall_ms());
+}
+
+void
+sem_budget_refund(struct conn *c)
+{
+	struct req *r = c->req;
+	struct sem_req *s = r->sem;
+	char peer[CONN_ADDR_STR];
+	const char *sbx = c->sandbox != NULL ? c->sandbox : conn_peer_str(c, peer);
+	struct take t;
+	size_t i;
+
+	/* every budget step that took: the request's own, or each of a batch's elements */
+	for (i = LIMIT_STEPS(r) + 1; i <= LAST_STEP(r); i++)
+		if (step_budget(c, i, &t) && *t.taken)
+			refund_one(c, &t, sbx);
+	s->budget_taken = 0;
 }

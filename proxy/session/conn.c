@@ -156,7 +156,6 @@ conn_close(struct conn *c)
 	conn_set_state(c, CONN_S_DEAD);
 	conn_ops(c)->release(c);
 	http_req_reset(c);
-	mcp_peer_free(c);
 	if (c->up != NULL) {
 		upstream_free(c->up);  /* mid-request: not reusable */
 		c->up = NULL;

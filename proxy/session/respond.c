@@ -125,7 +125,7 @@ answer_jsonrpc(struct evbuffer *out, const struct refusal *rf, int close)
 	struct evbuffer *body = evbuffer_new();
 	size_t i, n = j->nids > 0 ? j->nids : 1;
 	long k;
-	int status = j->nids > 0 && (rf->status == 403 || rf->status == 429) ? 200 : rf->status;
+	int status = refusal_http_status(rf);
 
 	if (body == NULL) {
 		respond_json(out, rf->status, refusal_err_text(rf->err), NULL, rf->rule, rf->reason, 1);

@@ -13,7 +13,8 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
     esc       application/json whose "tools" key is written "\\u0074ools" (a reader that looks for the bytes misses it)
     big       application/json, 10,000 tools: keep_0..keep_4999 and drop_0..drop_4999
     sse       text/event-stream, chunked: a ": ping" comment, an event with non-JSON data, the list event
-              (id: 7, event: message), a second ping, a tools/call result, a server-to-client request
+              (id: 7, event: message), a second ping, a tools/call result, two server-to-client requests
+              (sampling/createMessage "srv-1", elicitation/create "srv-2")
     ssecr     the same stream with CR line endings, until close
     sse1      the same stream, until close, every byte of the answer in its own TLS record
     ssebig    a ping, then an event of 10 MiB of data, then a list event (never reached)
@@ -50,7 +51,9 @@ def stream(rid, eol):
            b": ping", b"",
            b"data: " + json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "hi"}]}}).encode(), b"",
            b"data: " + json.dumps({"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
-                                   "params": {"messages": []}}).encode(), b""]
+                                   "params": {"messages": []}}).encode(), b"",
+           b"data: " + json.dumps({"jsonrpc": "2.0", "id": "srv-2", "method": "elicitation/create",
+                                   "params": {"message": "?"}}).encode(), b""]
     return eol.join(evs) + eol
 
 
@@ -66,7 +69,7 @@ class Conn(BufConn):
             rid = 1
         self.emit({"ev": "req", "mode": mode, "id": rid, "method": method})
         c = self.c
-        dup = (b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"result":{"tools":[{"name":"drop_x"}]}}' % int(rid))
+        dup = (b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"result":{"tools":[{"name":"drop_x"}]}}' % (rid if isinstance(rid, int) else 1))
         if mode == "err405":
             b = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}'
             c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"

@@ -12,7 +12,9 @@
 #   upstream), the create_issue limit (the 4th call within the hour: a JSON-RPC error -32019 with Retry-After;
 #   a batch of 2 takes 2), and the audit: mcp_method, tool, rpc_id, args_hmac (checked from the initial key),
 #   args (only the audit: path), mcp_batch;
-#   `sluice audit query --tool` finds the calls; `sluice audit verify` passes.
+#   `sluice audit query --tool` finds the calls; `sluice audit verify` passes. A batch whose elements take from
+#   one budget (send_tip, a budget of 10 a day added to the policy): each element's amount is taken; one that does
+#   not fit refuses the batch whole (-32019 per id) and gives back what the elements before it took.
 # Every refused request carries a marker (?c=...) that must never appear in the upstream's log.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
@@ -33,6 +35,8 @@ p = yaml.safe_load(open(sys.argv[1]))
 p.pop("ca", None)
 h = p["hosts"]["api.githubcopilot.com"]
 h["allow_private"] = True
+h["rules"].insert(0, {"id": "tips", "allow": {"method": "POST", "path": "/mcp/", "mcp": {"tool": "send_tip"},
+                     "budget": {"sum": "json:$.params.arguments.amount", "max": 10, "per": "day"}}})
 for r in h["rules"]:
     if r["id"] == "issues-in-widgets":
         r["allow"]["limit"] = {"rate": "3/hour"}
@@ -178,6 +182,22 @@ check_eq "limit: over h2, the next call: -32019, data.retry_after set" "200 -320
 st=$(M 1.1 lim-other "$(call 64 get_issue '{"owner":"acme","repo":"widgets","issue_number":2}')")
 check_eq "limit: a tool without the limit still passes" "200" "$st"
 
+# ---------------------------------------------------------------- budgets in a batch: 10 a day for send_tip
+tip() { call "$1" send_tip "{\"amount\":$2}"; }
+st=$(M 1.1 bud-ok "[$(tip 70 4),$(tip 71 5)]")
+check_eq "budget: a batch of two send_tip (4 + 5 of 10) is allowed and reaches the upstream" "200 yes" \
+  "$st $(reached bud-ok && echo yes)"
+st=$(M 1.1 bud-over "[$(tip 72 0.5),$(tip 73 1)]")
+NOREACH+=(bud-over)
+check_eq "budget: 9 + 0.5 fits, 9.5 + 1 does not: the batch is refused whole, -32019 for each id" \
+  "200 [72,73] [-32019,-32019]" "$st $(body | jq -c '[.[].id]') $(body | jq -c '[.[].error.code]')"
+st=$(M 2 bud-refunded "$(tip 74 1)")
+check_eq "budget: the refused batch gave back its first element's 0.5: 1 more fits exactly (9 + 1)" "200 yes" \
+  "$st $(reached bud-refunded && echo yes)"
+st=$(M 1.1 bud-full "$(tip 75 0.5)")
+NOREACH+=(bud-full)
+check_eq "budget: now full: 0.5 is refused" "200 -32019" "$st $(body | jq -c .error.code)"
+
 for c in "${NOREACH[@]}"; do
   reached "$c" && bad "a refused request reached the upstream: $c"
 done
@@ -189,6 +209,11 @@ rec=$(audit_get '.type == "request" and .tool == "create_issue" and .rpc_id == "
 check_eq "audit: the create_issue record has mcp_method, tool, rpc_id and only the audit: path in args" \
   '{"mcp_method":"tools/call","tool":"create_issue","rpc_id":"c-1","args":{"$.repo":"widgets"},"verdict":"allow"}' \
   "$(printf '%s' "$rec" | jq -c '{mcp_method,tool,rpc_id,args,verdict}')"
+check_eq "audit: a denial answered as a JSON-RPC error records the verdict, its status and the HTTP status sent" \
+  '{"verdict":"deny","rule":"no-repo-deletion","status":403,"http_status":200}' \
+  "$(audit_get '.type == "request" and .tool == "delete_repository" and .rpc_id == 6' | head -n 1 | jq -c '{verdict,rule,status,http_status}')"
+check_eq "audit: a denied notification (answered 403) has no http_status" 'null' \
+  "$(audit_get '.type == "request" and .mcp_method == "notifications/cancelled"' | head -n 1 | jq -c .http_status)"
 check "audit: no other argument value (the title) is written" sh -c "! grep -qF 'Flaky' '$AUDIT'"
 # args_hmac: HMAC(K_args, JCS(arguments)), K_args = HMAC(K_seq, label), K_seq the initial key evolved to the record
 hm=$(grep -F '"rpc_id":"c-1"' "$AUDIT" | head -n 1 | "$PY" -c '
@@ -210,6 +235,9 @@ check_eq "audit: a denied batch has mcp_batch with each element's verdict and ru
   "$(printf '%s' "$rec" | jq -c '[.mcp_batch[] | [.tool, .verdict, .rule]]')"
 n=$("$SLUICE" audit query "$AUDIT" --tool delete_repository 2>/dev/null | grep -c .)
 check_match "sluice audit query --tool delete_repository finds the denied calls and batches" '^[4-9]$|^[1-9][0-9]$' "$n"
+rec=$(audit_get '.type == "request" and .mcp_batch != null and .verdict == "allow" and (.mcp_batch[0].tool == "send_tip")' | head -n 1)
+check_eq "audit: the allowed batch names each element's budget and amount" \
+  '[{"key":"rule:tips","amount":"4"},{"key":"rule:tips","amount":"5"}]' "$(printf '%s' "$rec" | jq -c '[.mcp_batch[].budget]')"
 out=$("$SLUICE" audit verify "$AUDIT" --key-file "$T/audit.key.initial" 2>&1); rc=$?
 check_match "sluice audit verify --key-file (the initial key) passes: every mac, with the fingerprints in place" '^0 ok: ' "$rc $out"
 gw_stop

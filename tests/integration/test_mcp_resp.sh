@@ -9,6 +9,10 @@
 # record says how many entries were removed. A JSON-RPC error with id null (not a message the strict reader takes)
 # passes; a list result with a duplicate key is refused (502) in a body and cuts a stream; a "tools" key written
 # with a \\u escape is filtered too. Secret values are random per run and never printed.
+# The client's answers to the server's requests in those streams (sampling/createMessage, elicitation/create),
+# POSTed on new connections: judged as answers to those methods (a rule allows sampling's, none elicitation's:
+# 403), each taken once, never by another sandbox (127.0.0.3) nor under another Mcp-Session-Id; the audit names
+# the answered method (mcp_answers).
 # HTTP/2: the upstream speaks HTTP/1.1 only, and once the gateway knows that it offers the client http/1.1 for
 # the host, so the "h2" pass runs its first request (json) over HTTP/2 and the rest over HTTP/1.1.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
@@ -37,6 +41,8 @@ hosts:
         allow: { method: POST, path: /mcp, mcp: { tool: "keep_*" } }
       - id: no-drop
         deny: { method: POST, path: /mcp, mcp: { tool: "drop_*" } }
+      - id: sampling
+        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }
 secrets:
   v:
     source: env:MCPV
@@ -46,6 +52,8 @@ secrets:
 sandboxes:
   local:
     addresses: [127.0.0.1/32]
+  other:
+    addresses: [127.0.0.3/32]
 YAML
 gw_start
 
@@ -123,5 +131,30 @@ for V in 1.1 2; do
   check "audit: $tag the cut stream is recorded with its reason" audit_wait \
     "((.reason // \"\") | test(\"event over\"))"
 done
+
+# ---------------------------------------------------------------- the client's answers to the server's requests
+# The streams above carried sampling/createMessage "srv-1" and elicitation/create "srv-2"; each curl below is a new
+# connection (the streams' were others).
+ans() { # ID MARK [CURL_ARGS...]: POSTs the client's answer to server request ID; prints the HTTP status
+  local id=$1 mark=$2; shift 2
+  pcurl --http1.1 -o "$T/ans.body" -w '%{http_code}' -H 'Content-Type: application/json' "$@" --data-binary \
+    "{\"jsonrpc\":\"2.0\",\"id\":\"$id\",\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"ok\"}}}" \
+    "https://api.example.test/mcp?m=json&a=$mark" 2>/dev/null
+}
+up_got() { grep -qF "\"id\": \"$1\"" "$ULOG" && echo yes || echo no; }
+check_eq "answers: another sandbox cannot answer the server's request: 403 (rule mcp), nothing upstream" "403 mcp no" \
+  "$(ans srv-1 other --interface 127.0.0.3) $(jq -r .rule "$T/ans.body") $(up_got srv-1)"
+check_eq "answers: nor the same sandbox under another Mcp-Session-Id" "403 mcp" \
+  "$(ans srv-2 sess -H 'Mcp-Session-Id: s-other') $(jq -r .rule "$T/ans.body")"
+check_eq "answers: the answer to sampling/createMessage on a new connection: allowed by rule sampling, upstream" \
+  "200 yes" "$(ans srv-1 ok) $(up_got srv-1)"
+check_eq "answers: taken once: the same answer again is refused (403, rule mcp)" "403 mcp" \
+  "$(ans srv-1 again) $(jq -r .rule "$T/ans.body")"
+check_eq "answers: the answer to elicitation/create: correlated, no rule allows it: 403 (rule default), not upstream" \
+  "403 default no" "$(ans srv-2 deny) $(jq -r .rule "$T/ans.body") $(up_got srv-2)"
+check "audit: the allowed answer's record names the method it answers" audit_wait \
+  '.type=="request" and .mcp_answers=="sampling/createMessage" and .verdict=="allow" and .rule=="sampling" and .rpc_id=="srv-1"'
+check "audit: ... and the denied one's" audit_wait \
+  '.type=="request" and .mcp_answers=="elicitation/create" and .verdict=="deny" and .rule=="default"'
 
 finish

@@ -6,7 +6,10 @@
 # absent), calls the allowed tool, and is refused the denied one. @modelcontextprotocol/server-everything (a real
 # server with sessions and the GET stream) runs inside the namespace, listening on every interface there, behind
 # nginx on loopback (TLS, proxy_buffering off): the same client, through the gateway, sees only its echo tool.
-# A raw client (curl) covers the explicit proxy.
+# A raw client (curl) covers the explicit proxy. The SDK client with the sampling capability calls
+# server-everything's trigger-sampling-request: the server's sampling/createMessage comes on the call's SSE answer and
+# the SDK POSTs its answer on another connection while that one waits; the gateway correlates it (one table for the
+# gateway, keyed by sandbox, host and session) and a rule allows answers to sampling/createMessage.
 # The SDK comes from build/node (scripts/deps.sh test: npm ci --ignore-scripts from tests/mcp/package-lock.json).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 HERE=$(dirname "$(readlink -f "$0")")
@@ -20,7 +23,7 @@ need_tool node nft ip jq
   die "no MCP SDK in $NODE_DIR (run scripts/deps.sh test; tests never install anything themselves)"
 # ESM resolves packages from the script's own directory upward: the scripts run from $T beside a link to them
 ln -s "$NODE_DIR/node_modules" "$T/node_modules"
-cp "$ROOT/tests/mcp/sdk_server.mjs" "$ROOT/tests/mcp/sdk_client.mjs" "$T/"
+cp "$ROOT/tests/mcp/sdk_server.mjs" "$ROOT/tests/mcp/sdk_client.mjs" "$ROOT/tests/mcp/sdk_sampling.mjs" "$T/"
 
 pki_init
 spawn "$T/sdk_server.log" node "$T/sdk_server.mjs" "$UPADDR" 443 "$PKI/srv.pem" "$PKI/srv.key" api.example.test
@@ -92,7 +95,9 @@ YAML
       - id: stream
         allow: { method: [GET, DELETE], path: /mcp }
       - id: echo
-        allow: { method: POST, path: /mcp, mcp: { tool: echo } }
+        allow: { method: POST, path: /mcp, mcp: { tool: [echo, trigger-sampling-request] } }
+      - id: sampling-answers
+        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }
       - id: no-env
         deny: { method: POST, path: /mcp, mcp: { tool: get-env } }
 YAML
@@ -135,6 +140,24 @@ check_eq "server-everything: echo is called" '"Echo: hello"' "$(jq -c .echo "$T/
 check_eq "server-everything: get-env never ran" null "$(jq -c .denied_ok "$T/client-everything.json" 2>/dev/null)"
 check "audit: server-everything's list filtered" audit_wait \
   ".host==\"mcp.example.test\" and .mcp_method==\"tools/list\" and .removed == $((direct - 1))"
+
+# sampling: the server's request on the call's stream, the SDK's answer POSTed on another connection
+out=$(ns_exec NODE_EXTRA_CA_CERTS="$CA/ca.pem" timeout 60 node "$T/sdk_sampling.mjs" https://mcp.example.test/mcp \
+  2>"$T/client-sampling.err")
+echo "$out" >"$T/client-sampling.json"
+check_eq "server-everything sampling: the SDK answered one sampling request, no error" '1 null' \
+  "$(jq -r '"\(.sampled) \(.error)"' "$T/client-sampling.json" 2>/dev/null)"
+check_match "server-everything sampling: the tool's result carries the client's sampled text" 'sampled-ok' \
+  "$(jq -r '.text // ""' "$T/client-sampling.json" 2>/dev/null)"
+check "audit: the answer was judged as an answer to sampling/createMessage (rule sampling-answers)" audit_wait \
+  '.type=="request" and .mcp_answers=="sampling/createMessage" and .verdict=="allow" and .rule=="sampling-answers"'
+call_conn=$(audit_get '.type=="request" and .tool=="trigger-sampling-request"' | head -n 1 | jq -r .conn)
+ans_conn=$(audit_get '.type=="request" and .mcp_answers=="sampling/createMessage"' | head -n 1 | jq -r .conn)
+if [ -n "$call_conn" ] && [ -n "$ans_conn" ] && [ "$call_conn" != "$ans_conn" ]; then
+  ok "sampling: the answer came on another connection ($ans_conn) than the call's ($call_conn)"
+else
+  bad "sampling: the call's and the answer's connections: '$call_conn' '$ans_conn'"
+fi
 
 check "audit: the SDK client's requests came through the transparent listener from the namespace" \
   audit_wait ".client==\"$NS_ADDR\" and .host==\"other.example.test\""

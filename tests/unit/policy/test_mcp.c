@@ -394,6 +394,67 @@ test_decide_batch_elements(void **state)
 	policy_unref(p);
 }
 
+/*
+ * A response the caller correlated (msg->answers: the server request's method) is judged as the answer to that
+ * method; json: conditions and a budget's json: sum of an element are rooted at the element.
+ */
+static void
+test_decide_answers_and_roots(void **state)
+{
+	static const char yaml[] = "ca: /x\n"
+	                           "hosts:\n"
+	                           "  m.test:\n"
+	                           "    mcp: { endpoint: /mcp }\n"
+	                           "    rules:\n"
+	                           "      - id: sampling\n"
+	                           "        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }\n"
+	                           "      - id: tips\n"
+	                           "        allow: { method: POST, path: /mcp, mcp: { tool: tip }, json: { \"$.params.arguments.n\": { max: 5 } },\n"
+	                           "                 budget: { sum: \"json:$.params.arguments.n\", max: 10, per: day } }\n";
+	static const char resp[] = "[{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{}},{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}},"
+	                           CALL("tip", "{\"n\":4}") "," CALL("tip", "{\"n\":6}") "]";
+	struct policy *p = st_load(yaml);
+	struct policy_conn_decision cd;
+	struct policy_mcp_body b;
+	struct policy_decision d;
+	struct policy_request q;
+	struct policy_header hs[4];
+	struct st_req r = post(resp);
+	enum policy_mcp_error e;
+
+	(void)state;
+	assert_int_equal(policy_mcp_parse(resp, strlen(resp), &b, &e), 0);
+	policy_decide_conn(p, "m.test", 443, &cd);
+	st_request(&r, &q, hs);
+	/* not correlated: no method, no mcp: method condition matches */
+	q.mcp_msg = &b.msgs[0];
+	policy_decide(p, cd.host, &q, &d);
+	assert_int_equal(d.act.verdict, POLICY_REQ_DENY);
+	/* the answer to sampling/createMessage: allowed by its method; to elicitation/create: not */
+	b.msgs[0].answers = "sampling/createMessage";
+	b.msgs[0].answers_len = strlen(b.msgs[0].answers);
+	policy_decide(p, cd.host, &q, &d);
+	assert_int_equal(d.act.verdict, POLICY_REQ_ALLOW);
+	assert_string_equal(d.act.rule, "sampling");
+	b.msgs[1].answers = "elicitation/create";
+	b.msgs[1].answers_len = strlen(b.msgs[1].answers);
+	q.mcp_msg = &b.msgs[1];
+	policy_decide(p, cd.host, &q, &d);
+	assert_int_equal(d.act.verdict, POLICY_REQ_DENY);
+	assert_string_equal(d.act.rule, "default");
+	/* json: and the budget's sum read the element: 4 passes (max 5) and takes 4; 6 does not pass */
+	q.mcp_msg = &b.msgs[2];
+	policy_decide(p, cd.host, &q, &d);
+	assert_int_equal(d.act.verdict, POLICY_REQ_ALLOW);
+	assert_string_equal(d.act.rule, "tips");
+	assert_int_equal(d.act.amount, 4 * INT64_C(1000000));
+	q.mcp_msg = &b.msgs[3];
+	policy_decide(p, cd.host, &q, &d);
+	assert_int_equal(d.act.verdict, POLICY_REQ_DENY);
+	policy_mcp_body_dispose(&b);
+	policy_unref(p);
+}
+
 /* mcp.audit: the argument values a rule lets the record hold in clear; the rest only as a fingerprint. */
 static void
 test_audit_args(void **state)
@@ -597,6 +658,7 @@ main(void)
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_decide_messages),
 		cmocka_unit_test(test_decide_batch_elements),
+		cmocka_unit_test(test_decide_answers_and_roots),
 		cmocka_unit_test(test_audit_args),
 		cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_list_filter),

@@ -27,6 +27,7 @@
 #include "proxy/cred/cred.h"
 #include "proxy/judge/limits.h"
 #include "proxy/judge/approvals.h"
+#include "proxy/judge/mcp_peer.h"
 #include "tests/unit/proxy/netfake.h"
 
 #define NF_ROUNDS 16      /* I/O rounds of one client per run step, as cio_event's IO_ROUNDS */
@@ -663,6 +664,7 @@ nf_new(const char *yaml)
 	    (gw->creds = cred_store_create(nf->ca_dir, &err)) == NULL)
 		goto fail;
 	cred_store_sync(gw->creds, nf->pol);
+	gw->mcp_peers = mcp_peers_create();
 	if ((gw->limits = limits_open(NULL, ebuf, sizeof(ebuf))) == NULL) {
 		err = "limits";
 		goto fail;
@@ -721,6 +723,7 @@ nf_free(struct nf *nf)
 	SSL_CTX_free(gw->srv_ctx);
 	if (gw->limits != NULL)
 		limits_close(gw->limits);
+	mcp_peers_destroy(gw->mcp_peers);
 	if (gw->creds != NULL)
 		cred_store_destroy(gw->creds);
 	if (gw->audit != NULL)

@@ -159,11 +159,3 @@ fake_fx_conn(struct fake_fx *f, const char *host)
 	f->c.req = &f->r;
 	return &f->c;
 }
-
-/* proxy/judge/mcp_resp.c's table of server requests (the answers' side): none is ever seen in these tests. */
-int
-mcp_peer_take(struct conn *c, const json_t *id, char *method, size_t cap)
-{
-	(void)c, (void)id, (void)method, (void)cap;
-	return 0;
-}

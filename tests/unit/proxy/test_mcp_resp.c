@@ -5,7 +5,8 @@
  * Content-Length (nothing before its end); an SSE answer fed one byte at a
  * time lets a heartbeat through before the event after it is complete, and
  * the list event is filtered; a server-to-client request in an event is
- * remembered once (mcp_peer_take); an answer off the endpoint, or of
+ * remembered in the gateway's table and answered by POSTs on other connections (judged as answers to their
+ * methods, once, never by another sandbox: mcp_peer.c); an answer off the endpoint, or of
  * another type, passes untouched; an encoded one is refused (502).  Each
  * request ends once (teardown), and ASan/LSan watch the frees.
  */
@@ -21,6 +22,9 @@
 #include <jansson.h>
 #include "common/sluice.h"
 #include "proxy/judge/mcp_resp.h"
+#include "proxy/judge/mcp_peer.h"
+#include "proxy/judge/limits.h"
+#include "common/clock.h"
 #include "tests/unit/proxy/netfake.h"
 
 static const char yaml[] =
@@ -38,6 +42,11 @@ static const char yaml[] =
 	"        allow: { method: POST, path: /mcp, mcp: { tool: \"keep_*\" } }\n"
 	"      - id: no-drop\n"
 	"        deny: { method: POST, path: /mcp, mcp: { tool: \"drop_*\" } }\n"
+	"      - id: sampling\n"
+	"        allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }\n"
+	"      - id: tips\n"
+	"        allow: { method: POST, path: /mcp, mcp: { tool: tip },\n"
+	"                 budget: { sum: \"json:$.params.arguments.n\", max: 10, per: day } }\n"
 	"sandboxes:\n"
 	"  agent-1:\n"
 	"    addresses: [127.0.0.2/32]\n";
@@ -112,6 +121,8 @@ test_json(void **state)
 	assert_int_equal(nf_up(nf, 0)->released, 1);
 }
 
+static void answers(struct nf *nf, struct nf_client *same);
+
 static void
 test_sse(void **state)
 {
@@ -119,10 +130,9 @@ test_sse(void **state)
 	struct nf_client *cl = client(nf);
 	struct nf_up *u = sent(nf, cl, GET_MCP);
 	const char *ev = ": ping\n\nid: 4\ndata: " LIST "\n\n"
-	                 "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n";
+	                 "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n"
+	                 "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"elicitation/create\",\"params\":{}}\n\n";
 	char one[2] = {0, 0}, *s;
-	json_t *id;
-	char method[64];
 	size_t i;
 
 	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -159,12 +169,123 @@ test_sse(void **state)
 	assert_non_null(strstr(s, "0\r\n\r\n"));
 	free(s);
 	assert_null(cl->c->req);
-	/* the server's request is remembered for its answer: once */
-	id = json_string("s1");
-	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 1);
-	assert_string_equal(method, "sampling/createMessage");
-	assert_int_equal(mcp_peer_take(cl->c, id, method, sizeof(method)), 0);
-	json_decref(id);
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 2);
+	answers(nf, cl);
+}
+
+#define ANSWER(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":{\"role\":\"assistant\"}}"
+
+/* A POST of JSON-RPC <body> to the endpoint on <cl>'s connection (NULL: a new one, of agent-1; <sandbox>: as
+ * another sandbox). */
+static struct nf_client *
+post_on(struct nf *nf, struct nf_client *cl, const char *sandbox, const char *body)
+{
+	char req[512];
+
+	if (cl == NULL)
+		cl = client(nf);
+	if (sandbox != NULL)
+		cl->c->sandbox = sandbox;  /* who the gateway takes the client for: the table's key */
+	snprintf(req, sizeof(req),
+	         "POST /mcp HTTP/1.1\r\nHost: mcp.example.test\r\nContent-Type: application/json\r\n"
+	         "Content-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
+	nf_send(cl, req);
+	nf_run(nf);
+	return cl;
+}
+
+static struct nf_client *
+post_answer(struct nf *nf, const char *sandbox, const char *body)
+{
+	return post_on(nf, NULL, sandbox, body);
+}
+
+/* The answer <cl> got starts with <status>. */
+static void
+got(struct nf_client *cl, const char *status)
+{
+	char *s = nf_rx_take(cl);
+
+	assert_non_null(s);
+	assert_memory_equal(s, status, strlen(status));
+	free(s);
+}
+
+/*
+ * The server's requests of test_sse, seen on its GET stream, answered by POSTs on other connections and on the
+ * stream's own (<same>): judged as answers to their methods (sampling allowed by a rule, elicitation by none),
+ * each once, never by another sandbox.
+ */
+static void
+answers(struct nf *nf, struct nf_client *same)
+{
+	struct nf_client *cl;
+	struct nf_up *u;
+
+	/* another sandbox cannot take it (and taking nothing, leaves it) */
+	cl = post_answer(nf, "agent-2", ANSWER("\"s1\""));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "mcp");
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 2);
+	/* the same sandbox on a new connection: correlated, judged as an answer to sampling/createMessage */
+	cl = post_answer(nf, NULL, ANSWER("\"s1\""));
+	u = nf_up_held(cl);
+	assert_non_null(u);
+	free(nf_up_take(u));
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "sampling");
+	nf_up_send(u, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+	nf_run(nf);
+	got(cl, "HTTP/1.1 202 ");
+	/* once */
+	cl = post_answer(nf, NULL, ANSWER("\"s1\""));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "mcp");
+	/* an answer to elicitation/create, on the stream's own connection: correlated (rule default, not mcp), but no
+	 * rule allows it: 403 (no id to answer with an error) */
+	cl = post_on(nf, same, NULL, ANSWER("9"));
+	got(cl, "HTTP/1.1 403 ");
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_REQUEST)->rule, "default");
+	assert_int_equal(mcp_peers_count(nf->gw.mcp_peers), 0);
+}
+
+#define TIP(id, n) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\",\"params\":{\"name\":\"tip\"," \
+                         "\"arguments\":{\"n\":" #n "}}}"
+
+/* The sum taken from budget rule:tips (global), in units. */
+static int64_t
+tips(struct nf *nf)
+{
+	int64_t v = limits_peek_kind(nf->gw.limits, LIMITS_BUDGET, "rule:tips", "*", clock_wall_ms());
+
+	return v < 0 ? 0 : v / 1000000;
+}
+
+/* A batch that took from a budget and never left (the upstream dial failed) gives every element's amount back. */
+static void
+test_batch_budget_refund(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl;
+	struct nf_up *u;
+
+	nf->next_dial = NF_DIAL_FAIL;
+	cl = post_answer(nf, NULL, "[" TIP(1, 4) "," TIP(2, 5) "]");
+	got(cl, "HTTP/1.1 502 ");
+	assert_int_equal(tips(nf), 0);
+	/* so 6 + 4 = 10 fits now */
+	cl = post_answer(nf, NULL, "[" TIP(3, 6) "," TIP(4, 4) "]");
+	u = nf_up_held(cl);
+	free(nf_up_take(u));
+	assert_int_equal(tips(nf), 10);
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]");
+	nf_run(nf);
+	got(cl, "HTTP/1.1 200 ");
+	assert_int_equal(tips(nf), 10);  /* sent: spent */
+	/* full: a batch whose second take does not fit is refused whole, its first element's amount given back */
+	cl = post_answer(nf, NULL, "[" TIP(5, 0) "," TIP(6, 1) "]");
+	got(cl, "HTTP/1.1 200 ");  /* JSON-RPC errors -32019 */
+	assert_int_equal(tips(nf), 10);
 }
 
 /* <cl> sends <req>; the upstream's answer LIST of type <type> reaches the client unchanged. */
@@ -212,6 +333,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passes_and_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_budget_refund, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,12 @@ static const char yaml[] =
 	"    rules:\n"
 	"      - { id: list, allow: { method: POST, path: /mcp, mcp: { method: [tools/list] } } }\n"
 	"      - { id: reads, allow: { method: POST, path: /mcp, mcp: { tool: \"get_*\", audit: [\"$.repo\"] } } }\n"
+	"      - id: pay\n"
+	"        allow: { method: POST, path: /mcp, mcp: { tool: pay },\n"
+	"                 budget: { sum: \"json:$.params.arguments.amount\", max: 10, per: day } }\n"
+	"      - id: tip\n"
+	"        allow: { method: POST, path: /mcp, mcp: { tool: tip },\n"
+	"                 budget: { sum: \"json:$.params.arguments.amount\", max: 3, per: day } }\n"
 	"  mcp-open.test:\n"
 	"    mcp: { endpoint: /mcp }\n"
 	"    rules:\n"
@@ -539,11 +545,18 @@ test_mcp_single(void **state)
 	assert_non_null(strstr(answer_text, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32005,\"message\":"
 	                                    "\"denied by policy\",\"data\":{\"rule\":\"default\""));
 	assert_int_equal(seen.sent + seen.dialled, 0);
+	/* the record: the verdict's status (403, above) and the one the answer had */
+	memset(&a, 0, sizeof(a));
+	mcp_req_audit_fill(&f->r, &a);
+	assert_int_equal(a.http_status, 200);
 	mcp_end(f);
 	/* a notification denied: no id to answer, a 403 with the JSON reason */
 	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"), HOLD_REFUSED);
 	assert_non_null(strstr(answer_text, "HTTP/1.1 403 "));
 	assert_null(strstr(answer_text, "jsonrpc"));
+	memset(&a, 0, sizeof(a));
+	mcp_req_audit_fill(&f->r, &a);
+	assert_int_equal(a.http_status, 0);  /* answered at its status */
 	mcp_end(f);
 	/* a client-posted response: refused (no server request seen) */
 	assert_int_equal(mcp_post(f, "mcp.test", "", "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), HOLD_REFUSED);
@@ -578,6 +591,50 @@ test_mcp_batch(void **state)
 	                                     ",\"verdict\":\"deny\",\"rule\":\"default\""));
 	assert_int_equal(a.mcp_nhmac, 1);
 	assert_null(a.mcp_tool);
+	mcp_end(f);
+}
+
+#define PAY(id, tool, n) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\",\"params\":{\"name\":\"" tool \
+                         "\",\"arguments\":{\"amount\":" #n "}}}"
+
+/* a batch whose elements take from budgets: allowed, each element's budget and amount kept for sem_admit */
+static void
+test_mcp_batch_budgets(void **state)
+{
+	struct fake_fx *f = *state;
+	struct audit_rec a;
+	struct mcp_req_msg *el;
+	char body[8192];
+	size_t i, n;
+
+	/* the same budget twice and another one: allowed (sem_admit takes them, all or none) */
+	assert_int_equal(mcp_post(f, "mcp.test", "", "[" PAY(1, "pay", 4) "," PAY(2, "pay", 5) "," PAY(3, "tip", 1) "]"),
+	                 HOLD_SEND_WHOLE);
+	assert_null(f->r.sem->budget);  /* the batch takes none of its own */
+	assert_non_null(el = mcp_req_budget_at(&f->r, 0));
+	assert_string_equal(el->budget->key, "rule:pay");
+	assert_int_equal(el->amount, 4 * INT64_C(1000000));
+	assert_non_null(el = mcp_req_budget_at(&f->r, 1));
+	assert_int_equal(el->amount, 5 * INT64_C(1000000));
+	assert_non_null(el = mcp_req_budget_at(&f->r, 2));
+	assert_string_equal(el->budget->key, "rule:tip");
+	assert_null(mcp_req_budget_at(&f->r, 3));
+	memset(&a, 0, sizeof(a));
+	mcp_req_audit_fill(&f->r, &a);
+	assert_non_null(strstr(a.mcp_batch, "\"budget\":{\"key\":\"rule:pay\",\"amount\":\"5\"}"));
+	mcp_end(f);
+	/* more takes than MCP_REQ_BUDGET_TAKES_MAX: refused whole, one error per id */
+	n = (size_t)snprintf(body, sizeof(body), "[");
+	for (i = 0; i <= MCP_REQ_BUDGET_TAKES_MAX; i++)
+		n += (size_t)snprintf(body + n, sizeof(body) - n, "%s{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
+		                      "\"params\":{\"name\":\"tip\",\"arguments\":{\"amount\":0}}}", i > 0 ? "," : "", i);
+	snprintf(body + n, sizeof(body) - n, "]");
+	assert_int_equal(mcp_post(f, "mcp.test", "", body), HOLD_REFUSED);
+	assert_int_equal(fake_ans.status, 403);
+	assert_string_equal(fake_ans.rule, "mcp");
+	assert_non_null(strstr(answer_text, "at most 16 times"));
+	assert_non_null(strstr(answer_text, "HTTP/1.1 200 OK\r\n"));
+	assert_int_equal(seen.sent + seen.dialled, 0);
 	mcp_end(f);
 }
 
@@ -659,6 +716,7 @@ main(void)
 		cmocka_unit_test(test_held_bound),
 		cmocka_unit_test(test_mcp_single),
 		cmocka_unit_test(test_mcp_batch),
+		cmocka_unit_test(test_mcp_batch_budgets),
 		cmocka_unit_test(test_mcp_bad),
 		cmocka_unit_test(test_mcp_headers),
 	};
