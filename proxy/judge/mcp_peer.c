@@ -1,7 +1,8 @@
 /*
  * proxy/judge/mcp_peer.c - the gateway's table of server-to-client MCP
  * requests (mcp_peer.h): a fixed array of MCP_PEER_MAX entries filled as a
- * ring (the slot the next entry takes is the oldest one's), chained per
+ * ring (the next free slot from the ring's position; when the table is full,
+ * the oldest entry's), chained per
  * key in MCP_PEER_BUCKETS buckets.  Keys and ids are kept as SHA-256
  * digests: every entry has the same small size whatever the peer sent.
  */
@@ -107,6 +108,18 @@ unlink_ent(struct mcp_peers *t, int32_t i)
 	t->count--;
 }
 
+/* The slot of the oldest entry (the table is full: every slot is in use). */
+static int32_t
+oldest_slot(const struct mcp_peers *t)
+{
+	int32_t i, o = 0;
+
+	for (i = 1; i < (int32_t)MCP_PEER_MAX; i++)
+		if (t->e[i].seq < t->e[o].seq)
+			o = i;
+	return o;
+}
+
 static int
 expired(const struct ent *e, uint64_t now_ms)
 {
@@ -146,10 +159,21 @@ mcp_peers_add(struct mcp_peers *t, const struct mcp_peer_key *k, const char *met
 	}
 	if (n >= MCP_PEER_KEY_MAX)  /* the key's oldest goes: its answer will be refused */
 		unlink_ent(t, oldest);
+	/*
+	 * The ring's next slot, or the first free one after it while the table is
+	 * not full: an entry still waiting for its answer is never overwritten
+	 * because others were added and taken around it.  Only a full table loses
+	 * one: the oldest (a scan, only while the table is full).
+	 */
 	i = (int32_t)t->next;
-	if (t->e[i].seq != 0)       /* the table's oldest goes */
+	if (t->count < MCP_PEER_MAX) {
+		while (t->e[i].seq != 0)
+			i = (int32_t)(((size_t)i + 1) % MCP_PEER_MAX);
+	} else {
+		i = oldest_slot(t);
 		unlink_ent(t, i);
-	t->next = (t->next + 1) % MCP_PEER_MAX;
+	}
+	t->next = ((size_t)i + 1) % MCP_PEER_MAX;
 	e = &t->e[i];
 	e->seq = ++t->seq;
 	e->at_ms = now_ms;

@@ -112,6 +112,32 @@ test_expiry_and_bounds(void **state)
 	mcp_peers_destroy(t);
 }
 
+/*
+ * An entry still waiting is not lost because many others were added and
+ * answered around it: the table is never full here, so nothing may go (the
+ * first version reused its slots as a ring and overwrote it after
+ * MCP_PEER_MAX adds).
+ */
+static void
+test_waiting_entry_survives_churn(void **state)
+{
+	struct mcp_peers *t = mcp_peers_create();
+	struct mcp_peer_key a = key("agent-1", "mcp.example.test", NULL), b = key("agent-2", "mcp.example.test", NULL);
+	char id[32];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(add(t, &a, "sampling/createMessage", "7", T0), 0);
+	for (i = 0; i < 3 * MCP_PEER_MAX; i++) {
+		snprintf(id, sizeof(id), "%zu", i);
+		assert_int_equal(add(t, &b, "ping", id, T0), 0);
+		assert_int_equal(mcp_peers_take(t, &b, id, NULL, 0, T0), 1);
+	}
+	assert_int_equal(mcp_peers_take(t, &a, "7", NULL, 0, T0), 1);
+	assert_int_equal(mcp_peers_count(t), 0);
+	mcp_peers_destroy(t);
+}
+
 /* workers at once: each adds and takes its own; every take finds its entry exactly once */
 struct worker_arg {
 	struct mcp_peers *t;
@@ -165,6 +191,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_take_once_own_key),
 		cmocka_unit_test(test_expiry_and_bounds),
+		cmocka_unit_test(test_waiting_entry_survives_churn),
 		cmocka_unit_test(test_threads),
 	};
 
