@@ -2,7 +2,8 @@
  * proxy/codec/sse.c - the text/event-stream parser (proxy/codec/sse.h).
  *
  * Bytes are scanned once.  A unit ends at a line ending, so the parser only
- * needs, per line, its length and first byte: a blank line ends an event (or
+ * needs, per line, its length and first byte (the bytes between are skipped
+ * in a tight loop, not stepped through the state machine): a blank line ends an event (or
  * is a unit of its own outside one), a comment line outside an event is a
  * unit of its own, any other line makes the pending unit an event.  Fields
  * are read only when an event is complete, from its bytes.  A unit that
@@ -218,6 +219,23 @@ sse_parse(struct sse_parser *p, const char *buf, size_t len, struct sse_unit *u)
 		unsigned char c = (unsigned char)buf[i];
 		int cr = p->_after_cr;
 
+		if (p->_pos >= 3 && !p->_after_cr && c != '\n' && c != '\r') {
+			/* inside a line, past the BOM: only the line's first byte and its length matter; skip to its end */
+			size_t j = i + 1;
+
+			while (j < len && buf[j] != '\n' && buf[j] != '\r')
+				j++;
+			if (p->_len + j > p->_max) {
+				p->_failed = 1;
+				return -1;
+			}
+			if (p->_line_first < 0)
+				p->_line_first = c;
+			p->_line_len += j - i;
+			p->_pos += j - i;
+			i = j - 1;
+			continue;
+		}
 		if (p->_len + i + 1 > p->_max) {
 			p->_failed = 1;
 			return -1;
