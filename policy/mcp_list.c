@@ -163,8 +163,14 @@ policy_mcp_list_filter(const struct policy *p, const struct policy_host *h, enum
 			list = lists[i];
 			key = policy_mcp_list_key(list);
 		}
-	if (key == NULL)
+	if (key == NULL) {
+		/* no list under its own name; one under a name that folds to it ("Tools", "toolſ") is a list to a
+		 * case-folding client (Go's encoding/json): it cannot be left unfiltered, nor filtered as it reads it */
+		for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+			if (policy_json_key_ambiguous(result, policy_mcp_list_key(lists[i]), strlen(policy_mcp_list_key(lists[i]))))
+				return -1;
 		return 0; /* no list: nothing to hide */
+	}
 	arr = json_object_get(result, key);
 	/* "Tools" beside "tools": a case-folding client could read either */
 	if (!json_is_array(arr) || policy_json_key_ambiguous(result, key, strlen(key)))

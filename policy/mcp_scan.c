@@ -658,8 +658,8 @@ policy_mcp_scan_filter(struct policy_mcp_scan *sc, enum policy_mcp_method list)
 			which = (int)j;
 			break;
 		}
-	if (which < 0)
-		return list != POLICY_MCP_M_NONE ? NOT_SURE : 0;  /* a list asked for that no result has: refused */
+	if (which < 0)  /* a list asked for that the result lacks, or one under a name folding to a list's: refused */
+		return list != POLICY_MCP_M_NONE || sc->_amb[0] || sc->_amb[1] || sc->_amb[2] ? NOT_SURE : 0;
 	if (!sc->_cand[which].is_array || sc->_amb[which])
 		return NOT_SURE;                                   /* refused there (policy_mcp_list_filter) */
 	e = sc->_ent + sc->_cand[which].first;

@@ -3,11 +3,13 @@
  * application/json answers and in the events of text/event-stream answers
  * (proxy/judge/mcp_resp.h says what passes, what is refused, the bounds).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <event2/buffer.h>
 
+#include "common/fold.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/core/conn.h"
@@ -223,8 +225,9 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
-/* 1 if <p> (before <e>) starts with the literal <lit>. */
-#define AT(p, e, lit) ((size_t)((e) - (p)) >= sizeof(lit) - 1 && memcmp((p), (lit), sizeof(lit) - 1) == 0)
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+#define ZERO_BYTE(x) (((x) - ONES) & ~(x) & HIGHS) /* nonzero iff a byte of <x> is 0 */
 
 /*
  * 1 when JSON text <t>/<n> may hold a list result or a server request: the
@@ -232,43 +235,73 @@ shape_of(const json_t *result)
  * parsed.  Without a backslash a JSON key is spelled as it is, so a list
  * result has "result" and "tools", "resources" or "prompts" literally, and a
  * request "method" and "id"; with one (a key may be written with \u
- * escapes) every text is read.  One pass: each quote is looked at for the
+ * escapes) every text is read.  Case-folding clients read "Result" or
+ * "reſult" (LONG S) as result: the words are matched without case, and a
+ * text with a LONG S is read.  One pass: each quote is looked at for the
  * words that follow it (every place a substring search for "\"id\"" and
  * the rest would find starts with a quote).
  */
 static int
 may_matter(const char *t, size_t n)
 {
+	static const char *const words[6] = {"method\"", "id\"", "result\"", "tools\"", "resources\"", "prompts\""};
+	static const size_t wlen[6] = {7, 3, 7, 6, 10, 8};
+	uint32_t pre[6], m3, fold;  /* the first four bytes of each word ("id\"" and its NUL: three, under <m3>) */
 	const char *p = t, *e = t + n;
-	int method = 0, id = 0, result = 0, list = 0;
+	unsigned seen = 0;    /* bit k: words[k] seen */
+	size_t k;
 
+	for (k = 0; k < 6; k++)
+		memcpy(&pre[k], words[k], 4);  /* constants, folded by the compiler */
+	memcpy(&m3, "\xff\xff\xff", 4);
+	memcpy(&fold, "    ", 4);  /* 0x20 in each byte: lower case */
+	/* LONG S folds to 's' (common/fold.h): "reſult", "toolſ" are words to a case-folding client */
+	if (memmem(t, n, "\xc5\xbf", 2) != NULL)
+		return 1;
 	for (; p < e; p++) {
-		if (*p == '\\' || (method && id) || (result && list))
+		uint64_t w;
+		uint32_t v;
+		unsigned hit;
+
+		/* eight bytes a step while there is no quote and no backslash among them */
+		while (e - p >= 8 && (memcpy(&w, p, 8), !(ZERO_BYTE(w ^ (ONES * '"')) | ZERO_BYTE(w ^ (ONES * '\\')))))
+			p += 8;
+		if (p == e)
+			break;
+		if (*p == '\\')
 			return 1;
-		if (*p != '"')
+		if (*p != '"' || e - p < 5)
 			continue;
-		switch (p + 1 < e ? p[1] : 0) {
-		case 'm':
-			method |= AT(p, e, "\"method\"");
-			break;
-		case 'i':
-			id |= AT(p, e, "\"id\"");
-			break;
-		case 'r':
-			result |= AT(p, e, "\"result\"");
-			list |= AT(p, e, "\"resources\"");
-			break;
-		case 't':
-			list |= AT(p, e, "\"tools\"");
-			break;
-		case 'p':
-			list |= AT(p, e, "\"prompts\"");
-			break;
-		default:
-			break;
-		}
+		/* compare four bytes, ASCII letters folded, with each word's first four without a branch each; check a
+		 * hit whole */
+		memcpy(&v, p + 1, 4);
+		v |= fold;
+		hit = (unsigned)(v == pre[0]) | (unsigned)((v & m3) == pre[1]) << 1 |
+		      (unsigned)(v == pre[2]) << 2 | (unsigned)(v == pre[3]) << 3 | (unsigned)(v == pre[4]) << 4 |
+		      (unsigned)(v == pre[5]) << 5;
+		if (hit == 0)
+			continue;
+		for (k = 0; k < 6; k++)
+			if ((hit >> k & 1) && (size_t)(e - p - 1) >= wlen[k] && strncasecmp(p + 1, words[k], wlen[k]) == 0)
+				seen |= 1u << k;
+		if ((seen & 3) == 3 || ((seen & 4) && (seen & 0x38)))
+			return 1;
 	}
-	return (method && id) || (result && list);
+	return 0;
+}
+
+/* 1 if the object <o> has a member "result", or one a case-folding client reads as it ("Result", "reſult"). */
+static int
+result_member(const json_t *o)
+{
+	const char *k;
+	json_t *v;
+	size_t n;
+
+	json_object_keylen_foreach(SLUICE_DECONST(json_t *, o), k, n, v)
+		if (sluice_fold_eq(k, n, "result", 6))
+			return 1;
+	return 0;
 }
 
 /* 1 if <v> (a message, or a batch of them) has a result member: a list result could be in it. */
@@ -278,9 +311,9 @@ has_result(const json_t *v)
 	size_t i;
 
 	if (json_is_object(v))
-		return json_object_get(v, "result") != NULL;
+		return result_member(v);
 	for (i = 0; i < json_array_size(v); i++)
-		if (json_is_object(json_array_get(v, i)) && json_object_get(json_array_get(v, i), "result") != NULL)
+		if (json_is_object(json_array_get(v, i)) && result_member(json_array_get(v, i)))
 			return 1;
 	return 0;
 }
@@ -335,12 +368,20 @@ filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const c
 
 	if (rc == -2)
 		return -2;
-	if (rc < 0 || (id = scan_id(&s->scan)) == NULL) {
+	if (rc < 0) {
 		*why = "out of memory filtering an MCP answer";
 		return -1;
 	}
-	list = request_list_method(c, id);
-	json_decref(id);
+	if (c->req == NULL || c->req->mcp == NULL) {
+		list = POLICY_MCP_M_NONE;  /* no request read (a GET stream): nothing to correlate, no id to build */
+	} else {
+		if ((id = scan_id(&s->scan)) == NULL) {
+			*why = "out of memory filtering an MCP answer";
+			return -1;
+		}
+		list = request_list_method(c, id);
+		json_decref(id);
+	}
 	x = policy_mcp_scan_filter(&s->scan, list);
 	if (x == -2 || x == 0)
 		return (int)x;
@@ -405,7 +446,8 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		list = request_list_method(c, msg->id);
 		x = policy_mcp_list_filter(c->pol, c->entry, list, res);
 		if (x < 0) {
-			*why = "an MCP list result over the gateway's bound";
+			*why = "an MCP list result the gateway cannot filter (over its bound, or a member a client could read "
+			       "as the list)";
 			ret = -1;
 			break;
 		}

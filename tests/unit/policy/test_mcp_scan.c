@@ -406,6 +406,9 @@ test_named(void **state)
 	assert_int_equal(named(POLICY_MCP_M_NONE,
 	                       "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[],\"Tools\":[{\"name\":\"drop_b\"}]}}", 1),
 	                 -2);
+	/* a lone "Tools": the list to a case-folding client, refused there */
+	assert_int_equal(named(POLICY_MCP_M_NONE,
+	                       "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"Tools\":[{\"name\":\"drop_b\"}]}}", 1), -2);
 	/* nested "tools" in other members are not the list */
 	assert_int_equal(named(POLICY_MCP_M_NONE,
 	                       "{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"result\":{\"meta\":{\"tools\":[{\"name\":\"drop_x\"}]},"

@@ -205,6 +205,45 @@ test_passes_and_refused(void **state)
 	                    "an MCP answer that cannot be filtered (a Content-Encoding other than identity)");
 }
 
+/* <cl> sends a GET of the endpoint; the JSON answer <body> is refused (502) with <reason> audited. */
+static void
+refused(struct nf *nf, struct nf_client *cl, const char *body, const char *reason)
+{
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	char resp[512], *s;
+
+	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
+	nf_up_send(u, resp);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_memory_equal(s, "HTTP/1.1 502 ", 13);
+	assert_null(strstr(s, "drop_b"));
+	free(s);
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->reason, reason);
+}
+
+/*
+ * Members a case-folding client (Go's encoding/json) reads as "result" or
+ * "tools" are not a way around the filter: such an answer is refused, not
+ * relayed unread (before: "Result" and a lone "Tools" passed untouched).
+ */
+static void
+test_folded_members(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"Result\":{\"tools\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP answer that is not a JSON-RPC message the gateway reads");
+	cl = client(nf);
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"Tools\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP list result the gateway cannot filter (over its bound, or a member a client could read as the list)");
+	cl = client(nf);
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tool\xc5\xbf\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP list result the gateway cannot filter (over its bound, or a member a client could read as the list)");
+}
+
 int
 main(void)
 {
@@ -212,6 +251,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passes_and_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folded_members, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
