@@ -3,7 +3,7 @@
  * application/json answers and in the events of text/event-stream answers
  * (proxy/judge/mcp_resp.h says what passes, what is refused, the bounds).
  */
-#include <stdint.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -225,64 +225,53 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-#define ZERO_BYTE(x) (((x) - ONES) & ~(x) & HIGHS) /* nonzero iff a byte of <x> is 0 */
+/* The byte sequence of LONG S (U+017F), which folds to 's' (common/fold.h). */
+static int
+has_long_s(const char *t, size_t n)
+{
+	const char *p = t, *e = t + n;
+
+	while ((p = memchr(p, 0xc5, (size_t)(e - p))) != NULL) {
+		if (++p < e && (unsigned char)*p == 0xbf)
+			return 1;
+	}
+	return 0;
+}
 
 /*
  * 1 when JSON text <t>/<n> may hold a list result or a server request: the
  * rest (tool results, notifications: most events of a stream) need not be
- * parsed.  Without a backslash a JSON key is spelled as it is, so a list
- * result has "result" and "tools", "resources" or "prompts" literally, and a
- * request "method" and "id"; with one (a key may be written with \u
- * escapes) every text is read.  Case-folding clients read "Result" or
- * "reſult" (LONG S) as result: the words are matched without case, and a
- * text with a LONG S is read.  One pass: each quote is looked at for the
- * words that follow it (every place a substring search for "\"id\"" and
- * the rest would find starts with a quote).
+ * parsed.  A JSON key is a string followed by a colon; without a backslash
+ * it is spelled as it is, so a list result has the keys "result" and
+ * "tools", "resources" or "prompts", and a request "method" and "id"; with
+ * one (a key may be written with \u escapes) every text is read.
+ * Case-folding clients read "Result" or "reſult" (LONG S) as result: keys
+ * are matched without case, and a text with a LONG S is read.  A text that
+ * is not JSON is no list to any client.  One look per colon (fewer than
+ * quotes), back over white space to the key that ends there.
  */
 static int
 may_matter(const char *t, size_t n)
 {
-	static const char *const words[6] = {"method\"", "id\"", "result\"", "tools\"", "resources\"", "prompts\""};
-	static const size_t wlen[6] = {7, 3, 7, 6, 10, 8};
-	uint32_t pre[6], m3, fold;  /* the first four bytes of each word ("id\"" and its NUL: three, under <m3>) */
+	static const char *const words[6] = {"method", "id", "result", "tools", "resources", "prompts"};
+	static const size_t wlen[6] = {6, 2, 6, 5, 9, 7};
 	const char *p = t, *e = t + n;
-	unsigned seen = 0;    /* bit k: words[k] seen */
+	unsigned seen = 0;  /* bit k: the key words[k] seen */
 	size_t k;
 
-	for (k = 0; k < 6; k++)
-		memcpy(&pre[k], words[k], 4);  /* constants, folded by the compiler */
-	memcpy(&m3, "\xff\xff\xff", 4);
-	memcpy(&fold, "    ", 4);  /* 0x20 in each byte: lower case */
-	/* LONG S folds to 's' (common/fold.h): "reſult", "toolſ" are words to a case-folding client */
-	if (memmem(t, n, "\xc5\xbf", 2) != NULL)
+	if (memchr(t, '\\', n) != NULL || has_long_s(t, n))
 		return 1;
-	for (; p < e; p++) {
-		uint64_t w;
-		uint32_t v;
-		unsigned hit;
+	for (; (p = memchr(p, ':', (size_t)(e - p))) != NULL; p++) {
+		const char *q = p;  /* back to the quote that closes the key */
 
-		/* eight bytes a step while there is no quote and no backslash among them */
-		while (e - p >= 8 && (memcpy(&w, p, 8), !(ZERO_BYTE(w ^ (ONES * '"')) | ZERO_BYTE(w ^ (ONES * '\\')))))
-			p += 8;
-		if (p == e)
-			break;
-		if (*p == '\\')
-			return 1;
-		if (*p != '"' || e - p < 5)
+		while (q > t && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n' || q[-1] == '\r'))
+			q--;
+		if (q == t || q[-1] != '"')
 			continue;
-		/* compare four bytes, ASCII letters folded, with each word's first four without a branch each; check a
-		 * hit whole */
-		memcpy(&v, p + 1, 4);
-		v |= fold;
-		hit = (unsigned)(v == pre[0]) | (unsigned)((v & m3) == pre[1]) << 1 |
-		      (unsigned)(v == pre[2]) << 2 | (unsigned)(v == pre[3]) << 3 | (unsigned)(v == pre[4]) << 4 |
-		      (unsigned)(v == pre[5]) << 5;
-		if (hit == 0)
-			continue;
+		q--;
 		for (k = 0; k < 6; k++)
-			if ((hit >> k & 1) && (size_t)(e - p - 1) >= wlen[k] && strncasecmp(p + 1, words[k], wlen[k]) == 0)
+			if ((size_t)(q - t) > wlen[k] && q[-(ptrdiff_t)wlen[k] - 1] == '"' &&
+			    (q[-(ptrdiff_t)wlen[k]] | 0x20) == words[k][0] && strncasecmp(q - wlen[k], words[k], wlen[k]) == 0)
 				seen |= 1u << k;
 		if ((seen & 3) == 3 || ((seen & 4) && (seen & 0x38)))
 			return 1;
