@@ -662,6 +662,8 @@ policy_mcp_scan_filter(struct policy_mcp_scan *sc, enum policy_mcp_method list)
 		return list != POLICY_MCP_M_NONE || sc->_amb[0] || sc->_amb[1] || sc->_amb[2] ? NOT_SURE : 0;
 	if (!sc->_cand[which].is_array || sc->_amb[which])
 		return NOT_SURE;                                   /* refused there (policy_mcp_list_filter) */
+	if (sc->_cand[which].count == 0)
+		return 0;  /* an empty list (and maybe no entry array yet) */
 	e = sc->_ent + sc->_cand[which].first;
 	for (k = 0; k < sc->_cand[which].count; k++)
 		removed += !e[k].keep;
