@@ -286,6 +286,39 @@ literal(struct scan *x, const char *lit, size_t n)
 	return 0;
 }
 
+/* At the '{' or '[' at x->i: enters it; 1 when it is empty (<close> is next), 0 when something is in it, NOT_SURE
+ * past POLICY_JSON_DEPTH_MAX. */
+static int
+enter(struct scan *x, char close)
+{
+	if (++x->depth > POLICY_JSON_DEPTH_MAX)
+		return NOT_SURE;
+	x->i++;
+	ws(x);
+	return x->i < x->n && x->s[x->i] == close;
+}
+
+/* After a member or an element: 1 when another follows (its comma taken), 0 at <close>, NOT_SURE otherwise. */
+static int
+more(struct scan *x, char close)
+{
+	ws(x);
+	if (x->i < x->n && x->s[x->i] == ',') {
+		x->i++;
+		ws(x);
+		return 1;
+	}
+	return x->i < x->n && x->s[x->i] == close ? 0 : NOT_SURE;
+}
+
+/* Past the <close> more() stopped at. */
+static void
+leave(struct scan *x)
+{
+	x->i++;
+	x->depth--;
+}
+
 static int value(struct scan *x, enum role role);
 
 static int
@@ -357,13 +390,9 @@ list_array(struct scan *x, int list)
 	sc->_cand[list].is_array = 1;
 	sc->_cand[list].open = x->i;
 	sc->_cand[list].first = first;
-	if (++x->depth > POLICY_JSON_DEPTH_MAX)
-		return NOT_SURE;
-	x->i++;
-	ws(x);
-	if (x->i < x->n && x->s[x->i] == ']')
+	if ((rc = enter(x, ']')) != 0)
 		goto close;
-	for (;;) {
+	do {
 		struct policy_mcp_scan_entry *e;
 		int is_obj;
 
@@ -391,21 +420,13 @@ list_array(struct scan *x, int list)
 		e->end = x->i;
 		e->keep = policy_mcp_entry_kept(x->p, x->h, lists[list], is_obj, x->name_ok ? sc->_name : NULL, x->name_len,
 		                                x->name_amb, sc->_vc);
-		ws(x);
-		if (x->i < x->n && x->s[x->i] == ',') {
-			x->i++;
-			ws(x);
-			continue;
-		}
-		if (x->i < x->n && x->s[x->i] == ']')
-			break;
-		return NOT_SURE;
-	}
+	} while ((rc = more(x, ']')) == 1);
 close:
+	if (rc < 0)
+		return rc;
 	sc->_cand[list].close = x->i;
 	sc->_cand[list].count = sc->_nent - first;
-	x->i++;
-	x->depth--;
+	leave(x);
 	return 0;
 }
 
@@ -418,13 +439,9 @@ object(struct scan *x, enum role role)
 	char kb[256];
 	int rc;
 
-	if (++x->depth > POLICY_JSON_DEPTH_MAX)
-		return NOT_SURE;
-	x->i++;
-	ws(x);
-	if (x->i < x->n && x->s[x->i] == '}')
+	if ((rc = enter(x, '}')) != 0)
 		goto close;
-	for (;;) {
+	do {
 		const char *raw, *k;
 		size_t dlen, rawlen;
 		int esc, list = -1;
@@ -513,19 +530,11 @@ object(struct scan *x, enum role role)
 		} else if ((rc = value(x, vr == ROLE_RESULT ? ROLE_OTHER : vr)) != 0) {
 			return rc;
 		}
-		ws(x);
-		if (x->i < x->n && x->s[x->i] == ',') {
-			x->i++;
-			ws(x);
-			continue;
-		}
-		if (x->i < x->n && x->s[x->i] == '}')
-			break;
-		return NOT_SURE;
-	}
+	} while ((rc = more(x, '}')) == 1);
 close:
-	x->i++;
-	x->depth--;
+	if (rc < 0)
+		return rc;
+	leave(x);
 	sc->_nkeys = base;
 	sc->_kused = kused;
 	return 0;
@@ -536,28 +545,16 @@ array(struct scan *x)
 {
 	int rc;
 
-	if (++x->depth > POLICY_JSON_DEPTH_MAX)
-		return NOT_SURE;
-	x->i++;
-	ws(x);
-	if (x->i < x->n && x->s[x->i] == ']')
+	if ((rc = enter(x, ']')) != 0)
 		goto close;
-	for (;;) {
+	do {
 		if ((rc = value(x, ROLE_OTHER)) != 0)
 			return rc;
-		ws(x);
-		if (x->i < x->n && x->s[x->i] == ',') {
-			x->i++;
-			ws(x);
-			continue;
-		}
-		if (x->i < x->n && x->s[x->i] == ']')
-			break;
-		return NOT_SURE;
-	}
+	} while ((rc = more(x, ']')) == 1);
 close:
-	x->i++;
-	x->depth--;
+	if (rc < 0)
+		return rc;
+	leave(x);
 	return 0;
 }
 
