@@ -487,6 +487,21 @@ test_large(void **state)
 	free(g.b);
 }
 
+/* A fresh scanner's first text has an empty list: no entry array exists yet (clang's UBSan in fuzz_mcp_resp caught
+ * NULL + 0 here; gcc's does not flag it, so under gcc this test passes on that code too). */
+static void
+test_empty_first(void **state)
+{
+	static const char t[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}";
+	struct policy_mcp_scan fresh;
+
+	(void)state;
+	policy_mcp_scan_init(&fresh);
+	assert_int_equal(policy_mcp_scan_read(&fresh, pol, host, t, sizeof(t) - 1), 1);
+	assert_int_equal(policy_mcp_scan_filter(&fresh, POLICY_MCP_M_TOOLS_LIST), 0);
+	policy_mcp_scan_dispose(&fresh);
+}
+
 int
 main(void)
 {
@@ -494,6 +509,7 @@ main(void)
 		cmocka_unit_test(test_named),
 		cmocka_unit_test(test_generated),
 		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_empty_first),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
