@@ -4,12 +4,13 @@
  * through it in 16 KiB pieces (as TLS records bring it), against copying the
  * same pieces from one evbuffer to another (what relaying an unfiltered body
  * costs beyond the network).  Not a test.  `cmake --build B --target
- * mcp_resp_bench && B/tests/unit/proxy/mcp_resp_bench [EVENTS [ROUNDS [all|mix|esc]]]`.
+ * mcp_resp_bench && B/tests/unit/proxy/mcp_resp_bench [EVENTS [ROUNDS [all|mix|esc|big]]]`.
  *
  * Streams: "all", every event a tools/list result of two tools (one hidden);
  * "mix", progress notifications and tool results with a list result every
  * 100 events; "esc", the "all" stream with the tool names written with \u
- * escapes (read by the scanner, not jansson).  Medians of ROUNDS rounds.
+ * escapes (read by the scanner, not jansson); "big", one application/json
+ * tools/list answer of 10,000 tools, half hidden.  Medians of ROUNDS rounds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -90,9 +91,28 @@ stream(const char *kind, int events, size_t *len)
 	return b;
 }
 
+/* An application/json tools/list answer of <tools> tools, every other one hidden. */
+static char *
+big(int tools, size_t *len)
+{
+	size_t cap = (size_t)tools * 120 + 64, n = 0;
+	char *b = malloc(cap);
+	int i;
+
+	if (b == NULL)
+		exit(1);
+	n += (size_t)snprintf(b + n, cap - n, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[");
+	for (i = 0; i < tools; i++)
+		n += (size_t)snprintf(b + n, cap - n, "%s{\"name\":\"%s_%d\",\"description\":\"a tool\",\"inputSchema\":"
+		                      "{\"type\":\"object\"}}", i ? "," : "", i % 2 ? "bench" : "drop", i);
+	n += (size_t)snprintf(b + n, cap - n, "]}}");
+	*len = n;
+	return b;
+}
+
 /* Seconds to pump <s>/<n> through the filter (<filter> 1) or to copy it (0), in 16 KiB pieces. */
 static double
-run(struct policy *pol, const struct policy_host *host, const char *s, size_t n, int filter, size_t *outn)
+run(struct policy *pol, const struct policy_host *host, const char *s, size_t n, int filter, int json, size_t *outn)
 {
 	static char path[] = "/mcp";
 	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
@@ -114,11 +134,11 @@ run(struct policy *pol, const struct policy_host *host, const char *s, size_t n,
 	m.framing = H1_BODY_CHUNKED;
 	m.headers[0].name = "Content-Type";
 	m.headers[0].name_len = 12;
-	m.headers[0].value = "text/event-stream";
+	m.headers[0].value = json ? "application/json" : "text/event-stream";
 	m.headers[0].value_len = strlen(m.headers[0].value);
 	m.nheaders = 1;
 	t0 = now();
-	if (filter && mcp_resp_begin(&c, &m) != MCP_RESP_SSE)
+	if (filter && mcp_resp_begin(&c, &m) != (json ? MCP_RESP_JSON : MCP_RESP_SSE))
 		exit(1);
 	while (off < n) {
 		size_t step = n - off < 16384 ? n - off : 16384;
@@ -137,6 +157,14 @@ run(struct policy *pol, const struct policy_host *host, const char *s, size_t n,
 		off += step;
 		*outn = evbuffer_get_length(out);
 		evbuffer_drain(out, *outn);
+	}
+	if (filter && json) {
+		if (mcp_resp_pump(&c, 1, &why) != 0) {
+			fprintf(stderr, "refused: %s\n", why);
+			exit(1);
+		}
+		evbuffer_add_buffer(out, mcp_resp_out(&r));
+		*outn = evbuffer_get_length(out);
 	}
 	t0 = now() - t0;
 	if (filter) {
@@ -179,13 +207,25 @@ main(int argc, char **argv)
 
 		s = stream(kinds[k], events, &n);
 		for (i = 0; i < rounds; i++) {
-			f[i] = run(pol, cd.host, s, n, 1, &outn);
-			u[i] = run(pol, cd.host, s, n, 0, &outn);
+			f[i] = run(pol, cd.host, s, n, 1, 0, &outn);
+			u[i] = run(pol, cd.host, s, n, 0, 0, &outn);
 		}
 		qsort(f, (size_t)rounds, sizeof(double), cmp);
 		qsort(u, (size_t)rounds, sizeof(double), cmp);
 		printf("%s: %d events, %zu bytes: filter %.0f ns/event (median of %d), copy %.0f ns/event\n", kinds[k], events,
 		       n, f[rounds / 2] * 1e9 / events, rounds, u[rounds / 2] * 1e9 / events);
+		free(s);
+	}
+	if (argc <= 3 || strcmp(argv[3], "big") == 0) {
+		size_t n, outn = 0;
+		char *s = big(10000, &n);
+		double f[99];
+
+		for (i = 0; i < rounds; i++)
+			f[i] = run(pol, cd.host, s, n, 1, 1, &outn);
+		qsort(f, (size_t)rounds, sizeof(double), cmp);
+		printf("big: a JSON answer of 10,000 tools, %zu bytes (%zu out): filter %.2f ms (median of %d)\n", n, outn,
+		       f[rounds / 2] * 1e3, rounds);
 		free(s);
 	}
 	policy_unref(pol);
