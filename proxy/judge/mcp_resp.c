@@ -447,6 +447,7 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 	}
 	if (ret == 0 && total > 0) {
 		free(s->dumped);
+		s->dumped = NULL;
 		if (b.inexact) {
 			*why = "an MCP list result with a number the filter cannot rewrite exactly";
 			ret = -1;
