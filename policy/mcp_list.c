@@ -166,9 +166,12 @@ policy_mcp_list_filter(const struct policy *p, const struct policy_host *h, enum
 	if (key == NULL) {
 		/* no list under its own name; one under a name that folds to it ("Tools", "toolſ") is a list to a
 		 * case-folding client (Go's encoding/json): it cannot be left unfiltered, nor filtered as it reads it */
-		for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-			if (policy_json_key_ambiguous(result, policy_mcp_list_key(lists[i]), strlen(policy_mcp_list_key(lists[i]))))
+		for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+			const char *k = policy_mcp_list_key(lists[i]);
+
+			if (policy_json_key_ambiguous(result, k, strlen(k)))
 				return -1;
+		}
 		return 0; /* no list: nothing to hide */
 	}
 	arr = json_object_get(result, key);

@@ -168,6 +168,7 @@ read_event(struct sse_parser *p, struct sse_unit *u, size_t skip)
 		}
 	}
 	u->has_data = ndata > 0;
+	u->_one_data = ndata == 1;
 	u->data = first;
 	if (ndata <= 1)
 		return 0;
@@ -323,11 +324,13 @@ put(char *out, size_t cap, size_t *o, const char *s, size_t n)
 static int
 one_line_swap(const struct sse_unit *u, const char *data, size_t dlen)
 {
-	const char *line = u->data - 6, *start = u->raw + u->_skip;
+	const char *start = u->raw + u->_skip, *line;
 
-	/* u->data lies in the unit's bytes only when the event has one data line (else it is the joined copy) */
-	return u->has_data && u->data >= start + 6 && u->data + u->data_len <= u->raw + u->raw_len &&
-	       memcmp(line, "data: ", 6) == 0 && (line == start || line[-1] == '\n' || line[-1] == '\r') &&
+	/* with one data line u->data points at its value in the unit's bytes (with several, at the joined copy) */
+	if (!u->_one_data || (size_t)(u->data - start) < 6)
+		return 0;
+	line = u->data - 6;
+	return memcmp(line, "data: ", 6) == 0 && (line == start || line[-1] == '\n' || line[-1] == '\r') &&
 	       eol_find(data, 0, dlen) == dlen;
 }
 
