@@ -334,11 +334,12 @@ key_new(struct scan *x, size_t base, const char *k, size_t n, int esc)
 	struct policy_mcp_scan *sc = x->sc;
 	size_t j;
 
+	/* linear: a larger object goes to jansson's hash table, so a hostile text costs O(its length * the bound) */
+	if (sc->_nkeys - base >= POLICY_MCP_SCAN_OBJ_KEYS || sc->_nkeys == POLICY_MCP_SCAN_KEYS)
+		return NOT_SURE;
 	for (j = base; j < sc->_nkeys; j++)
 		if (sc->_keys[j].len == n && memcmp(sc->_keys[j].p, k, n) == 0)
 			return NOT_SURE;  /* a duplicate: the reader refuses the text */
-	if (sc->_nkeys == POLICY_MCP_SCAN_KEYS)
-		return NOT_SURE;
 	if (esc) {
 		/* decoded into the stack buffer: copy it where it stays until the object closes */
 		if (POLICY_MCP_SCAN_KEYBUF - sc->_kused < n)

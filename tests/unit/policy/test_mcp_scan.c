@@ -487,6 +487,28 @@ test_large(void **state)
 	free(g.b);
 }
 
+/* An object of more keys than the scanner compares one by one is jansson's; one of exactly that many is its own. */
+static void
+test_wide_object(void **state)
+{
+	struct gen g = {.seed = 1};
+	char e[32];
+	unsigned i, k;
+
+	(void)state;
+	for (k = POLICY_MCP_SCAN_OBJ_KEYS; k <= POLICY_MCP_SCAN_OBJ_KEYS + 1; k++) {
+		g.n = 0;
+		put(&g, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"tools\":[{\"name\":\"drop_a\",\"inputSchema\":{");
+		for (i = 0; i < k; i++) {
+			snprintf(e, sizeof(e), "%s\"k%u\":%u", i ? "," : "", i, i);
+			put(&g, e);
+		}
+		put(&g, "}}]}}");
+		assert_int_equal(check(POLICY_MCP_M_TOOLS_LIST, g.b, g.n), k == POLICY_MCP_SCAN_OBJ_KEYS ? 1 : 0);
+	}
+	free(g.b);
+}
+
 /* A fresh scanner's first text has an empty list: no entry array exists yet (clang's UBSan in fuzz_mcp_resp caught
  * NULL + 0 here; gcc's does not flag it, so under gcc this test passes on that code too). */
 static void
@@ -510,6 +532,7 @@ main(void)
 		cmocka_unit_test(test_generated),
 		cmocka_unit_test(test_large),
 		cmocka_unit_test(test_empty_first),
+		cmocka_unit_test(test_wide_object),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
