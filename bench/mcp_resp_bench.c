@@ -20,11 +20,7 @@
 #include <event2/buffer.h>
 
 #include "policy/judge.h"
-#include "policy/mcp.h"
-#include "proxy/codec/h1_parse.h"
-#include "proxy/core/conn.h"
-#include "proxy/judge/mcp_resp.h"
-#include "proxy/judge/mcp_req.h"
+#include "tests/unit/proxy/mcp_resp_harness.h"
 
 static const char policy_yaml[] =
 	"ca: /x\n"
@@ -35,23 +31,6 @@ static const char policy_yaml[] =
 	"    rules:\n"
 	"      - { id: stream, allow: { method: GET, path: /mcp } }\n"
 	"      - { id: call, allow: { method: POST, path: /mcp, mcp: { tool: \"bench_*\" } } }\n";
-
-/* mcp_req.c is not linked: no request in flight (a GET stream), every list result is filtered by its shape */
-enum policy_mcp_method
-mcp_req_method_of(const struct req *r, const json_t *id)
-{
-	(void)r;
-	(void)id;
-	return POLICY_MCP_M_NONE;
-}
-
-static struct conn *
-self(struct conn *x)
-{
-	return x;
-}
-
-static const struct conn_ops ops = {.parent = self};
 
 static double
 now(void)
@@ -114,7 +93,6 @@ big(int tools, size_t *len)
 static double
 run(struct policy *pol, const struct policy_host *host, const char *s, size_t n, int filter, int json, size_t *outn)
 {
-	static char path[] = "/mcp";
 	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
 	struct conn c;
 	struct req r;
@@ -123,22 +101,8 @@ run(struct policy *pol, const struct policy_host *host, const char *s, size_t n,
 	size_t off = 0;
 	double t0;
 
-	memset(&c, 0, sizeof(c));
-	memset(&r, 0, sizeof(r));
-	memset(&m, 0, sizeof(m));
-	c.req = &r;
-	c.ops = &ops;
-	c.pol = pol;
-	c.entry = host;
-	r.path = path;
-	m.framing = H1_BODY_CHUNKED;
-	m.headers[0].name = "Content-Type";
-	m.headers[0].name_len = 12;
-	m.headers[0].value = json ? "application/json" : "text/event-stream";
-	m.headers[0].value_len = strlen(m.headers[0].value);
-	m.nheaders = 1;
 	t0 = now();
-	if (filter && mcp_resp_begin(&c, &m) != (json ? MCP_RESP_JSON : MCP_RESP_SSE))
+	if (filter && harness_begin(&c, &r, &m, pol, host, json) != (json ? MCP_RESP_JSON : MCP_RESP_SSE))
 		exit(1);
 	while (off < n) {
 		size_t step = n - off < 16384 ? n - off : 16384;
