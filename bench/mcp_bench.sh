@@ -1,41 +1,46 @@
 #!/usr/bin/env bash
 # bench/mcp_bench.sh - MCP through the gateway (issue 23, "Measure"; docs/performance.md):
-#   sse   an SSE stream of 10,000 small events through a host with an mcp endpoint (filtered) against the
-#         same stream from a host without one (relayed as a body); goal >= 0.80x events/s. Two streams: "all",
-#         every event a tools/list result of two tools one of which no rule allows (each parsed, filtered,
-#         re-emitted: the worst case), and "mix", progress notifications and tool results with a tools/list
-#         result every 100 events (what a tool's run streams)
+#   sse   an SSE stream of small events through a host with an mcp endpoint (filtered) against the same stream
+#         from a host without one (relayed as a body); goal >= 0.80x events/s.  Two streams: "all", every event a
+#         tools/list result of two tools one of which no rule allows (each parsed, filtered, re-emitted: the worst
+#         case), and "mix", progress notifications and tool results with a tools/list result every 100 events
+#         (what a tool's run streams).  Each from two upstreams: "file", nginx serving the stream as a file (16 KiB
+#         TLS records), and "flush", bench/mcp_flush_upstream.py writing every event as its own chunk and TLS
+#         record (as MCP servers do)
 #   call  keep-alive tools/call POSTs with 1 KiB arguments through an mcp rule (the body is held and judged)
 #         against the same POSTs through a path-only rule; goal >= 0.85x requests/s
-# The upstream is nginx (tests/integration/lib.sh: loopback, TLS), the client curl through the explicit proxy
-# (one keep-alive connection for the POSTs). Each side runs BENCH_RUNS times (default 5), alternated; the best
-# of each counts and every run is printed. Not a test: no assertion on time (the machine is shared).
+# The client is curl through the explicit proxy.  The stream is the 10,000-event stream repeated BENCH_REPEAT
+# times (ids go on), so that one GET lasts long enough for the timer; it is timed from the first byte of the answer
+# to its last (the CONNECT, both handshakes and the request are not counted).  The POSTs are timed per transfer by
+# curl, the first (which holds the connection set-up) left out.  Each row runs BENCH_RUNS pairs, the filtered and
+# the unfiltered side interleaved (which goes first alternates); the figures are medians, the ratio the median of
+# the pairs' ratios, with its range.  Not a test: no assertion on time (the machine is shared).
 #
 # Usage: bench/mcp_bench.sh PATH_TO_SLUICE   (as root: the harness's nginx and gateway)
-# Environment: BENCH_RUNS (5), BENCH_EVENTS (10000), BENCH_CALLS (2000)
-. "$(dirname "$(readlink -f "$0")")/../tests/integration/lib.sh" "$@"
-RUNS=${BENCH_RUNS:-5} EVENTS=${BENCH_EVENTS:-10000} CALLS=${BENCH_CALLS:-2000}
+# Environment: BENCH_RUNS (7), BENCH_EVENTS (10000), BENCH_REPEAT (10), BENCH_CALLS (2000), BENCH_ROWS (all rows:
+#   "file-all file-mix flush-all flush-mix call")
+HERE=$(dirname "$(readlink -f "$0")")
+. "$HERE/../tests/integration/lib.sh" "$@"
+RUNS=${BENCH_RUNS:-7} EVENTS=${BENCH_EVENTS:-10000} REPEAT=${BENCH_REPEAT:-10} CALLS=${BENCH_CALLS:-2000}
+ROWS=${BENCH_ROWS:-file-all file-mix flush-all flush-mix call}
+N=$((EVENTS * REPEAT))
 
 mkdir -p "$T/nginx/www"
-"$PY" - "$T/nginx/www/sse" "$EVENTS" <<'PY'
+"$PY" - "$T/nginx/www" "$EVENTS" "$REPEAT" <<'PY'
 import json, sys
-with open(sys.argv[1], "w") as f:
-    for i in range(int(sys.argv[2])):
-        f.write("id: %d\nevent: message\ndata: %s\n\n" % (i, json.dumps(
-            {"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "bench_a"}, {"name": "drop_b"}]}})))
-PY
-# a stream as a tool's run gives it: progress notifications and tool results, and a tools/list result every 100
-"$PY" - "$T/nginx/www/mix" "$EVENTS" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for i in range(int(sys.argv[2])):
+d, ev, rep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(d + "/sse", "w") as fa, open(d + "/mix", "w") as fm:
+    for i in range(ev * rep):
+        a = {"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "bench_a"}, {"name": "drop_b"}]}}
+        fa.write("id: %d\nevent: message\ndata: %s\n\n" % (i, json.dumps(a)))
+        # a stream as a tool's run gives it: progress notifications and tool results, a tools/list result every 100
         if i % 100 == 0:
-            m = {"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "bench_a"}, {"name": "drop_b"}]}}
+            m = a
         elif i % 2:
             m = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": i}}
         else:
             m = {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "line %d" % i}]}}
-        f.write("id: %d\nevent: message\ndata: %s\n\n" % (i, json.dumps(m)))
+        fm.write("id: %d\nevent: message\ndata: %s\n\n" % (i, json.dumps(m)))
 PY
 cat >"$T/ngx.extra" <<'NGX'
     location = /mixfile { internal; try_files /mix =404; }
@@ -50,10 +55,22 @@ NGX
 # the snippet's default_type makes /mcp (the file and the POST answer) text/event-stream
 nginx_start "$T/ngx.extra"
 
+FLUSHADDR=$(pick_loopback)
+spawn "$T/flush.log" "$PY" "$HERE/mcp_flush_upstream.py" "$FLUSHADDR" 443 "$PKI/srv.pem" "$PKI/srv.key" "$EVENTS" "$REPEAT"
+eventually 30 sh -c "ss -ltnH | grep -q ' $FLUSHADDR:443 '" || die "flush upstream did not start: $(tail -n 3 "$T/flush.log")"
+GW_RESOLVE="flushapi.example.test: $FLUSHADDR
+flushother.example.test: $FLUSHADDR"
+
 cat <<'YAML' | gw_conf
 default: deny
 hosts:
   api.example.test:
+    allow_private: true
+    mcp: { endpoint: /mcp }
+    rules:
+      - { id: stream, allow: { method: GET, path: /mcp } }
+      - { id: mcp-call, allow: { method: POST, path: /mcp, mcp: { tool: "bench_*" } } }
+  flushapi.example.test:
     allow_private: true
     mcp: { endpoint: /mcp }
     rules:
@@ -64,6 +81,10 @@ hosts:
     rules:
       - { id: stream, allow: { method: GET, path: /mcp } }
       - { id: path-call, allow: { method: POST, path: /mcp } }
+  flushother.example.test:
+    allow_private: true
+    rules:
+      - { id: stream, allow: { method: GET, path: /mcp } }
 sandboxes:
   local:
     addresses: [127.0.0.1/32]
@@ -77,39 +98,54 @@ for h in api other; do
   for _ in $(seq 1 "$CALLS"); do printf 'url = "https://%s.example.test/mcp"\noutput = "/dev/null"\n' "$h"; done >"$T/urls-$h"
 done
 
-sse_run() { # HOST [mix]: events/s of one GET of the stream (every event a list result, or the mix), from the
-  # first byte of the answer to its last (the connection, CONNECT and TLS set-up are not counted)
+sse_run() { # HOST MODE: events/s of one GET of the stream, from the first byte of the answer to its last
   local t
-  t=$(pcurl -o "$T/sse-$1${2:-}.out" -w '%{time_starttransfer} %{time_total}' "https://$1.example.test/mcp?m=${2:-all}")
-  awk -v n="$EVENTS" -v t="$t" 'BEGIN { split(t, a, " "); d = a[2] - a[1]; if (d <= 0) d = 1e-6; printf "%.0f", n / d }'
+  t=$(PCURL_OPTS="--max-time 120" pcurl -o "$T/sse-$1-$2.out" -w '%{time_starttransfer} %{time_total}' \
+    "https://$1.example.test/mcp?m=$2") || echo "curl failed: $1 $2" >&2
+  awk -v n="$N" -v t="$t" 'BEGIN { split(t, a, " "); d = a[2] - a[1]; if (d <= 0) d = 1e-6; printf "%.0f", n / d }'
 }
-call_run() { # HOST: requests/s of CALLS keep-alive POSTs on one connection
-  local s e
-  s=$(date +%s.%N)
-  pcurl -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    --data-binary @"$T/call.json" -K "$T/urls-$1" || echo "curl failed" >&2
-  e=$(date +%s.%N)
-  awk -v n="$CALLS" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }'
+call_run() { # HOST: requests/s of CALLS keep-alive POSTs on one connection, the first (connection set-up) not counted
+  PCURL_OPTS="--max-time 120" pcurl -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    --data-binary @"$T/call.json" -K "$T/urls-$1" -w '%{time_total}\n' >"$T/call-$1.times" || echo "curl failed" >&2
+  awk 'NR > 1 { s += $1; n++ } END { if (s <= 0) s = 1e-6; printf "%.0f", n / s }' "$T/call-$1.times"
 }
-best() { printf '%s\n' "$@" | sort -n | tail -n 1; }
+one() { # ROW SIDE(f|u): one measurement
+  case "$1:$2" in
+  file-all:f) sse_run api all ;; file-all:u) sse_run other all ;;
+  file-mix:f) sse_run api mix ;; file-mix:u) sse_run other mix ;;
+  flush-all:f) sse_run flushapi all ;; flush-all:u) sse_run flushother all ;;
+  flush-mix:f) sse_run flushapi mix ;; flush-mix:u) sse_run flushother mix ;;
+  call:f) call_run api ;; call:u) call_run other ;;
+  esac
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -a sf su xf xu cm cp
+declare -A F U R
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $N events a stream, $CALLS POSTs a run, $RUNS pairs a row"
 for i in $(seq 1 "$RUNS"); do
-  sf+=("$(sse_run api)"); su+=("$(sse_run other)")
-  xf+=("$(sse_run api mix)"); xu+=("$(sse_run other mix)")
-  cm+=("$(call_run api)"); cp+=("$(call_run other)")
+  for row in $ROWS; do
+    if [ $((i % 2)) -eq 1 ]; then f=$(one "$row" f); u=$(one "$row" u); else u=$(one "$row" u); f=$(one "$row" f); fi
+    F[$row]="${F[$row]:-} $f" U[$row]="${U[$row]:-} $u"
+    R[$row]="${R[$row]:-} $(awk -v a="$f" -v b="$u" 'BEGIN { printf "%.3f", a / b }')"
+  done
 done
-kept=$(grep -c '^data: .*bench_a' "$T/sse-api.out"); hid=$(grep -c 'drop_b' "$T/sse-api.out")
-echo "load average before the last run: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "sse filtered  (events/s): ${sf[*]}   (last run: $kept events with bench_a, $hid with drop_b)"
-echo "sse unfiltered(events/s): ${su[*]}   (last run: $(grep -c drop_b "$T/sse-other.out") events with drop_b)"
-echo "mix filtered  (events/s): ${xf[*]}   (last run: $(grep -c drop_b "$T/sse-apimix.out") with drop_b, $(grep -c bench_a "$T/sse-apimix.out") with bench_a)"
-echo "mix unfiltered(events/s): ${xu[*]}"
-echo "call mcp rule (req/s):    ${cm[*]}"
-echo "call path-only (req/s):   ${cp[*]}"
-awk -v a="$(best "${sf[@]}")" -v b="$(best "${su[@]}")" 'BEGIN { printf "sse:  best %d / %d events/s = %.2fx (goal >= 0.80x)\n", a, b, a / b }'
-awk -v a="$(best "${xf[@]}")" -v b="$(best "${xu[@]}")" 'BEGIN { printf "mix:  best %d / %d events/s = %.2fx (goal >= 0.80x)\n", a, b, a / b }'
-awk -v a="$(best "${cm[@]}")" -v b="$(best "${cp[@]}")" 'BEGIN { printf "call: best %d / %d req/s = %.2fx (goal >= 0.85x)\n", a, b, a / b }'
-echo "audit: $(jq -r 'select(.type=="response" and .removed) | .removed' "$AUDIT" | sort | uniq -c | head -3 | tr '\n' ' ')"
+echo "load average at end:   $(cut -d' ' -f1-3 /proc/loadavg)"
+for row in $ROWS; do
+  unit=events/s goal=0.80
+  [ "$row" = call ] && unit=req/s goal=0.85
+  # shellcheck disable=SC2086
+  printf '%-9s filtered %s; unfiltered %s (%s)\n' "$row" "${F[$row]# }" "${U[$row]# }" "$unit"
+  # shellcheck disable=SC2086
+  printf '%-9s median %.0f / %.0f %s; ratio median %.2fx (pairs %s to %s; goal >= %sx)\n' "$row" \
+    "$(median ${F[$row]})" "$(median ${U[$row]})" "$unit" "$(median ${R[$row]})" \
+    "$(printf '%s\n' ${R[$row]} | sort -g | head -n 1)" "$(printf '%s\n' ${R[$row]} | sort -g | tail -n 1)" "$goal"
+done
+for m in all mix; do
+  for h in api flushapi; do
+    [ -f "$T/sse-$h-$m.out" ] || continue
+    echo "check $h $m: $(grep -c '^data: ' "$T/sse-$h-$m.out") events, $(grep -c bench_a "$T/sse-$h-$m.out") with bench_a, $(grep -c drop_b "$T/sse-$h-$m.out") with drop_b"
+  done
+done
+echo "audit: removed $(jq -r 'select(.type=="response" and .removed) | .removed' "$AUDIT" | sort | uniq -c | head -3 | tr '\n' ' ')"
 echo "audit: rules $(jq -r 'select(.type=="request") | .rule' "$AUDIT" | sort | uniq -c | tr '\n' ' ')"
 gw_stop

@@ -10,11 +10,13 @@
  * with no condition besides method, path and mcp hides it, and a deny
  * rule with conditions lets the walk go on (the call might pass it).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/sluice.h"
 #include "cond_int.h"
+#include "mcp_int.h"
 
 static enum policy_mcp_method
 call_of(enum policy_mcp_method list)
@@ -93,11 +95,54 @@ policy_mcp_visible(const struct policy *p, const struct policy_host *h, enum pol
 	return p->default_allow;
 }
 
-static const char *
-list_key(enum policy_mcp_method list)
+const char *
+policy_mcp_list_key(enum policy_mcp_method list)
 {
 	return list == POLICY_MCP_M_TOOLS_LIST ? "tools" : list == POLICY_MCP_M_RESOURCES_LIST ? "resources"
 	                                                 : list == POLICY_MCP_M_PROMPTS_LIST ? "prompts" : NULL;
+}
+
+const char *
+policy_mcp_entry_field(enum policy_mcp_method list)
+{
+	return list == POLICY_MCP_M_RESOURCES_LIST ? "uri" : "name";
+}
+
+/* policy_mcp_visible through <vc>. */
+static int
+visible_cached(struct policy_mcp_vcache *vc, const struct policy *p, const struct policy_host *h,
+               enum policy_mcp_method list, const char *name, size_t n)
+{
+	uint32_t x = 2166136261u;  /* FNV-1a */
+	size_t i;
+
+	if (vc == NULL || n > POLICY_MCP_VCACHE_NAME)
+		return policy_mcp_visible(p, h, list, name, n);
+	if (vc->p != p || vc->h != h) {
+		memset(vc, 0, sizeof(*vc));
+		vc->p = p;
+		vc->h = h;
+	}
+	for (i = 0; i < n; i++)
+		x = (x ^ (unsigned char)name[i]) * 16777619u;
+	x = (x ^ (uint32_t)list) * 16777619u;
+	i = x % POLICY_MCP_VCACHE;
+	if (vc->e[i].used && vc->e[i].list == (unsigned char)list && vc->e[i].len == n &&
+	    memcmp(vc->e[i].name, name, n) == 0)
+		return vc->e[i].visible;
+	vc->e[i].used = 1;
+	vc->e[i].list = (unsigned char)list;
+	vc->e[i].len = (unsigned char)n;
+	memcpy(vc->e[i].name, name, n);
+	vc->e[i].visible = (unsigned char)policy_mcp_visible(p, h, list, name, n);
+	return vc->e[i].visible;
+}
+
+int
+policy_mcp_entry_kept(const struct policy *p, const struct policy_host *h, enum policy_mcp_method list, int is_object,
+                      const char *name, size_t n, int ambiguous, struct policy_mcp_vcache *vc)
+{
+	return is_object && name != NULL && !ambiguous && visible_cached(vc, p, h, list, name, n);
 }
 
 long
@@ -106,7 +151,7 @@ policy_mcp_list_filter(const struct policy *p, const struct policy_host *h, enum
 {
 	static const enum policy_mcp_method lists[] = {POLICY_MCP_M_TOOLS_LIST, POLICY_MCP_M_RESOURCES_LIST,
 	                                               POLICY_MCP_M_PROMPTS_LIST};
-	const char *key = list_key(list), *field;
+	const char *key = policy_mcp_list_key(list), *field;
 	json_t *arr, *keep, *e;
 	size_t i, n;
 	long removed = 0;
@@ -114,12 +159,21 @@ policy_mcp_list_filter(const struct policy *p, const struct policy_host *h, enum
 	if (!json_is_object(result))
 		return list != POLICY_MCP_M_NONE ? -1 : 0;
 	for (i = 0; key == NULL && i < sizeof(lists) / sizeof(lists[0]); i++)
-		if (json_is_array(json_object_get(result, list_key(lists[i])))) {
+		if (json_is_array(json_object_get(result, policy_mcp_list_key(lists[i])))) {
 			list = lists[i];
-			key = list_key(list);
+			key = policy_mcp_list_key(list);
 		}
-	if (key == NULL)
+	if (key == NULL) {
+		/* no list under its own name; one under a name that folds to it ("Tools", "toolſ") is a list to a
+		 * case-folding client (Go's encoding/json): it cannot be left unfiltered, nor filtered as it reads it */
+		for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+			const char *k = policy_mcp_list_key(lists[i]);
+
+			if (policy_json_key_ambiguous(result, k, strlen(k)))
+				return -1;
+		}
 		return 0; /* no list: nothing to hide */
+	}
 	arr = json_object_get(result, key);
 	/* "Tools" beside "tools": a case-folding client could read either */
 	if (!json_is_array(arr) || policy_json_key_ambiguous(result, key, strlen(key)))
@@ -127,14 +181,15 @@ policy_mcp_list_filter(const struct policy *p, const struct policy_host *h, enum
 	n = json_array_size(arr);
 	if (n > POLICY_MCP_LIST_MAX)
 		return -1;
-	field = list == POLICY_MCP_M_RESOURCES_LIST ? "uri" : "name";
+	field = policy_mcp_entry_field(list);
 	if ((keep = json_array()) == NULL)
 		return -1;
 	json_array_foreach(arr, i, e) {
 		json_t *v = json_object_get(e, field);
 
-		if (!json_is_object(e) || !json_is_string(v) || policy_json_key_ambiguous(e, field, strlen(field)) ||
-		    !policy_mcp_visible(p, h, list, json_string_value(v), json_string_length(v))) {
+		if (!policy_mcp_entry_kept(p, h, list, json_is_object(e), json_is_string(v) ? json_string_value(v) : NULL,
+		                           json_string_length(v),
+		                           json_is_object(e) && policy_json_key_ambiguous(e, field, strlen(field)), NULL)) {
 			removed++;
 			continue;
 		}

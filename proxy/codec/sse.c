@@ -2,19 +2,42 @@
  * proxy/codec/sse.c - the text/event-stream parser (proxy/codec/sse.h).
  *
  * Bytes are scanned once.  A unit ends at a line ending, so the parser only
- * needs, per line, its length and first byte: a blank line ends an event (or
+ * needs, per line, its length and first byte (the bytes between are skipped
+ * in a tight loop, not stepped through the state machine): a blank line ends an event (or
  * is a unit of its own outside one), a comment line outside an event is a
  * unit of its own, any other line makes the pending unit an event.  Fields
  * are read only when an event is complete, from its bytes.  A unit that
  * starts and ends inside one call's input is handed out in place; only a
  * unit split across calls is copied, into a buffer capped at the bound.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/codec/sse.h"
 
 static const unsigned char bom[3] = {0xef, 0xbb, 0xbf};
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+#define ZERO_BYTE(x) (((x) - ONES) & ~(x) & HIGHS) /* nonzero iff a byte of <x> is 0 */
+
+/* The first CR or LF in <s>[<i>..<n>), or <n>: eight bytes a step while none is among them. */
+static size_t
+eol_find(const char *s, size_t i, size_t n)
+{
+	while (n - i >= 8) {
+		uint64_t w;
+
+		memcpy(&w, s + i, 8);
+		if (ZERO_BYTE(w ^ (ONES * '\n')) | ZERO_BYTE(w ^ (ONES * '\r')))
+			break;
+		i += 8;
+	}
+	while (i < n && s[i] != '\n' && s[i] != '\r')
+		i++;
+	return i;
+}
 
 void
 sse_parser_init(struct sse_parser *p, size_t max)
@@ -62,10 +85,8 @@ keep(struct sse_parser *p, const char *s, size_t n)
 static size_t
 line_at(const char *s, const char *e, size_t *term)
 {
-	const char *q = s;
+	const char *q = s + eol_find(s, 0, (size_t)(e - s));
 
-	while (q < e && *q != '\n' && *q != '\r')
-		q++;
 	*term = q == e ? 0 : (*q == '\r' && q + 1 < e && q[1] == '\n') ? 2 : 1;
 	return (size_t)(q - s);
 }
@@ -147,6 +168,7 @@ read_event(struct sse_parser *p, struct sse_unit *u, size_t skip)
 		}
 	}
 	u->has_data = ndata > 0;
+	u->_one_data = ndata == 1;
 	u->data = first;
 	if (ndata <= 1)
 		return 0;
@@ -218,6 +240,21 @@ sse_parse(struct sse_parser *p, const char *buf, size_t len, struct sse_unit *u)
 		unsigned char c = (unsigned char)buf[i];
 		int cr = p->_after_cr;
 
+		if (p->_pos >= 3 && !p->_after_cr && c != '\n' && c != '\r') {
+			/* inside a line, past the BOM: only the line's first byte and its length matter; skip to its end */
+			size_t j = eol_find(buf, i + 1, len);
+
+			if (p->_len + j > p->_max) {
+				p->_failed = 1;
+				return -1;
+			}
+			if (p->_line_first < 0)
+				p->_line_first = c;
+			p->_line_len += j - i;
+			p->_pos += j - i;
+			i = j - 1;
+			continue;
+		}
 		if (p->_len + i + 1 > p->_max) {
 			p->_failed = 1;
 			return -1;
@@ -279,12 +316,39 @@ put(char *out, size_t cap, size_t *o, const char *s, size_t n)
 
 #define PUT_LIT(out, cap, o, lit) put((out), (cap), (o), (lit), sizeof(lit) - 1)
 
+/*
+ * 1 when <u>'s one data line reads "data: <value>" and <data>/<dlen> is one
+ * line: then the rendering is the unit's bytes with the value replaced, and
+ * needs no walk over its lines (the same bytes the walk writes).
+ */
+static int
+one_line_swap(const struct sse_unit *u, const char *data, size_t dlen)
+{
+	const char *start = u->raw + u->_skip, *line;
+
+	/* with one data line u->data points at its value in the unit's bytes (with several, at the joined copy) */
+	if (!u->_one_data || (size_t)(u->data - start) < 6)
+		return 0;
+	line = u->data - 6;
+	return memcmp(line, "data: ", 6) == 0 && (line == start || line[-1] == '\n' || line[-1] == '\r') &&
+	       eol_find(data, 0, dlen) == dlen;
+}
+
 size_t
 sse_unit_rewrite(const struct sse_unit *u, const char *data, size_t dlen, char *out, size_t cap)
 {
 	const char *s = u->raw, *e = u->raw + u->raw_len, *val;
 	size_t n, term, k, vlen, o = 0;
 	int done = 0, lone_cr = 0;
+
+	if (one_line_swap(u, data, dlen)) {
+		size_t head = (size_t)(u->data - u->raw), tail = u->raw_len - head - u->data_len;
+
+		put(out, cap, &o, u->raw, head);
+		put(out, cap, &o, data, dlen);
+		put(out, cap, &o, u->data + u->data_len, tail);
+		return o;
+	}
 
 	/* a BOM at the start of the stream is not a line */
 	put(out, cap, &o, s, u->_skip);

@@ -43,6 +43,7 @@ struct sse_unit {
 	const char *id;           /* the last id field, NULL when none */
 	size_t id_len;
 	size_t _skip;             /* BOM bytes before the first line (the stream's first unit only) */
+	int _one_data;            /* exactly one data line: data points into raw */
 };
 
 struct sse_parser {

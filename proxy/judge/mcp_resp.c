@@ -3,11 +3,13 @@
  * application/json answers and in the events of text/event-stream answers
  * (proxy/judge/mcp_resp.h says what passes, what is refused, the bounds).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <event2/buffer.h>
 
+#include "common/fold.h"
 #include "common/log.h"
 #include "common/sluice.h"
 #include "proxy/core/conn.h"
@@ -25,6 +27,8 @@ struct mcp_resp {
 	long removed;                   /* entries removed over the whole answer */
 	enum policy_mcp_method list;    /* the last list filtered, for the record */
 	struct mcp_frame frame;         /* the relay's */
+	struct policy_mcp_scan scan;    /* the list-result scanner, reused for every text of the answer */
+	char *dumped;                   /* the jansson path's last rewritten text */
 };
 
 /* The media type of <m>'s Content-Type is <type> (case-insensitive, parameters ignored). */
@@ -69,6 +73,7 @@ mcp_resp_begin(struct conn *c, const struct h1_message *m)
 		return -1;
 	}
 	s->kind = (enum mcp_resp_kind)kind;
+	policy_mcp_scan_init(&s->scan);
 	if (kind == MCP_RESP_SSE)
 		sse_parser_init(&s->sse, MCP_RESP_EVENT_MAX);
 	r->mcpr = s;
@@ -137,22 +142,72 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
+/* The byte sequence of LONG S (U+017F), which folds to 's' (common/fold.h). */
+static int
+has_long_s(const char *t, size_t n)
+{
+	const char *p = t, *e = t + n;
+
+	while ((p = memchr(p, 0xc5, (size_t)(e - p))) != NULL) {
+		if (++p < e && (unsigned char)*p == 0xbf)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * 1 when JSON text <t>/<n> may hold a list result or a server request: the
  * rest (tool results, notifications: most events of a stream) need not be
- * parsed.  Without a backslash a JSON key is spelled as it is, so a list
- * result has "result" and "tools", "resources" or "prompts" literally, and a
- * request "method" and "id"; with one (a key may be written with \u
- * escapes) every text is read.
+ * parsed.  A JSON key is a string followed by a colon; without a backslash
+ * it is spelled as it is, so a list result has the keys "result" and
+ * "tools", "resources" or "prompts", and a request "method" and "id"; with
+ * one (a key may be written with \u escapes) every text is read.
+ * Case-folding clients read "Result" or "reſult" (LONG S) as result: keys
+ * are matched without case, and a text with a LONG S is read.  A text that
+ * is not JSON is no list to any client.  One look per colon (fewer than
+ * quotes), back over white space to the key that ends there.
  */
 static int
 may_matter(const char *t, size_t n)
 {
-	return memchr(t, '\\', n) != NULL ||
-	       (memmem(t, n, SLUICE_LIT("\"method\"")) != NULL && memmem(t, n, SLUICE_LIT("\"id\"")) != NULL) ||
-	       (memmem(t, n, SLUICE_LIT("\"result\"")) != NULL &&
-	        (memmem(t, n, SLUICE_LIT("\"tools\"")) != NULL || memmem(t, n, SLUICE_LIT("\"resources\"")) != NULL ||
-	         memmem(t, n, SLUICE_LIT("\"prompts\"")) != NULL));
+	static const char *const words[6] = {"method", "id", "result", "tools", "resources", "prompts"};
+	static const size_t wlen[6] = {6, 2, 6, 5, 9, 7};
+	const char *p = t, *e = t + n;
+	unsigned seen = 0;  /* bit k: the key words[k] seen */
+	size_t k;
+
+	if (memchr(t, '\\', n) != NULL || has_long_s(t, n))
+		return 1;
+	for (; (p = memchr(p, ':', (size_t)(e - p))) != NULL; p++) {
+		const char *q = p;  /* back to the quote that closes the key */
+
+		while (q > t && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n' || q[-1] == '\r'))
+			q--;
+		if (q == t || q[-1] != '"')
+			continue;
+		q--;
+		for (k = 0; k < 6; k++)
+			if ((size_t)(q - t) > wlen[k] && q[-(ptrdiff_t)wlen[k] - 1] == '"' &&
+			    (q[-(ptrdiff_t)wlen[k]] | 0x20) == words[k][0] && strncasecmp(q - wlen[k], words[k], wlen[k]) == 0)
+				seen |= 1u << k;
+		if ((seen & 3) == 3 || ((seen & 4) && (seen & 0x38)))
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 if the object <o> has a member "result", or one a case-folding client reads as it ("Result", "reſult"). */
+static int
+result_member(const json_t *o)
+{
+	const char *k;
+	json_t *v;
+	size_t n;
+
+	json_object_keylen_foreach(SLUICE_DECONST(json_t *, o), k, n, v)
+		if (sluice_fold_eq(k, n, "result", 6))
+			return 1;
+	return 0;
 }
 
 /* 1 if <v> (a message, or a batch of them) has a result member: a list result could be in it. */
@@ -162,9 +217,9 @@ has_result(const json_t *v)
 	size_t i;
 
 	if (json_is_object(v))
-		return json_object_get(v, "result") != NULL;
+		return result_member(v);
 	for (i = 0; i < json_array_size(v); i++)
-		if (json_is_object(json_array_get(v, i)) && json_object_get(json_array_get(v, i), "result") != NULL)
+		if (json_is_object(json_array_get(v, i)) && result_member(json_array_get(v, i)))
 			return 1;
 	return 0;
 }
@@ -188,15 +243,76 @@ unread_text(const char *t, size_t n, const char **why)
 	return -1;
 }
 
+/* The id the scanner read, as the request side's correlation takes it (a new reference; NULL: memory). */
+static json_t *
+scan_id(const struct policy_mcp_scan *sc)
+{
+	char num[32];
+
+	if (sc->id_string)
+		return json_stringn(sc->id + 1, sc->id_len - 2);
+	if (sc->id_len >= sizeof(num))
+		return NULL;
+	memcpy(num, sc->id, sc->id_len);
+	num[sc->id_len] = '\0';
+	return json_integer(strtoll(num, NULL, 10));
+}
+
 /*
- * One JSON-RPC text <s>/<n> (a body, or an event's data): 0 when it passes as
- * it is, 1 with *<out>/<outlen> its filtered text (malloc'd), -1 refused
- * (*<why>).  Text that does not start like JSON passes when <strict> is 0 (an
- * event's data need not be JSON-RPC) and is refused otherwise.
+ * The fast path of filter_text: the scanner (policy/mcp.h) on a text that
+ * starts with '{'.  1 filtered (*<out> the scanner's), 0 passes as it is,
+ * -1 refused (*<why>), -2 not sure: the jansson path reads it.
  */
 static int
-filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int strict, char **out, size_t *outlen,
+filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const char **out, size_t *outlen,
             const char **why)
+{
+	enum policy_mcp_method list;
+	json_t *id;
+	long x;
+	int rc = policy_mcp_scan_read(&s->scan, c->pol, c->entry, t, n);
+
+	if (rc == -2)
+		return -2;
+	if (rc < 0) {
+		*why = "out of memory filtering an MCP answer";
+		return -1;
+	}
+	if (c->req == NULL || c->req->mcp == NULL) {
+		list = POLICY_MCP_M_NONE;  /* no request read (a GET stream): nothing to correlate, no id to build */
+	} else {
+		if ((id = scan_id(&s->scan)) == NULL) {
+			*why = "out of memory filtering an MCP answer";
+			return -1;
+		}
+		list = request_list_method(c, id);
+		json_decref(id);
+	}
+	x = policy_mcp_scan_filter(&s->scan, list);
+	if (x == -2 || x == 0)
+		return (int)x;
+	if (x < 0) {
+		*why = "out of memory filtering an MCP answer";
+		return -1;
+	}
+	s->removed += x;
+	s->list = list != POLICY_MCP_M_NONE ? list : s->scan.list;
+	*out = s->scan.out;
+	*outlen = s->scan.outlen;
+	return 1;
+}
+
+/*
+ * One JSON-RPC text <s>/<n> (a body, or an event's data): 0 when it passes as
+ * it is, 1 with *<out>/<outlen> its filtered text (owned by <s>, valid until
+ * the next call), -1 refused (*<why>).  Text that does not start like JSON
+ * passes when <strict> is 0 (an event's data need not be JSON-RPC) and is
+ * refused otherwise.  A single response goes to the scanner first; what it
+ * is not sure of (and every request, batch and error) is read with jansson.
+ */
+static int
+filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int strict, const char **out,
+            size_t *outlen, const char **why)
 {
 	struct policy_mcp_body b;
 	enum policy_mcp_error err;
@@ -215,6 +331,9 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		*why = "an MCP answer that is not JSON";
 		return -1;
 	}
+	if (t[k] == '{' && (ret = filter_scan(c, s, t, n, out, outlen, why)) != -2)
+		return ret;
+	ret = 0;
 	if (policy_mcp_parse(t, n, &b, &err) != 0) {
 		policy_mcp_body_dispose(&b);
 		return unread_text(t, n, why);
@@ -233,7 +352,8 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		list = request_list_method(c, msg->id);
 		x = policy_mcp_list_filter(c->pol, c->entry, list, res);
 		if (x < 0) {
-			*why = "an MCP list result over the gateway's bound";
+			*why = "an MCP list result the gateway cannot filter (over its bound, or a member a client could read "
+			       "as the list)";
 			ret = -1;
 			break;
 		}
@@ -243,14 +363,17 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		}
 	}
 	if (ret == 0 && total > 0) {
+		free(s->dumped);
+		s->dumped = NULL;
 		if (b.inexact) {
 			*why = "an MCP list result with a number the filter cannot rewrite exactly";
 			ret = -1;
-		} else if ((*out = json_dumps(b.root, JSON_COMPACT)) == NULL) {
+		} else if ((s->dumped = json_dumps(b.root, JSON_COMPACT)) == NULL) {
 			*why = "out of memory filtering an MCP answer";
 			ret = -1;
 		} else {
-			*outlen = strlen(*out);
+			*out = s->dumped;
+			*outlen = strlen(s->dumped);
 			s->removed += total;
 			ret = 1;
 		}
@@ -259,60 +382,88 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 	return ret;
 }
 
-/* One SSE unit <u>: its bytes, or its event rewritten, into s->out.  0 or -1 (*<why>). */
+/* One SSE unit <u> whose event was rewritten to <data>/<dlen>: rendered into space reserved in s->out. */
 static int
-sse_unit_out(struct conn *c, struct mcp_resp *s, const struct sse_unit *u, const char **why)
+sse_unit_put(struct mcp_resp *s, const struct sse_unit *u, const char *data, size_t dlen)
 {
-	char *data = NULL, *ev;
-	size_t dlen = 0, need;
-	int rc;
+	struct evbuffer_iovec v;
+	/* enough for an event whose new data is one line (compact JSON): rendered once */
+	size_t need = u->raw_len + dlen + 8, got;
 
-	if (u->kind != SSE_UNIT_EVENT || !u->has_data)
-		return evbuffer_add(s->out, u->raw, u->raw_len);
-	if ((rc = filter_text(c, s, u->data, u->data_len, 0, &data, &dlen, why)) <= 0)
-		return rc < 0 ? -1 : evbuffer_add(s->out, u->raw, u->raw_len);
-	need = sse_unit_rewrite(u, data, dlen, NULL, 0);
-	if ((ev = malloc(need)) == NULL || sse_unit_rewrite(u, data, dlen, ev, need) != need ||
-	    evbuffer_add(s->out, ev, need) != 0) {
-		free(ev);
-		free(data);
-		*why = "out of memory filtering an MCP event";
-		return -1;
+	for (;;) {
+		if (evbuffer_reserve_space(s->out, (ev_ssize_t)need, &v, 1) != 1 || v.iov_len < need)
+			return -1;
+		if ((got = sse_unit_rewrite(u, data, dlen, v.iov_base, v.iov_len)) <= v.iov_len)
+			break;
+		need = got;  /* data of several lines: the exact size, reserved again (nothing was committed) */
 	}
-	free(ev);
-	free(data);
-	return 0;
+	v.iov_len = got;
+	return evbuffer_commit_space(s->out, &v, 1);
 }
 
+/*
+ * One SSE unit <u>: 0 when it passes as it is, 1 when its event is to be
+ * rewritten with the data *<data>/<dlen> (owned by <s>), -1 refused (*<why>).
+ */
+static int
+sse_unit_filter(struct conn *c, struct mcp_resp *s, const struct sse_unit *u, const char **data, size_t *dlen,
+                const char **why)
+{
+	if (u->kind != SSE_UNIT_EVENT || !u->has_data)
+		return 0;
+	return filter_text(c, s, u->data, u->data_len, 0, data, dlen, why);
+}
+
+/*
+ * The units of s->in through the parser into s->out.  Units that pass as
+ * they are and lie in the input as it came (not gathered by the parser
+ * across pieces) are copied in runs: one evbuffer_add per piece of input,
+ * not one per event.
+ */
 static int
 sse_pump(struct conn *c, struct mcp_resp *s, int end, const char **why)
 {
 	struct evbuffer_iovec v;
 	struct sse_unit u;
+	const char *data;
+	size_t dlen;
 	long rc;
-	size_t off = 0;
+	int put;
 
 	while (evbuffer_peek(s->in, -1, NULL, &v, 1) == 1 && v.iov_len > 0) {
-		off = 0;
+		const char *base = v.iov_base;
+		size_t off = 0, run = 0;  /* bytes [run, off) pass as they are and are not copied yet */
+
 		while (off < v.iov_len) {
-			rc = sse_parse(&s->sse, (const char *)v.iov_base + off, v.iov_len - off, &u);
-			if (rc == -2) {
-				off = v.iov_len;
-				break;
-			}
+			rc = sse_parse(&s->sse, base + off, v.iov_len - off, &u);
+			if (rc == -2)
+				break;  /* the parser holds the rest of the piece */
 			if (rc < 0) {
 				*why = "an MCP event over the gateway's bound (MCP_RESP_EVENT_MAX)";
 				return -1;
 			}
-			if (sse_unit_out(c, s, &u, why) != 0)
+			if ((put = sse_unit_filter(c, s, &u, &data, &dlen, why)) < 0)
 				return -1;
+			if (put == 0 && u.raw == base + off) {
+				off += (size_t)rc;  /* in place: the run grows */
+				continue;
+			}
+			if (evbuffer_add(s->out, base + run, off - run) != 0 ||
+			    (put == 1 ? sse_unit_put(s, &u, data, dlen) : evbuffer_add(s->out, u.raw, u.raw_len)) != 0)
+				goto nomem;
 			off += (size_t)rc;
+			run = off;
 		}
-		evbuffer_drain(s->in, off);
+		if (evbuffer_add(s->out, base + run, off - run) != 0)
+			goto nomem;
+		evbuffer_drain(s->in, v.iov_len);
 	}
 	/* an event the stream ended inside is dropped (a browser drops it too): it could not be filtered */
 	(void)end;
 	return 0;
+nomem:
+	*why = "out of memory filtering an MCP event";
+	return -1;
 }
 
 int
@@ -320,7 +471,7 @@ mcp_resp_pump(struct conn *c, int end, const char **why)
 {
 	struct mcp_resp *s = c->req->mcpr;
 	size_t n = evbuffer_get_length(s->in), outlen = 0;
-	char *out = NULL;
+	const char *out = NULL;
 	int rc;
 
 	if (s->kind == MCP_RESP_SSE)
@@ -337,9 +488,7 @@ mcp_resp_pump(struct conn *c, int end, const char **why)
 	if (rc == 0)
 		return evbuffer_add_buffer(s->out, s->in);
 	evbuffer_drain(s->in, n);
-	rc = evbuffer_add(s->out, out, outlen);
-	free(out);
-	return rc;
+	return evbuffer_add(s->out, out, outlen);
 }
 
 const char *
@@ -370,6 +519,8 @@ mcp_resp_free(struct req *r)
 		return;
 	if (s->kind == MCP_RESP_SSE)
 		sse_parser_dispose(&s->sse);
+	policy_mcp_scan_dispose(&s->scan);
+	free(s->dumped);
 	evbuffer_free(s->in);
 	evbuffer_free(s->out);
 	if (s->frame.head != NULL)

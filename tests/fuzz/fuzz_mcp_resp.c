@@ -19,11 +19,7 @@
 #include <event2/buffer.h>
 
 #include "policy/judge.h"
-#include "policy/mcp.h"
-#include "proxy/codec/h1_parse.h"
-#include "proxy/core/conn.h"
-#include "proxy/judge/mcp_resp.h"
-#include "proxy/judge/mcp_req.h"
+#include "tests/unit/proxy/mcp_resp_harness.h"
 
 static const char policy_yaml[] =
 	"ca: /x\n"
@@ -37,29 +33,10 @@ static const char policy_yaml[] =
 static struct policy *pol;
 static const struct policy_host *host;
 
-/* The request side (proxy/judge/mcp_req.c) is not linked: no request in flight, every list result is filtered
- * by its shape. */
-enum policy_mcp_method
-mcp_req_method_of(const struct req *r, const json_t *id)
-{
-	(void)r;
-	(void)id;
-	return POLICY_MCP_M_NONE;
-}
-
-/* The gateway's table of server requests (proxy/judge/mcp_peer.c) is not linked: none is remembered. */
-void
-mcp_req_peer_add(struct conn *c, const struct policy_mcp_msg *msg)
-{
-	(void)c;
-	(void)msg;
-}
-
 /* Runs the filter over <body>/<n> in pieces of 1 + seed % 97 bytes; 0 with what came out in <out>, or -1. */
 static int
 run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out, long *removed)
 {
-	static char path[] = "/mcp";
 	struct conn c;
 	struct req r;
 	struct h1_message m;
@@ -67,20 +44,7 @@ run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out
 	size_t off = 0, step;
 	int rc = 0;
 
-	memset(&c, 0, sizeof(c));
-	memset(&r, 0, sizeof(r));
-	memset(&m, 0, sizeof(m));
-	c.req = &r;
-	c.pol = pol;
-	c.entry = host;
-	r.path = path;
-	m.framing = H1_BODY_CHUNKED;
-	m.headers[0].name = "Content-Type";
-	m.headers[0].name_len = 12;
-	m.headers[0].value = json ? "application/json" : "text/event-stream";
-	m.headers[0].value_len = strlen(m.headers[0].value);
-	m.nheaders = 1;
-	if (mcp_resp_begin(&c, &m) != (json ? MCP_RESP_JSON : MCP_RESP_SSE))
+	if (harness_begin(&c, &r, &m, pol, host, json) != (json ? MCP_RESP_JSON : MCP_RESP_SSE))
 		abort();
 	while (rc == 0 && off < n) {
 		step = 1 + seed % 97;
@@ -102,6 +66,7 @@ run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out
 		abort();  /* a refusal always says why (it is audited) */
 	(void)mcp_resp_audit(&r, removed);
 	mcp_resp_free(&r);
+	mcp_peer_free(&c);
 	return rc;
 }
 

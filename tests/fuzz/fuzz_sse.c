@@ -47,38 +47,70 @@ add_field(struct log *l, const char *p, size_t n, int present)
 		add(l, p, n);
 }
 
+/*
+ * <u> rendered with <data>/<dlen> and read back by a fresh parser into *<v>
+ * (*<p> to dispose, *<out> to free): 1, or 0 when the rendering opens with
+ * EF BB BF that are a field name's (a fresh parser would take them for a
+ * BOM: nothing to compare).  Aborts unless the rendering is one event, all
+ * of it read (or all but the LF of a blank line written "\r\n" after a CR
+ * whose data line was dropped).
+ */
+static int
+render(const struct sse_unit *u, const char *data, size_t dlen, size_t max, struct sse_parser *p,
+       struct sse_unit *v, char **out)
+{
+	size_t need = sse_unit_rewrite(u, data, dlen, NULL, 0);
+	long r;
+
+	if (need == 0 || (*out = malloc(need)) == NULL || sse_unit_rewrite(u, data, dlen, *out, need) != need)
+		abort();
+	if (u->_skip == 0 && need >= 3 && memcmp(*out, "\xef\xbb\xbf", 3) == 0) {
+		free(*out);
+		return 0;
+	}
+	/* a line may grow by "data: ": allow for it */
+	sse_parser_init(p, max + need);
+	r = sse_parse(p, *out, need, v);
+	if (!(r == (long)need || (r == (long)need - 1 && (*out)[need - 1] == '\n' && (*out)[need - 2] == '\r')) ||
+	    v->kind != SSE_UNIT_EVENT || !v->has_data)
+		abort();
+	return 1;
+}
+
+/* 1 if the optional fields <a>/<an> and <b>/<bn> (NULL: absent) are the same. */
+static int
+same_field(const char *a, size_t an, const char *b, size_t bn)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || (an == bn && memcmp(a, b, an) == 0));
+}
+
 static void
 check_rewrite(const struct sse_unit *u, size_t max)
 {
 	struct sse_parser p;
 	struct sse_unit v;
-	size_t need = sse_unit_rewrite(u, u->data, u->data_len, NULL, 0), i;
 	char *out;
-	long r;
+	size_t i;
 
-	if (need == 0)
-		abort();
-	if ((out = malloc(need)) == NULL)
-		abort();
-	if (sse_unit_rewrite(u, u->data, u->data_len, out, need) != need)
-		abort();
-	/* bytes EF BB BF opening a later event are a field name's; a fresh parser would take them for a BOM */
-	if (u->_skip == 0 && need >= 3 && memcmp(out, "\xef\xbb\xbf", 3) == 0) {
-		free(out);
-		return;
-	}
-	/* the rendering is one event again (a line may grow by "data: "; allow for it) */
-	sse_parser_init(&p, max + need);
-	r = sse_parse(&p, out, need, &v);
-	/* all of it; or all but the LF of a blank line written "\r\n" after a CR whose data line was dropped */
-	if (!(r == (long)need || (r == (long)need - 1 && out[need - 1] == '\n' && out[need - 2] == '\r')) ||
-	    v.kind != SSE_UNIT_EVENT || !v.has_data || v.data_len != u->data_len)
-		abort();
-	for (i = 0; i < v.data_len; i++)
-		if (v.data[i] != u->data[i] && !(u->data[i] == '\n' && v.data[i] == '\n'))
+	/* the same data: the same data read back */
+	if (render(u, u->data, u->data_len, max, &p, &v, &out)) {
+		if (v.data_len != u->data_len)
 			abort();
-	sse_parser_dispose(&p);
-	free(out);
+		for (i = 0; i < v.data_len; i++)
+			if (v.data[i] != u->data[i] && !(u->data[i] == '\n' && v.data[i] == '\n'))
+				abort();
+		sse_parser_dispose(&p);
+		free(out);
+	}
+	/* new data of one line (the in-place swap of a one-data-line event, or the walk): read back as it is, the
+	 * event and id fields as they were */
+	if (render(u, "{\"x\":1}", 7, max, &p, &v, &out)) {
+		if (v.data_len != 7 || memcmp(v.data, "{\"x\":1}", 7) != 0 ||
+		    !same_field(v.event, v.event_len, u->event, u->event_len) || !same_field(v.id, v.id_len, u->id, u->id_len))
+			abort();
+		sse_parser_dispose(&p);
+		free(out);
+	}
 }
 
 static void

@@ -590,6 +590,11 @@ test_list_filter(void **state)
 	assert_int_equal(policy_mcp_filter_text(p, h, POLICY_MCP_M_NONE, twin2, strlen(twin2), &out, &outlen), 1);
 	free(out);
 	assert_int_equal(policy_mcp_filter_text(p, h, POLICY_MCP_M_NONE, "[]", 2, &out, &outlen), -1);
+	/* by shape: a lone "Tools" (or "toolſ") is the list to a case-folding client: refused, not passed unread */
+	static const char folded[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"Tools\":[{\"name\":\"delete_x\"}]}}";
+	assert_int_equal(policy_mcp_filter_text(p, h, POLICY_MCP_M_NONE, folded, strlen(folded), &out, &outlen), -1);
+	static const char longs[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"tool\xc5\xbf\":[{\"name\":\"delete_x\"}]}}";
+	assert_int_equal(policy_mcp_filter_text(p, h, POLICY_MCP_M_NONE, longs, strlen(longs), &out, &outlen), -1);
 	/* resources and prompts; a batch of answers */
 	static const char batch[] = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resources\":[{\"uri\":\"file:///docs/a\"},"
 	                            "{\"uri\":\"file:///home/x\"}]}},{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"prompts\":"

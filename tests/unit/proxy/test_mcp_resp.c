@@ -326,6 +326,82 @@ test_passes_and_refused(void **state)
 	                    "an MCP answer that cannot be filtered (a Content-Encoding other than identity)");
 }
 
+/* <cl> sends a GET of the endpoint; the JSON answer <body> is refused (502) with <reason> audited. */
+static void
+refused(struct nf *nf, struct nf_client *cl, const char *body, const char *reason)
+{
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	char resp[512], *s;
+
+	snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
+	nf_up_send(u, resp);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_memory_equal(s, "HTTP/1.1 502 ", 13);
+	assert_null(strstr(s, "drop_b"));
+	free(s);
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->reason, reason);
+}
+
+/*
+ * Members a case-folding client (Go's encoding/json) reads as "result" or
+ * "tools" are not a way around the filter: such an answer is refused, not
+ * relayed unread (before: "Result" and a lone "Tools" passed untouched).
+ */
+static void
+test_folded_members(void **state)
+{
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"Result\":{\"tools\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP answer that is not a JSON-RPC message the gateway reads");
+	cl = client(nf);
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"Tools\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP list result the gateway cannot filter (over its bound, or a member a client could read as the list)");
+	cl = client(nf);
+	refused(nf, cl, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tool\xc5\xbf\":[{\"name\":\"drop_b\"}]}}",
+	        "an MCP list result the gateway cannot filter (over its bound, or a member a client could read as the list)");
+}
+
+/*
+ * Events the scanner leaves to jansson: one filtered there (a surrogate
+ * escape), then one refused there (a real a double rounds, beside a hidden
+ * tool): the stream ends, and the first's rewritten text is freed once
+ * (before: freed when the second was refused and again with the answer;
+ * ASan watches).
+ */
+static void
+test_left_to_jansson(void **state)
+{
+	static const char ev1[] = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"keep_a\","
+	                          "\"d\":\"\\ud83d\\ude00\"},{\"name\":\"drop_b\"}]}}\n\n";
+	static const char ev2[] = "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"keep_a\","
+	                          "\"v\":0.10000000000000001},{\"name\":\"drop_b\"}]}}\n\n";
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	char chunk[512], *s;
+
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+	snprintf(chunk, sizeof(chunk), "%zx\r\n%s\r\n", sizeof(ev1) - 1, ev1);
+	nf_up_send(u, chunk);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_non_null(strstr(s, "keep_a"));
+	assert_null(strstr(s, "drop_b"));
+	free(s);
+	snprintf(chunk, sizeof(chunk), "%zx\r\n%s\r\n", sizeof(ev2) - 1, ev2);
+	nf_up_send(u, chunk);
+	nf_run(nf);
+	s = nf_rx_take(cl);
+	assert_null(strstr(s, "drop_b"));
+	free(s);
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->reason,
+	                    "an MCP list result with a number the filter cannot rewrite exactly");
+}
+
 int
 main(void)
 {
@@ -334,6 +410,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_sse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passes_and_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_budget_refund, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folded_members, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_to_jansson, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
