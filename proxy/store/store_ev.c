@@ -10,6 +10,14 @@
  * the bound; over it, the owner's <overflow> drops the connection (fail
  * closed) instead of reading more.  One read adds at most hiredis's 16 KiB,
  * so the reader never holds more than the bound plus 16 KiB.
+ *
+ * Writes.  hiredis asks for the write event whenever a command is queued,
+ * and writes when the socket is reported writable: a loop round (an
+ * epoll_ctl, an epoll_wait, an epoll_ctl back) between a request's counter
+ * operation and its going to Redis.  On a connected context the write is
+ * made at the end of the current loop round instead (an event made active,
+ * so the commands of one round still share one write(2)); only what the
+ * socket does not take waits for the write event.
  */
 #include <stdlib.h>
 
@@ -20,6 +28,10 @@
 struct store_ev {
 	redisAsyncContext *ac;
 	struct event *rev, *wev;
+	struct event *flush;      /* the end of this loop round: write what is queued */
+	int flush_armed;
+	int in_flush;             /* inside on_flush's write: hiredis asking for more waits for the write event */
+	int *alive;               /* on_flush's: cleared when the context (and this) is freed under it */
 	size_t max_unread;
 	store_ev_overflow_fn *overflow;
 	void *arg;
@@ -63,9 +75,38 @@ del_read(void *p)
 }
 
 static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	struct store_ev *e = arg;
+	int alive = 1;
+
+	(void)fd;
+	(void)what;
+	e->flush_armed = 0;
+	e->in_flush = 1;
+	e->alive = &alive;
+	/* writes what the socket takes; asks (add_write, in_flush) for the write event for the rest; a failed
+	 * write frees the context, and <e> with it (cleanup clears <alive>) */
+	redisAsyncHandleWrite(e->ac);
+	if (!alive)
+		return;
+	e->alive = NULL;
+	e->in_flush = 0;
+}
+
+static void
 add_write(void *p)
 {
-	event_add(((struct store_ev *)p)->wev, NULL);
+	struct store_ev *e = p;
+
+	if (e->in_flush || !(e->ac->c.flags & REDIS_CONNECTED)) {
+		event_add(e->wev, NULL);  /* the rest of a write, or connecting: writable means connected */
+		return;
+	}
+	if (!e->flush_armed) {
+		e->flush_armed = 1;
+		event_active(e->flush, EV_TIMEOUT, 1);
+	}
 }
 
 static void
@@ -81,10 +122,14 @@ cleanup(void *p)
 
 	if (e == NULL)
 		return;
+	if (e->alive != NULL)
+		*e->alive = 0;
 	if (e->rev != NULL)
 		event_free(e->rev);
 	if (e->wev != NULL)
 		event_free(e->wev);
+	if (e->flush != NULL)
+		event_free(e->flush);
 	free(e);
 }
 
@@ -104,7 +149,8 @@ store_ev_attach(redisAsyncContext *ac, struct event_base *base, size_t max_unrea
 	e->arg = arg;
 	e->rev = event_new(base, ac->c.fd, EV_READ, on_read, e);
 	e->wev = event_new(base, ac->c.fd, EV_WRITE, on_write, e);
-	if (e->rev == NULL || e->wev == NULL) {
+	e->flush = event_new(base, -1, 0, on_flush, e);
+	if (e->rev == NULL || e->wev == NULL || e->flush == NULL) {
 		cleanup(e);
 		return -1;
 	}
