@@ -1,0 +1,102 @@
+# shellcheck shell=bash disable=SC2034
+# tests/integration/mcp_servers.sh: the real MCP servers of the MCP integration tests (issue 23, item 5), sourced
+# after lib.sh. Never run on its own. The node packages come from build/node (scripts/deps.sh test).
+#
+#   NODE_DIR                        the npm install (SLUICE_NODE_DIR, default build/node)
+#   mcp_need_sdk                    dies unless the SDK is installed there
+#   mcp_sdk_server_start ADDR PORT JSON_HOST
+#                                   tests/mcp/sdk_server.mjs (stateless streamable HTTP over TLS, srv cert) on
+#                                   ADDR:PORT: JSON_HOST gets application/json answers, every other host SSE
+#   mcp_everything_start            @modelcontextprotocol/server-everything inside the namespace $NS (netns_make
+#                                   first: it listens on every interface, here only the namespace's own), nginx in
+#                                   front of it on a fresh loopback address $EVADDR:443 (TLS, proxy_buffering off);
+#                                   sets EVPORT (its port inside $NS) and appends "mcp.example.test: $EVADDR" to
+#                                   GW_RESOLVE
+#   mcp_sdk_host NAME               a host entry (two-space indent) for the SDK server's tools: the lifecycle
+#                                   methods, the GET/DELETE stream, keep_* allowed, drop_* denied (other_hidden: no
+#                                   rule, default deny)
+#   mcp_everything_host             the host entry of mcp.example.test: the lifecycle, echo allowed, get-env denied
+HERE=${HERE:-$(dirname "$(readlink -f "$0")")}
+ROOT=${ROOT:-$(readlink -f "$HERE/../..")}
+NODE_DIR=${SLUICE_NODE_DIR:-$ROOT/build/node}
+
+mcp_need_sdk() {
+  need_tool node
+  [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/sdk" ] ||
+    die "no MCP SDK in $NODE_DIR (run scripts/deps.sh test; tests never install anything themselves)"
+  # ESM resolves packages from the script's own directory upward: the scripts run from $T beside a link to them
+  [ -e "$T/node_modules" ] || ln -s "$NODE_DIR/node_modules" "$T/node_modules"
+  cp "$ROOT/tests/mcp/sdk_server.mjs" "$ROOT/tests/mcp/sdk_client.mjs" "$T/"
+}
+
+mcp_sdk_server_start() {
+  [ -f "$PKI/srv.pem" ] || pki_init
+  spawn "$T/sdk_server-$1-$2.log" node "$T/sdk_server.mjs" "$1" "$2" "$PKI/srv.pem" "$PKI/srv.key" "$3"
+  eventually 10 sh -c "ss -ltnH | grep -q ' $1:$2 '" ||
+    die "SDK server did not start on $1:$2: $(tail -n 5 "$T/sdk_server-$1-$2.log")"
+}
+
+EVADDR='' EVPORT=''
+mcp_everything_start() {
+  [ -f "$PKI/srv.pem" ] || pki_init
+  EVADDR=$(pick_loopback) EVPORT=$((RANDOM % 20000 + 30000))
+  spawn "$T/everything.log" ip netns exec "$NS" env -i PATH=/usr/bin:/bin PORT=$EVPORT \
+    node "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
+  eventually 15 sh -c "ip netns exec '$NS' ss -ltnH | grep -q ':$EVPORT '" ||
+    die "server-everything did not start: $(tail -n 5 "$T/everything.log")"
+  mkdir -p "$T/evngx/logs" "$T/evngx/tmp"
+  cat >"$T/evngx/nginx.conf" <<NGX
+daemon off; user root; worker_processes 1; error_log $T/evngx/logs/error.log; pid $T/evngx/nginx.pid;
+events { worker_connections 256; }
+http {
+  client_body_temp_path $T/evngx/tmp/body; proxy_temp_path $T/evngx/tmp/proxy; fastcgi_temp_path $T/evngx/tmp/fcgi;
+  uwsgi_temp_path $T/evngx/tmp/uwsgi; scgi_temp_path $T/evngx/tmp/scgi; access_log $T/evngx/logs/access.log;
+  server {
+    listen $EVADDR:443 ssl; server_name _;
+    ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;
+    location / {
+      proxy_pass http://$NS_ADDR:$EVPORT; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_buffering off; proxy_cache off; proxy_read_timeout 60s;
+    }
+  }
+}
+NGX
+  spawn "$T/evngx/logs/stdout" nginx -c "$T/evngx/nginx.conf" -p "$T/evngx"
+  eventually 5 sh -c "ss -ltnH | grep -q ' $EVADDR:443 '" || die "nginx for server-everything did not start"
+  GW_RESOLVE="${GW_RESOLVE:+$GW_RESOLVE
+}mcp.example.test: $EVADDR"
+}
+
+mcp_sdk_host() {
+  cat <<YAML
+  $1:
+    allow_private: true
+    mcp: { endpoint: /mcp }
+    rules:
+      - id: lifecycle
+        allow: { method: POST, path: /mcp, mcp: { method: [initialize, notifications/initialized, ping, tools/list] } }
+      - id: stream
+        allow: { method: [GET, DELETE], path: /mcp }
+      - id: keep
+        allow: { method: POST, path: /mcp, mcp: { tool: "keep_*" } }
+      - id: no-drop
+        deny: { method: POST, path: /mcp, mcp: { tool: "drop_*" } }
+YAML
+}
+
+mcp_everything_host() {
+  cat <<YAML
+  mcp.example.test:
+    allow_private: true
+    mcp: { endpoint: /mcp }
+    rules:
+      - id: lifecycle
+        allow: { method: POST, path: /mcp, mcp: { method: [initialize, notifications/initialized, ping, tools/list] } }
+      - id: stream
+        allow: { method: [GET, DELETE], path: /mcp }
+      - id: echo
+        allow: { method: POST, path: /mcp, mcp: { tool: echo } }
+      - id: no-env
+        deny: { method: POST, path: /mcp, mcp: { tool: get-env } }
+YAML
+}
