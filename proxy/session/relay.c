@@ -249,6 +249,27 @@ relay_abort(struct conn *c, const char *why, int status)
 	relay_fail(c, &rf);
 }
 
+/*
+ * May the request of <r> be sent again on a fresh connection when the pooled one it went on closed before a byte
+ * of the answer? Only a request that came without a body and whose method is idempotent (RFC 9110, section
+ * 9.2.2: a proxy MUST NOT automatically retry non-idempotent requests): the upstream may have acted on it before
+ * closing. A held body (MCP, semantic rules, the secret scan) is forwarded inside up_head with r->body set to
+ * H1_BODY_NONE, so r->body alone cannot tell: r->up_no_reuse says whether it came with one.
+ */
+static int
+retry_allowed(const struct req *r)
+{
+	static const char *const idempotent[] = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+	size_t i;
+
+	if (r->up_head == NULL || r->body != H1_BODY_NONE || r->up_no_reuse || r->head_copy_sent)
+		return 0;
+	for (i = 0; i < sizeof(idempotent) / sizeof(idempotent[0]); i++)
+		if (strcmp(r->method, idempotent[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* The response head arrived: 1 when handled, 0 to wait. */
 static int
 response_head(struct conn *c)
@@ -270,7 +291,7 @@ response_head(struct conn *c)
 
 	if (len == 0) {
 		if (c->up_eof) {
-			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
+			if (c->up->reused && retry_allowed(r)) {
 				/* a pooled connection the upstream had closed: dial afresh, once */
 				struct refusal rf;
 
