@@ -250,19 +250,26 @@ relay_abort(struct conn *c, const char *why, int status)
 }
 
 /*
- * May the request of <r> be sent again on a fresh connection when the pooled one it went on closed before a byte
- * of the answer? Only a request that came without a body and whose method is idempotent (RFC 9110, section
- * 9.2.2: a proxy MUST NOT automatically retry non-idempotent requests): the upstream may have acted on it before
- * closing. A held body (MCP, semantic rules, the secret scan) is forwarded inside up_head with r->body set to
- * H1_BODY_NONE, so r->body alone cannot tell: r->up_no_reuse says whether it came with one.
+ * May the request of <c> be sent again on a fresh connection, its upstream having ended before a byte of the
+ * answer? Only what the upstream cannot have acted on, or may see twice: an h2 stream still marked reused was
+ * refused unprocessed (REFUSED_STREAM, or beyond a GOAWAY: h2up.c; RFC 9113, section 8.7); on a pooled HTTP/1.1
+ * connection the upstream may have read the request before it closed, so only a request that came without a body
+ * and whose method is idempotent goes again (RFC 9110, section 9.2.2: a proxy MUST NOT automatically retry
+ * non-idempotent requests). A held body (MCP, semantic rules, the secret scan) is forwarded inside up_head with
+ * r->body set to H1_BODY_NONE, so r->body alone cannot tell: r->up_no_reuse says whether it came with one.
  */
 static int
-retry_allowed(const struct req *r)
+retry_allowed(const struct conn *c)
 {
 	static const char *const idempotent[] = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+	const struct req *r = c->req;
 	size_t i;
 
-	if (r->up_head == NULL || r->body != H1_BODY_NONE || r->up_no_reuse || r->head_copy_sent)
+	if (!c->up->reused || r->up_head == NULL || r->body != H1_BODY_NONE || r->head_copy_sent)
+		return 0;
+	if (c->up->h2s != NULL)
+		return 1;
+	if (r->up_no_reuse)
 		return 0;
 	for (i = 0; i < sizeof(idempotent) / sizeof(idempotent[0]); i++)
 		if (strcmp(r->method, idempotent[i]) == 0)
@@ -291,7 +298,7 @@ response_head(struct conn *c)
 
 	if (len == 0) {
 		if (c->up_eof) {
-			if (c->up->reused && retry_allowed(r)) {
+			if (retry_allowed(c)) {
 				/* a pooled connection the upstream had closed: dial afresh, once */
 				struct refusal rf;
 

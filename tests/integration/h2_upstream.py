@@ -19,7 +19,8 @@ test can count upstream handshakes.  Responses, by path:
                 per byte), ssebig (a ping, then an event of 10 MiB, then a list event never reached), ask (a
                 server-to-client request "srv-1" in an event, the stream left open until the answer to it was
                 POSTed (ack) or 4 s passed, then the result "answered" or "unanswered"), ack (202, the answer's id
-                remembered)
+                remembered), refuse (the first such request of the process is reset with REFUSED_STREAM, unprocessed;
+                later ones are answered as json)
   anything else "hello h2"
 It allows extended CONNECT (RFC 8441): CONNECT :protocol websocket gets a 200 and then a WebSocket echo, every
 text message answered "echo:<text>", a close answered with a close and END_STREAM.
@@ -42,6 +43,7 @@ import mcp_upstream
 from upstream_common import latin, listen, mask, seen
 
 COUNTER = [0]
+REFUSED = [0]  # requests of mode refuse reset so far
 LOCK = threading.Lock()
 
 
@@ -209,6 +211,10 @@ class Conn(threading.Thread):
             rid = json.loads(body).get("id", 1)
         except (ValueError, AttributeError):
             rid = 1
+        if mode == "refuse" and REFUSED[0] == 0:
+            REFUSED[0] += 1
+            self.c.reset_stream(sid, 7)  # REFUSED_STREAM: not processed, the client may send it again
+            return
         if mode == "ack":
             mcp_upstream.ack(rid)
             self.c.send_headers(sid, [(":status", "202")], end_stream=True)
@@ -218,7 +224,7 @@ class Conn(threading.Thread):
             self.c.send_data(sid, b"data: " + json.dumps(mcp_upstream.ASK).encode() + b"\n\n")
             self.asks[sid] = (rid, time.time() + 4)
             return
-        if mode == "json":
+        if mode in ("json", "refuse"):
             b = mcp_upstream.result(rid, mcp_upstream.NAMES)
             self.c.send_headers(sid, [(":status", "200"), ("content-type", "application/json"),
                                       ("content-length", str(len(b)))])

@@ -27,6 +27,7 @@ exec > >(tee -a "$OUT") 2>&1
 need_tool jq
 mcp_need_sdk
 pki_init
+GW_WORKERS=1  # one worker: the h2 session to h2_upstream.py is warm when its REFUSED_STREAM case comes (a fresh session's first stream is not retried)
 
 # the upstreams: mcp_upstream.py (HTTP/1.1, TLS, 443), h2_upstream.py (h2 only), the SDK server behind nginx h2
 spawn "$T/up.log" "$PY" "$HERE/mcp_upstream.py" --listen "$UPADDR:443:tls" --cert "$PKI/srv.pem" --key "$PKI/srv.key" \
@@ -168,6 +169,13 @@ check_eq "h2 upstream: the four answers went to it as h2 requests" 4 \
   "$(jq -s '[.[] | select(.ev == "req" and (.path | startswith("/mcp?m=")))] | length' "$T/h2up.jsonl")"
 check "audit: h2 upstream: the lists filtered, 2 removed" audit_wait \
   ".host==\"h2up.example.test\" and .mcp_method==\"tools/list\" and .removed==2"
+# an h2 upstream that refuses a stream unprocessed (REFUSED_STREAM): the POST, its body held, goes again, once
+f=$T/h2up-refuse
+check_eq "h2 upstream, REFUSED_STREAM: the POST is sent again and answered" "200 2 0" \
+  "$(post "https://h2up.example.test:$HP/mcp?m=refuse" "$LIST" "$f")"
+check_eq "  its answer filtered" "keep_a keep_b " "$(names "$f")"
+check_eq "  the upstream saw it twice (refused, then answered)" 2 \
+  "$(jq -s '[.[] | select(.ev == "req" and .path == "/mcp?m=refuse")] | length' "$T/h2up.jsonl")"
 
 # ---------------------------------------------------------------- the client answers a server's request
 # On one h2 connection: the server's request arrives in the event stream of a tools/call (stream 1), the answer is
