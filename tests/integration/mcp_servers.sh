@@ -15,7 +15,9 @@
 #   mcp_sdk_host NAME               a host entry (two-space indent) for the SDK server's tools: the lifecycle
 #                                   methods, the GET/DELETE stream, keep_* allowed, drop_* denied (other_hidden: no
 #                                   rule, default deny)
-#   mcp_everything_host             the host entry of mcp.example.test: the lifecycle, echo allowed, get-env denied
+#   mcp_everything_host             the host entry of mcp.example.test: the lifecycle (with prompts/list and
+#                                   resources/list), echo allowed, get-env denied, the prompt simple-prompt and the
+#                                   resource demo://resource/static/document/architecture.md allowed
 HERE=${HERE:-$(dirname "$(readlink -f "$0")")}
 ROOT=${ROOT:-$(readlink -f "$HERE/../..")}
 NODE_DIR=${SLUICE_NODE_DIR:-$ROOT/build/node}
@@ -91,12 +93,19 @@ mcp_everything_host() {
     mcp: { endpoint: /mcp }
     rules:
       - id: lifecycle
-        allow: { method: POST, path: /mcp, mcp: { method: [initialize, notifications/initialized, ping, tools/list] } }
+        allow:
+          method: POST
+          path: /mcp
+          mcp: { method: [initialize, notifications/initialized, ping, tools/list, prompts/list, resources/list] }
       - id: stream
         allow: { method: [GET, DELETE], path: /mcp }
       - id: echo
         allow: { method: POST, path: /mcp, mcp: { tool: echo } }
       - id: no-env
         deny: { method: POST, path: /mcp, mcp: { tool: get-env } }
+      - id: prompt
+        allow: { method: POST, path: /mcp, mcp: { tool: simple-prompt } }
+      - id: doc
+        allow: { method: POST, path: /mcp, mcp: { tool: "demo://resource/static/document/architecture.md" } }
 YAML
 }

@@ -134,5 +134,24 @@ for tag in json sse everything; do
     ".host==\"$host\" and .client==\"127.0.0.1\" and .mcp_method==\"tools/list\" and .removed > 0"
 done
 check_eq "proxy python everything: server-everything's session id was carried" true "$(j "$T/py-everything.json" .session)"
+# prompts and resources of server-everything: the lists hide what no rule allows, prompts/get and resources/read judged
+DOC=demo://resource/static/document
+rc=$(pyc lists https://mcp.example.test/mcp echo get-env simple-prompt args-prompt "$DOC/architecture.md" "$DOC/features.md")
+f=$T/py-lists.json
+check_eq "proxy python everything lists: the exchange completes" 0 "$rc"
+[ "$rc" = 0 ] || sed 's/^/# /' "$T/py-lists.err" | tail -n 5
+check_eq "proxy python everything: prompts/list shows only simple-prompt" '["simple-prompt"]' "$(j "$f" .prompts)"
+check_eq "proxy python everything: prompts/get simple-prompt answered, args-prompt refused (-32001)" \
+  '{"ok":true,"denied":-32001}' "$(j "$f" .get)"
+check_eq "proxy python everything: resources/list shows only the allowed document" "[\"$DOC/architecture.md\"]" \
+  "$(j "$f" .resources)"
+check_eq "proxy python everything: resources/read of it answered, of another document refused (-32001)" \
+  '{"ok":true,"denied":-32001}' "$(j "$f" .read)"
+check "audit: the prompts list filtered" audit_wait \
+  '.host=="mcp.example.test" and .mcp_method=="prompts/list" and .removed > 0'
+check "audit: the resources list filtered" audit_wait \
+  '.host=="mcp.example.test" and .mcp_method=="resources/list" and .removed > 0'
+check "audit: resources/read of the other document denied, its URI as the tool" audit_wait \
+  ".host==\"mcp.example.test\" and .tool==\"$DOC/features.md\" and .verdict==\"deny\""
 
 finish

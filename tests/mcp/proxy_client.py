@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """proxy_client.py - an MCP client through an explicit proxy, for test_mcp_run.sh (issue 23, item 5).
 
-    HTTPS_PROXY=http://HOST:PORT SSL_CERT_FILE=CA.pem proxy_client.py URL [ALLOWED [DENIED]]
+    HTTPS_PROXY=http://HOST:PORT SSL_CERT_FILE=CA.pem proxy_client.py URL [ALLOWED [DENIED [P_OK P_NO R_OK R_NO]]]
 
 The streamable HTTP transport by hand, with Debian's python3 standard library only (http.client, CONNECT through
 HTTPS_PROXY, then TLS trusting SSL_CERT_FILE and nothing else): initialize, notifications/initialized, tools/list,
@@ -12,6 +12,10 @@ sdk_client.mjs's plus what the exchange looked like:
     {"tools":[names],"echo":text|null,"denied":{"code","message","data"}|null,"denied_ok":text|null,
      "status":{"initialize":N,"initialized":N,"list":N,"call":N,"denied":N},"forms":{"list":"json"|"sse",...},
      "session":bool,"protocol":version}
+With P_OK..R_NO also prompts/list, prompts/get P_OK and P_NO (prompt names), resources/list, resources/read R_OK
+and R_NO (URIs), adding {"prompts":[names],"resources":[uris],"get":{"ok":bool,"denied":code|null},
+"read":{"ok":bool,"denied":code|null}} (ok: a result came; denied: the error code of the refused one, null when it
+was answered with a result).
 Exits 1 (with the reason on stderr) when an answer is missing or is not JSON-RPC.
 """
 import http.client
@@ -109,6 +113,16 @@ def main():
         out["denied"] = {k: r["error"].get(k) for k in ("code", "message", "data")}
     else:
         out["denied_ok"] = json.dumps(r.get("result"))
+    if len(sys.argv) > 7:
+        p_ok, p_no, r_ok, r_no = sys.argv[4:8]
+        out["prompts"] = [p["name"] for p in need("prompts", c.post("prompts/list", {})).get("result", {}).get("prompts", [])]
+        ok = need("get", c.post("prompts/get", {"name": p_ok, "arguments": {}}))
+        no = need("get_denied", c.post("prompts/get", {"name": p_no, "arguments": {}}))
+        out["get"] = {"ok": "result" in ok, "denied": no.get("error", {}).get("code")}
+        out["resources"] = [r["uri"] for r in need("resources", c.post("resources/list", {})).get("result", {}).get("resources", [])]
+        ok = need("read", c.post("resources/read", {"uri": r_ok}))
+        no = need("read_denied", c.post("resources/read", {"uri": r_no}))
+        out["read"] = {"ok": "result" in ok, "denied": no.get("error", {}).get("code")}
     out["session"] = c.session is not None
     out["protocol"] = c.protocol
     print(json.dumps(out))
