@@ -12,6 +12,8 @@
 #                                   front of it on a fresh loopback address $EVADDR:443 (TLS, proxy_buffering off);
 #                                   sets EVPORT (its port inside $NS) and appends "mcp.example.test: $EVADDR" to
 #                                   GW_RESOLVE
+#   mcp_everything_ntools           prints how many tools server-everything lists to the SDK's client in $NS
+#                                   directly (no gateway)
 #   mcp_sdk_host NAME               a host entry (two-space indent) for the SDK server's tools: the lifecycle
 #                                   methods, the GET/DELETE stream, keep_* allowed, drop_* denied (other_hidden: no
 #                                   rule, default deny)
@@ -67,6 +69,16 @@ NGX
   eventually 5 sh -c "ss -ltnH | grep -q ' $EVADDR:443 '" || die "nginx for server-everything did not start"
   GW_RESOLVE="${GW_RESOLVE:+$GW_RESOLVE
 }mcp.example.test: $EVADDR"
+}
+
+mcp_everything_ntools() {
+  (cd "$T" && ip netns exec "$NS" env -i PATH=/usr/bin:/bin timeout 60 node -e '
+    import("@modelcontextprotocol/sdk/client/index.js").then(async ({ Client }) => {
+      const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+      const c = new Client({ name: "direct", version: "1" });
+      await c.connect(new StreamableHTTPClientTransport(new URL(process.argv[1])));
+      console.log((await c.listTools()).tools.length); await c.close(); process.exit(0);
+    });' "http://127.0.0.1:$EVPORT/mcp" 2>"$T/direct.err")
 }
 
 mcp_sdk_host() {

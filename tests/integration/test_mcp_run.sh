@@ -80,13 +80,7 @@ for tag in json sse; do
 done
 
 # server-everything's own list, read in its namespace directly, against what the sandbox sees through the gateway
-direct=$(cd "$T" && ip netns exec "$NS" env -i PATH=/usr/bin:/bin timeout 60 node -e '
-  import("@modelcontextprotocol/sdk/client/index.js").then(async ({ Client }) => {
-    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
-    const c = new Client({ name: "direct", version: "1" });
-    await c.connect(new StreamableHTTPClientTransport(new URL(process.argv[1])));
-    console.log((await c.listTools()).tools.length); await c.close(); process.exit(0);
-  });' "http://127.0.0.1:$EVPORT/mcp" 2>"$T/direct.err")
+direct=$(mcp_everything_ntools)
 check_match "server-everything lists many tools directly ($direct)" '^[0-9]+$' "$direct"
 [ "${direct:-0}" -gt 2 ] && ok "server-everything: more than two tools without the gateway" ||
   bad "server-everything: $direct tools directly"
