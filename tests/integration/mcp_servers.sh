@@ -7,6 +7,8 @@
 #   mcp_sdk_server_start ADDR PORT JSON_HOST
 #                                   tests/mcp/sdk_server.mjs (stateless streamable HTTP over TLS, srv cert) on
 #                                   ADDR:PORT: JSON_HOST gets application/json answers, every other host SSE
+#   mcp_nginx_front NAME LISTEN UPSTREAM [EXTRA]
+#                                   nginx in $T/NAME on LISTEN ("ADDR:443 ssl [http2]") before UPSTREAM, unbuffered
 #   mcp_everything_start            @modelcontextprotocol/server-everything inside the namespace $NS (netns_make
 #                                   first: it listens on every interface, here only the namespace's own), nginx in
 #                                   front of it on a fresh loopback address $EVADDR:443 (TLS, proxy_buffering off);
@@ -40,6 +42,34 @@ mcp_sdk_server_start() {
     die "SDK server did not start on $1:$2: $(tail -n 5 "$T/sdk_server-$1-$2.log")"
 }
 
+# mcp_nginx_front NAME LISTEN UPSTREAM [LOCATION_EXTRA]: nginx in $T/NAME listening on LISTEN ("ADDR:443 ssl",
+# "ADDR:443 ssl http2"; srv cert) and passing everything to UPSTREAM unbuffered (events flow as they come); its
+# access log $T/NAME/logs/access.log, one line per request: host "request line" status
+mcp_nginx_front() {
+  local d=$T/$1
+  mkdir -p "$d/logs" "$d/tmp"
+  cat >"$d/nginx.conf" <<NGX
+daemon off; user root; worker_processes 1; error_log $d/logs/error.log; pid $d/nginx.pid;
+events { worker_connections 256; }
+http {
+  client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fcgi;
+  uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;
+  log_format it '\$host "\$request" \$status';
+  access_log $d/logs/access.log it;
+  server {
+    listen $2; server_name _;
+    ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;
+    location / {
+      proxy_pass $3; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_buffering off; proxy_cache off; proxy_read_timeout 60s; ${4:-}
+    }
+  }
+}
+NGX
+  spawn "$d/logs/stdout" nginx -c "$d/nginx.conf" -p "$d"
+  eventually 5 sh -c "ss -ltnH | grep -q ' ${2%% *} '" || die "nginx $1 did not start: $(tail -n 3 "$d/logs/error.log")"
+}
+
 EVADDR='' EVPORT=''
 mcp_everything_start() {
   [ -f "$PKI/srv.pem" ] || pki_init
@@ -48,25 +78,7 @@ mcp_everything_start() {
     node "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
   eventually 15 sh -c "ip netns exec '$NS' ss -ltnH | grep -q ':$EVPORT '" ||
     die "server-everything did not start: $(tail -n 5 "$T/everything.log")"
-  mkdir -p "$T/evngx/logs" "$T/evngx/tmp"
-  cat >"$T/evngx/nginx.conf" <<NGX
-daemon off; user root; worker_processes 1; error_log $T/evngx/logs/error.log; pid $T/evngx/nginx.pid;
-events { worker_connections 256; }
-http {
-  client_body_temp_path $T/evngx/tmp/body; proxy_temp_path $T/evngx/tmp/proxy; fastcgi_temp_path $T/evngx/tmp/fcgi;
-  uwsgi_temp_path $T/evngx/tmp/uwsgi; scgi_temp_path $T/evngx/tmp/scgi; access_log $T/evngx/logs/access.log;
-  server {
-    listen $EVADDR:443 ssl; server_name _;
-    ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;
-    location / {
-      proxy_pass http://$NS_ADDR:$EVPORT; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_buffering off; proxy_cache off; proxy_read_timeout 60s;
-    }
-  }
-}
-NGX
-  spawn "$T/evngx/logs/stdout" nginx -c "$T/evngx/nginx.conf" -p "$T/evngx"
-  eventually 5 sh -c "ss -ltnH | grep -q ' $EVADDR:443 '" || die "nginx for server-everything did not start"
+  mcp_nginx_front evngx "$EVADDR:443 ssl" "http://$NS_ADDR:$EVPORT"
   GW_RESOLVE="${GW_RESOLVE:+$GW_RESOLVE
 }mcp.example.test: $EVADDR"
 }

@@ -40,27 +40,7 @@ mcp_sdk_server_start "$UPADDR" "$SP" h2json.example.test
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "mcp_upstream did not start: $(tail -n 3 "$T/up.log")"
 eventually 5 sh -c "ss -ltnH | grep -q ' $UPADDR:$HP '" || die "h2 upstream did not start: $(tail -n 3 "$T/h2up.log")"
 NGADDR=$(pick_loopback)
-mkdir -p "$T/ngx/logs" "$T/ngx/tmp"
-cat >"$T/ngx/nginx.conf" <<NGX
-daemon off; user root; worker_processes 1; error_log $T/ngx/logs/error.log; pid $T/ngx/nginx.pid;
-events { worker_connections 256; }
-http {
-  client_body_temp_path $T/ngx/tmp/body; proxy_temp_path $T/ngx/tmp/proxy; fastcgi_temp_path $T/ngx/tmp/fcgi;
-  uwsgi_temp_path $T/ngx/tmp/uwsgi; scgi_temp_path $T/ngx/tmp/scgi;
-  log_format it '\$host "\$request" \$status';
-  access_log $T/ngx/logs/access.log it;
-  server {
-    listen $NGADDR:443 ssl http2; server_name _;
-    ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;
-    location / {
-      proxy_pass https://$UPADDR:$SP; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_set_header Host \$host; proxy_buffering off; proxy_cache off; proxy_read_timeout 60s;
-    }
-  }
-}
-NGX
-spawn "$T/ngx/logs/stdout" nginx -c "$T/ngx/nginx.conf" -p "$T/ngx"
-eventually 5 sh -c "ss -ltnH | grep -q ' $NGADDR:443 '" || die "nginx (h2) did not start: $(tail -n 3 "$T/ngx/logs/error.log")"
+mcp_nginx_front ngx "$NGADDR:443 ssl http2" "https://$UPADDR:$SP" 'proxy_set_header Host $host;'
 
 MODES1="json sse ssecr sse1 ssebig"
 raw_host() { # NAME [PORT]: a host whose rules are test_mcp_resp.sh's (keep_* allowed, drop_* denied, other_y: no rule)

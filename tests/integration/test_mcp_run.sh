@@ -59,41 +59,42 @@ sdk_in_sandbox() {
 }
 j() { jq -c "$2" "$1" 2>/dev/null; }
 
-for tag in json sse; do
-  [ $tag = json ] && host=api.example.test || host=other.example.test
-  f=$T/run-$tag.json
-  rc=$(sdk_in_sandbox $tag "https://$host/mcp")
-  check_eq "sandbox SDK $tag: sluice run and the client exit 0" 0 "$rc"
-  [ "$rc" = 0 ] || sed 's/^/# /' "$T/run-$tag.err" | tail -n 15
-  check_eq "sandbox SDK $tag: tools/list shows only the allowed tool" '["keep_echo"]' "$(j "$f" .tools)"
-  check_eq "sandbox SDK $tag: the allowed tool is called, its result comes back" '"echo: hello"' "$(j "$f" .echo)"
-  check_eq "sandbox SDK $tag: the denied tool never ran" null "$(j "$f" .denied_ok)"
-  check_eq "sandbox SDK $tag: the SDK raises the gateway's JSON-RPC error -32001" -32001 "$(j "$f" '.denied.code')"
-  check_match "sandbox SDK $tag: ... whose message says the policy denied it" 'denied by policy' \
-    "$(j "$f" '.denied.message')"
-  check "audit: sandbox SDK $tag: the sandbox's tools/list, filtered, 2 removed" audit_wait \
-    ".sandbox==\"mcp-$tag-$ID\" and .host==\"$host\" and .mcp_method==\"tools/list\" and .removed==2"
-  check "audit: sandbox SDK $tag: the denied call, its rule and tool" audit_wait \
-    ".sandbox==\"mcp-$tag-$ID\" and .tool==\"drop_delete\" and .verdict==\"deny\" and .rule==\"no-drop\""
-  check "audit: sandbox SDK $tag: the name was resolved by the gateway for the sandbox" audit_wait \
-    ".type==\"dns\" and .sandbox==\"mcp-$tag-$ID\" and .host==\"$host\""
-done
-
-# server-everything's own list, read in its namespace directly, against what the sandbox sees through the gateway
+# server-everything's own list, read in its namespace directly, against what the clients see through the gateway
 direct=$(mcp_everything_ntools)
 check_match "server-everything lists many tools directly ($direct)" '^[0-9]+$' "$direct"
 [ "${direct:-0}" -gt 2 ] && ok "server-everything: more than two tools without the gateway" ||
   bad "server-everything: $direct tools directly"
-f=$T/run-everything.json
-rc=$(sdk_in_sandbox everything https://mcp.example.test/mcp echo get-env)
-check_eq "sandbox SDK server-everything: exit 0" 0 "$rc"
-[ "$rc" = 0 ] || sed 's/^/# /' "$T/run-everything.err" | tail -n 15
-check_eq "sandbox SDK server-everything: tools/list shows only echo" '["echo"]' "$(j "$f" .tools)"
-check_eq "sandbox SDK server-everything: echo is called" '"Echo: hello"' "$(j "$f" .echo)"
-check_eq "sandbox SDK server-everything: get-env never ran" null "$(j "$f" .denied_ok)"
-check_eq "sandbox SDK server-everything: get-env is the JSON-RPC error -32001" -32001 "$(j "$f" .denied.code)"
-check "audit: sandbox SDK server-everything: its list filtered" audit_wait \
-  ".sandbox==\"mcp-everything-$ID\" and .host==\"mcp.example.test\" and .mcp_method==\"tools/list\" and .removed == $((direct - 1))"
+# server TAG: the host, tools, expected answers and rule of the server behind TAG
+server() {
+  case $1 in
+    json) host=api.example.test allowed=keep_echo denied=drop_delete tools='["keep_echo"]' echo='"echo: hello"'
+      form='"json"' rule=no-drop removed=2;;
+    sse) host=other.example.test allowed=keep_echo denied=drop_delete tools='["keep_echo"]' echo='"echo: hello"'
+      form='"sse"' rule=no-drop removed=2;;
+    everything) host=mcp.example.test allowed=echo denied=get-env tools='["echo"]' echo='"Echo: hello"' form='"sse"'
+      rule=no-env removed=$((direct - 1));;
+  esac
+}
+
+for tag in json sse everything; do
+  server $tag
+  f=$T/run-$tag.json
+  rc=$(sdk_in_sandbox $tag "https://$host/mcp" $allowed $denied)
+  check_eq "sandbox SDK $tag: sluice run and the client exit 0" 0 "$rc"
+  [ "$rc" = 0 ] || sed 's/^/# /' "$T/run-$tag.err" | tail -n 15
+  check_eq "sandbox SDK $tag: tools/list shows only the allowed tool" "$tools" "$(j "$f" .tools)"
+  check_eq "sandbox SDK $tag: the allowed tool is called, its result comes back" "$echo" "$(j "$f" .echo)"
+  check_eq "sandbox SDK $tag: the denied tool never ran" null "$(j "$f" .denied_ok)"
+  check_eq "sandbox SDK $tag: the SDK raises the gateway's JSON-RPC error -32001" -32001 "$(j "$f" '.denied.code')"
+  check_match "sandbox SDK $tag: ... whose message says the policy denied it" 'denied by policy' \
+    "$(j "$f" '.denied.message')"
+  check "audit: sandbox SDK $tag: the sandbox's tools/list, filtered, $removed removed" audit_wait \
+    ".sandbox==\"mcp-$tag-$ID\" and .host==\"$host\" and .mcp_method==\"tools/list\" and .removed==$removed"
+  check "audit: sandbox SDK $tag: the denied call, its rule and tool" audit_wait \
+    ".sandbox==\"mcp-$tag-$ID\" and .tool==\"$denied\" and .verdict==\"deny\" and .rule==\"$rule\""
+  check "audit: sandbox SDK $tag: the name was resolved by the gateway for the sandbox" audit_wait \
+    ".type==\"dns\" and .sandbox==\"mcp-$tag-$ID\" and .host==\"$host\""
+done
 check "audit: the sandbox's MCP requests came through the transparent listener (its own address)" audit_wait \
   ".sandbox==\"mcp-everything-$ID\" and .mcp_method==\"initialize\" and ((.client // \"\") | test(\"^(10\\\\.200\\\\.|fd00:5c:)\"))"
 check_eq "no sluice_* object is left after the sandboxes" "" "$(new_objects)"
@@ -106,11 +107,7 @@ pyc() { # TAG URL [ALLOWED DENIED]
   echo $?
 }
 for tag in json sse everything; do
-  case $tag in
-    json) host=api.example.test allowed=keep_echo denied=drop_delete tools='["keep_echo"]' echo='"echo: hello"' form='"json"';;
-    sse) host=other.example.test allowed=keep_echo denied=drop_delete tools='["keep_echo"]' echo='"echo: hello"' form='"sse"';;
-    everything) host=mcp.example.test allowed=echo denied=get-env tools='["echo"]' echo='"Echo: hello"' form='"sse"';;
-  esac
+  server $tag
   f=$T/py-$tag.json
   rc=$(pyc $tag "https://$host/mcp" $allowed $denied)
   check_eq "proxy python $tag: the exchange completes" 0 "$rc"
@@ -123,7 +120,7 @@ for tag in json sse everything; do
   check_eq "proxy python $tag: the allowed tool's result" "$echo" "$(j "$f" .echo)"
   check_eq "proxy python $tag: the denied call is HTTP 200 with the JSON-RPC error -32001 naming the rule" \
     "[200,-32001,\"denied by policy\"]" "$(j "$f" '[.status.denied, .denied.code, .denied.message]')"
-  check_match "proxy python $tag: ... whose data names the rule" '"rule":"no-' "$(j "$f" .denied.data)"
+  check_match "proxy python $tag: ... whose data names the rule" "\"rule\":\"$rule\"" "$(j "$f" .denied.data)"
   check "audit: proxy python $tag: tools/list filtered for the proxy client" audit_wait \
     ".host==\"$host\" and .client==\"127.0.0.1\" and .mcp_method==\"tools/list\" and .removed > 0"
 done
