@@ -233,7 +233,7 @@ class Conn(threading.Thread):
         self.c.send_headers(sid, [(":status", "200"), ("content-type", "text/event-stream")])
         if mode == "ssebig":
             s = b": ping\n\ndata: " + b"x" * (10 << 20) + b"\n\ndata: " + mcp_upstream.result(rid, mcp_upstream.NAMES) + b"\n\n"
-            self.pending[sid] = [s, None]
+            self.pending[sid] = [s, None, 16384]
         else:
             self.pending[sid] = [mcp_upstream.stream(rid, b"\n"), None, 1 if mode == "sse1" else 7]
 

@@ -1,6 +1,8 @@
 # shellcheck shell=bash disable=SC2034
 # tests/integration/mcp_servers.sh: the real MCP servers of the MCP integration tests (issue 23, item 5), sourced
 # after lib.sh. Never run on its own. The node packages come from build/node (scripts/deps.sh test).
+# Sourcing it sets HERE (tests/integration) and ROOT (the repository), copies the output to $T/test.out, needs node
+# and jq, and dies unless the SDK is installed (mcp_need_sdk).
 #
 #   NODE_DIR                        the npm install (SLUICE_NODE_DIR, default build/node)
 #   mcp_need_sdk                    dies unless the SDK is installed there
@@ -34,6 +36,10 @@ mcp_need_sdk() {
   [ -e "$T/node_modules" ] || ln -s "$NODE_DIR/node_modules" "$T/node_modules"
   cp "$ROOT/tests/mcp/sdk_server.mjs" "$ROOT/tests/mcp/sdk_client.mjs" "$T/"
 }
+OUT=$T/test.out
+exec > >(tee -a "$OUT") 2>&1
+need_tool jq
+mcp_need_sdk
 
 mcp_sdk_server_start() {
   [ -f "$PKI/srv.pem" ] || pki_init

@@ -18,14 +18,8 @@
 # connection are refused (rule mcp). A pooled upstream connection that closes unanswered: a tools/call is never
 # sent again (502), a GET is, once.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
-HERE=$(dirname "$(readlink -f "$0")")
-ROOT=$(readlink -f "$HERE/../..")
-. "$HERE/mcp_servers.sh"
-OUT=$T/test.out
-exec > >(tee -a "$OUT") 2>&1
+. "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
-need_tool jq
-mcp_need_sdk
 pki_init
 GW_WORKERS=1  # one worker: the h2 session to h2_upstream.py is warm when its REFUSED_STREAM case comes (a fresh session's first stream is not retried)
 
@@ -85,7 +79,7 @@ gw_start
 LIST='{"jsonrpc":"2.0","id":41,"method":"tools/list"}'
 post() { # URL BODY OUTFILE: an h2 POST; prints "<http code> <http version> <curl exit>"
   local out rc
-  out=$(pcurl --http2 -o "$3" -D "$3.h" -w '%{http_code} %{http_version}' -H 'Content-Type: application/json' \
+  out=$(pcurl --http2 --max-time 30 -o "$3" -D "$3.h" -w '%{http_code} %{http_version}' -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
     --data-binary "$2" "$1" 2>/dev/null)
   rc=$?

@@ -11,15 +11,10 @@
 # the gateway's CA) does the same exchange by hand (initialize, notifications/initialized, tools/list, tools/call
 # twice) against the same three servers, with server-everything's Mcp-Session-Id carried.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
-HERE=$(dirname "$(readlink -f "$0")")
-ROOT=$(readlink -f "$HERE/../..")
-. "$HERE/mcp_servers.sh"
-OUT=$T/test.out
-exec > >(tee -a "$OUT") 2>&1
+. "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
-need_tool node nft ip jq
+need_tool nft ip
 [ -x /usr/bin/bwrap ] || die "bubblewrap (/usr/bin/bwrap) is missing"
-mcp_need_sdk
 track_sandbox_objects
 
 pki_init

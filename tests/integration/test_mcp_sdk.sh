@@ -9,14 +9,9 @@
 # A raw client (curl) covers the explicit proxy.
 # The SDK comes from build/node (scripts/deps.sh test: npm ci --ignore-scripts from tests/mcp/package-lock.json).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
-HERE=$(dirname "$(readlink -f "$0")")
-ROOT=$(readlink -f "$HERE/../..")
-. "$HERE/mcp_servers.sh"
-OUT=$T/test.out
-exec > >(tee -a "$OUT") 2>&1
+. "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
-need_tool node nft ip jq
-mcp_need_sdk
+need_tool nft ip
 
 pki_init
 mcp_sdk_server_start "$UPADDR" 443 api.example.test
