@@ -2,6 +2,7 @@
 """mcp_h2client.py - an MCP client over HTTP/2 answering a server's request, for test_mcp_h2.sh (issue 23).
 
     mcp_h2client.py PROXY_PORT CAFILE AUTHORITY ASK_PATH ACK_PATH
+    mcp_h2client.py PROXY_PORT CAFILE AUTHORITY many PATH...
 
 Through the gateway's explicit proxy (h2client.py's connect: CONNECT, TLS with ALPN h2), on one connection:
 stream 1 POSTs a tools/call (keep_a, id 11) to ASK_PATH, whose answer is an event stream that first carries a
@@ -14,6 +15,9 @@ S<n> the HTTP status of stream n (or "reset CODE", "timeout"), OPEN "open" when 
 ended (else "after"; the upstream holds stream 1 open until it has the answer, so "final answered" says that the
 answer went through while stream 1 was open), RULE the "rule" in the data of a refusal's JSON-RPC error or 403 body ("-" when none), TEXT
 the text of stream 1's final result ("answered" when the upstream got the answer) or "none".
+With "many": one tools/list POST per PATH, all at once on one connection (their answers interleave), each read to
+its end; prints per stream, in order, "STATUS NAMES" joined by " | ", NAMES the tools of the list results in its
+answer (JSON or events) joined by ",", or how it ended ("reset CODE", "timeout").
 """
 import json
 import socket
@@ -59,7 +63,60 @@ def final_text(body):
     return "none"
 
 
+def list_names(body):
+    """the tool names of every list result in <body> (application/json or an event stream)"""
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    datas = [ln[6:] for ln in text.split("\n") if ln.startswith("data: ")] or [text]
+    names = []
+    for d in datas:
+        try:
+            m = json.loads(d)
+        except ValueError:
+            continue
+        if isinstance(m, dict) and isinstance(m.get("result"), dict) and "tools" in m["result"]:
+            names += [t.get("name") for t in m["result"]["tools"]]
+    return ",".join(names) or "-"
+
+
+def many(port, cafile, authority, paths):
+    t, c = connect(port, cafile, authority)
+    t.settimeout(0.2)
+    sids = [1 + 2 * i for i in range(len(paths))]
+    for i, (sid, path) in enumerate(zip(sids, paths)):
+        post(c, sid, authority, path, json.dumps({"jsonrpc": "2.0", "id": 41 + i, "method": "tools/list"}).encode())
+    t.sendall(c.data_to_send())
+    status, body, done = {}, {}, {}
+    end = time.time() + 30
+    while time.time() < end and len(done) < len(sids):
+        try:
+            d = t.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if not d:
+            break
+        for ev in c.receive_data(d):
+            sid = getattr(ev, "stream_id", None)
+            if isinstance(ev, h2.events.ResponseReceived):
+                status[sid] = dict(ev.headers).get(b":status", b"?").decode()
+            elif isinstance(ev, h2.events.DataReceived):
+                body[sid] = body.get(sid, b"") + ev.data
+                c.acknowledge_received_data(ev.flow_controlled_length, sid)
+            elif isinstance(ev, h2.events.StreamEnded):
+                done[sid] = "%s %s" % (status.get(sid, "?"), list_names(body.get(sid, b"")))
+            elif isinstance(ev, h2.events.StreamReset):
+                done[sid] = "reset %d" % ev.error_code
+        out = c.data_to_send()
+        if out:
+            t.sendall(out)
+    print(" | ".join(done.get(s, "timeout") for s in sids))
+
+
 def main():
+    if sys.argv[4] == "many":
+        many(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:])
+        return
     port, cafile, authority, ask_path, ack_path = sys.argv[1:6]
     t, c = connect(port, cafile, authority)
     t.settimeout(0.2)

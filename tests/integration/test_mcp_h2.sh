@@ -15,8 +15,10 @@
 # The client answers a server's request (sampling/createMessage in an event): over h2 (mcp_h2client.py) on another
 # stream of the connection while the event stream is still open (h2 and HTTP/1.1 upstreams), over HTTP/1.1 on the
 # same keep-alive connection; the same answer twice, an answer to a request never made, an answer on another
-# connection are refused (rule mcp). A pooled upstream connection that closes unanswered: a tools/call is never
-# sent again (502), a GET is, once.
+# connection are refused (rule mcp); an HTTP/1.1 client gets the server's request event before the stream ends.
+# Concurrent list answers on one h2 client connection (h2 and HTTP/1.1 upstreams), their frames interleaved, each
+# filtered on its own. A pooled upstream connection that closes unanswered: a tools/call is never sent again (502),
+# a GET is, once; an h2 stream refused unprocessed (REFUSED_STREAM) is, once, POST or not.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 . "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
@@ -59,12 +61,13 @@ ans_host() { # NAME [PORT]: raw_host, plus the clients' answers to server reques
 }
 GW_RESOLVE=$(for m in $MODES1; do echo "h1c-$m.example.test: $UPADDR"; done
   echo "h2up.example.test: $UPADDR"; echo "h2ans.example.test: $UPADDR"; echo "h1ans.example.test: $UPADDR"
-  echo "h1seq.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
+  echo "h1seq.example.test: $UPADDR"; echo "h1many.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
 {
   echo "default: deny"
   echo "hosts:"
   for m in $MODES1; do raw_host "h1c-$m.example.test"; done
   raw_host h2up.example.test "$HP"
+  raw_host h1many.example.test
   ans_host h2ans.example.test "$HP"
   ans_host h1ans.example.test
   ans_host h1seq.example.test
@@ -143,6 +146,16 @@ check_eq "h2 upstream: the four answers went to it as h2 requests" 4 \
   "$(jq -s '[.[] | select(.ev == "req" and (.path | startswith("/mcp?m=")))] | length' "$T/h2up.jsonl")"
 check "audit: h2 upstream: the lists filtered, 2 removed" audit_wait \
   ".host==\"h2up.example.test\" and .mcp_method==\"tools/list\" and .removed==2"
+# concurrent streams on one client connection (and one upstream session), their frames interleaved: each stream's
+# events are parsed and filtered on their own
+check_eq "h2 upstream: six list answers at once on one connection (7- and 1-byte frames, JSON), each filtered" \
+  "$(printf '200 keep_a,keep_b | %.0s' 1 2 3 4 5; echo '200 keep_a,keep_b')" \
+  "$($CLEAN timeout 60 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" "h2up.example.test:$HP" many \
+    "/mcp?m=sse1" "/mcp?m=sse" "/mcp?m=json" "/mcp?m=sse1" "/mcp?m=sse" "/mcp?m=sse1" 2>&1 | tail -n 1)"
+check_eq "h2 client, h1 upstream: five list answers at once on one connection (an upstream connection each), each filtered" \
+  "$(printf '200 keep_a,keep_b | %.0s' 1 2 3 4; echo '200 keep_a,keep_b')" \
+  "$($CLEAN timeout 60 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" h1many.example.test many \
+    "/mcp?m=sse1" "/mcp?m=sse" "/mcp?m=ssecr" "/mcp?m=jsonch" "/mcp?m=sse1" 2>&1 | tail -n 1)"
 # an h2 upstream that refuses a stream unprocessed (REFUSED_STREAM): the POST, its body held, goes again, once
 f=$T/h2up-refuse
 check_eq "h2 upstream, REFUSED_STREAM: the POST is sent again and answered" "200 2 0" \
@@ -168,6 +181,17 @@ check "audit: the second answer to it is refused, rule mcp" audit_wait \
   '.host=="h2ans.example.test" and .rpc_id=="srv-1" and .verdict=="deny" and .rule=="mcp"'
 check "audit: the answer to a request never made is refused, rule mcp" audit_wait \
   '.host=="h2ans.example.test" and .rpc_id=="srv-9" and .verdict=="deny" and .rule=="mcp"'
+# an HTTP/1.1 client gets each event as it comes: the server's request at once, the result when the upstream ends
+# its 4 s wait for an answer that cannot come on this connection (the stream is never held whole)
+t0=$(date +%s%N)
+$CLEAN curl -sS -N --max-time 20 -x "http://127.0.0.1:$PP" --cacert "$CA/ca.pem" --http1.1 \
+  -H "Content-Type: application/json" -H "Accept: application/json, text/event-stream" \
+  --data-binary '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"keep_a","arguments":{}}}' \
+  "https://h1seq.example.test/mcp?m=ask" 2>&1 | while IFS= read -r l; do echo "$((($(date +%s%N) - t0) / 1000000)) $l"; done >"$T/ask-h1"
+ask_ms=$(sed -n 's/^\([0-9]*\) data: .*"srv-1".*/\1/p' "$T/ask-h1" | head -n 1)
+fin_ms=$(sed -n 's/^\([0-9]*\) data: .*"unanswered".*/\1/p' "$T/ask-h1" | head -n 1)
+check_match "HTTP/1.1 client: the server's request event arrives before the stream ends (at ${ask_ms:-?} ms, end at ${fin_ms:-?} ms)" \
+  '^ok$' "$([ -n "$ask_ms" ] && [ -n "$fin_ms" ] && [ $((fin_ms - ask_ms)) -ge 3000 ] && echo ok)"
 # HTTP/1.1 keep-alive (curl --next on one connection): a stream with the server's request, then its answer (202),
 # then the same answer again (refused); on a new connection the answer is refused too (not correlated across them)
 ANS='{"jsonrpc":"2.0","id":"srv-1","result":{"role":"assistant","model":"test","content":{"type":"text","text":"4"}}}'
