@@ -611,6 +611,15 @@ relay_pump(struct conn *c)
 
 	while (progress && c->state == CONN_S_RELAY) {
 		progress = 0;
+		/*
+		 * the client side failed (a reset, a TLS alert, a write that found it gone): what is relayed now is dropped
+		 * unread (cio.c), and an upstream that never ends its answer (an SSE stream) would be read for nobody until
+		 * it does; the exchange ends here, the upstream connection with it
+		 */
+		if (c->io_dead) {
+			http_truncate(c, "the client went away during the exchange");
+			return;
+		}
 		cin = cio_in(c);
 		cout = cio_out(c);
 		uin = bufferevent_get_input(c->up->bev);

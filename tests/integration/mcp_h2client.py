@@ -3,6 +3,7 @@
 
     mcp_h2client.py PROXY_PORT CAFILE AUTHORITY ASK_PATH ACK_PATH
     mcp_h2client.py PROXY_PORT CAFILE AUTHORITY many PATH...
+    mcp_h2client.py PROXY_PORT CAFILE AUTHORITY stall h1|h2 PATH SECS
 
 Through the gateway's explicit proxy (h2client.py's connect: CONNECT, TLS with ALPN h2), on one connection:
 stream 1 POSTs a tools/call (keep_a, id 11) to ASK_PATH, whose answer is an event stream that first carries a
@@ -18,13 +19,18 @@ the text of stream 1's final result ("answered" when the upstream got the answer
 With "many": one tools/list POST per PATH, all at once on one connection (their answers interleave), each read to
 its end; prints per stream, in order, "STATUS NAMES" joined by " | ", NAMES the tools of the list results in its
 answer (JSON or events) joined by ",", or how it ended ("reset CODE", "timeout").
+With "stall": one tools/list POST to PATH over HTTP/1.1 (h1: reads 16 KiB of the answer, then nothing) or HTTP/2
+(h2: SETTINGS_INITIAL_WINDOW_SIZE 16384 and never a WINDOW_UPDATE), then waits SECS seconds with the connection
+open, reading nothing; prints "read N" (the bytes of the answer it read).
 """
 import json
 import socket
+import ssl
 import sys
 import time
 
 import h2.events
+import h2.settings
 
 from h2client import connect
 
@@ -113,7 +119,58 @@ def many(port, cafile, authority, paths):
     print(" | ".join(done.get(s, "timeout") for s in sids))
 
 
+def stall(port, cafile, authority, proto, path, secs):
+    body = json.dumps({"jsonrpc": "2.0", "id": 41, "method": "tools/list"}).encode()
+    if proto == "h2":
+        t, c = connect(port, cafile, authority)
+        c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+        post(c, 1, authority, path, body)
+        t.sendall(c.data_to_send())
+        t.settimeout(0.2)
+        got, end = 0, time.time() + secs
+        while time.time() < end:
+            try:
+                d = t.recv(65536)
+            except socket.timeout:
+                continue
+            if not d:
+                break
+            for ev in c.receive_data(d):
+                if isinstance(ev, h2.events.DataReceived):
+                    got += len(ev.data)  # never acknowledged: the window stays shut
+            out = c.data_to_send()
+            if out:
+                t.sendall(out)
+        print("read %d" % got)
+        return
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    target = (authority if ":" in authority else authority + ":443").encode()
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target))
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(["http/1.1"])
+    # a small receive buffer, so that the kernel holds little of what the gateway sends
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    t = ctx.wrap_socket(s, server_hostname=authority.split(":")[0])
+    t.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+              b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
+              % (path.encode(), authority.split(":")[0].encode(), len(body), body))
+    got = 0
+    while got < 16384:
+        d = t.recv(16384 - got)
+        if not d:
+            break
+        got += len(d)
+    time.sleep(secs)
+    print("read %d" % got)
+
+
 def main():
+    if sys.argv[4] == "stall":
+        stall(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5], sys.argv[6], float(sys.argv[7]))
+        return
     if sys.argv[4] == "many":
         many(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:])
         return

@@ -25,6 +25,10 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
               once some connection of this process was POSTed the answer to it (mode ack) or after 4 s, the
               request's result, whose text says which ("answered" or "unanswered")
     ack       202 Accepted, no body: the body is a client's answer (a JSON-RPC response), its id remembered for ask
+    flood     text/event-stream until close: list events (each a tools/list result of the four tools) as fast as the
+              connection takes them, 64 MiB at most, for 60 s at most; logs {"ev":"flood","host","sent"} at its end
+    trickle   text/event-stream until close: a list event every 50 ms, for 60 s at most; logs {"ev":"trickle","host",
+              "sent"} when it ends (the peer went, or the 60 s)
     stale     a keep-alive connection the server had closed: on a connection that served a request before, the
               request is read and the connection closed without an answer; as a connection's first, "fresh" (JSON)
 Log: one {"ev":"req","mode","id","method","nth","host"} line per request (nth: the how-manieth of its connection).
@@ -114,6 +118,31 @@ class Conn(BufConn):
             ack(rid)
             c.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
             return True
+        if mode == "flood":
+            ev = b"data: " + result(rid, NAMES) + b"\n\n"
+            block = ev * (65536 // len(ev))
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            end = time.time() + 60
+            sent = 0
+            try:
+                while sent < (64 << 20) and time.time() < end:
+                    c.sendall(block)
+                    sent += len(block)
+            finally:
+                self.emit({"ev": "flood", "host": hl.get("host", ""), "sent": sent})
+            return False
+        if mode == "trickle":
+            ev = b"data: " + result(rid, NAMES) + b"\n\n"
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            end, sent = time.time() + 60, 0
+            try:
+                while time.time() < end:
+                    c.sendall(ev)
+                    sent += len(ev)
+                    time.sleep(0.05)
+            finally:
+                self.emit({"ev": "trickle", "host": hl.get("host", ""), "sent": sent, "at": time.time()})
+            return False
         if mode == "ask":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
                       b"data: " + json.dumps(ASK).encode() + b"\n\n")

@@ -18,7 +18,9 @@
 # connection are refused (rule mcp); an HTTP/1.1 client gets the server's request event before the stream ends.
 # Concurrent list answers on one h2 client connection (h2 and HTTP/1.1 upstreams), their frames interleaved, each
 # filtered on its own. A pooled upstream connection that closes unanswered: a tools/call is never sent again (502),
-# a GET is, once; an h2 stream refused unprocessed (REFUSED_STREAM) is, once, POST or not.
+# a GET is, once; an h2 stream refused unprocessed (REFUSED_STREAM) is, once, POST or not. A client that stops
+# reading a flood of list events: the gateway's memory stays bounded; once it goes away (also from a stream that
+# never ends) the upstream connection is closed at once and the cut audited.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 . "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
@@ -61,13 +63,16 @@ ans_host() { # NAME [PORT]: raw_host, plus the clients' answers to server reques
 }
 GW_RESOLVE=$(for m in $MODES1; do echo "h1c-$m.example.test: $UPADDR"; done
   echo "h2up.example.test: $UPADDR"; echo "h2ans.example.test: $UPADDR"; echo "h1ans.example.test: $UPADDR"
-  echo "h1seq.example.test: $UPADDR"; echo "h1many.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
+  echo "h1seq.example.test: $UPADDR"; echo "h1many.example.test: $UPADDR"; echo "flood.example.test: $UPADDR"
+  echo "flood2.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
 {
   echo "default: deny"
   echo "hosts:"
   for m in $MODES1; do raw_host "h1c-$m.example.test"; done
   raw_host h2up.example.test "$HP"
   raw_host h1many.example.test
+  raw_host flood.example.test
+  raw_host flood2.example.test
   ans_host h2ans.example.test "$HP"
   ans_host h1ans.example.test
   ans_host h1seq.example.test
@@ -222,6 +227,44 @@ check_eq "a pooled connection closed under a GET: sent again on a fresh one, ans
 check_eq "  the upstream saw it on the stale connection, then as a fresh connection's first" "reused fresh" \
   "$(jq -s -r '[.[] | select(.mode == "stale" and .method == "GET") | .nth]
     | if length == 2 and .[0] > 1 and .[1] == 1 then "reused fresh" else tostring end' "$T/up.jsonl")"
+
+# ---------------------------------------------------------------- a client that stops reading a filtered stream
+# mcp_upstream.py floods list events (64 MiB at most) as fast as the gateway takes them; the client reads 16 KiB
+# (h1) or opens a 16 KiB window (h2) and then nothing for 6 s: the gateway stops reading the upstream, so its
+# memory stays bounded (RSS grows by less than 24 MiB, where holding the flood would take 64 MiB and more), and when
+# the client goes the exchange ends (the upstream connection is closed, not read to its end for nobody)
+rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$GWPID/status"; }
+for p in h1 h2; do
+  [ $p = h1 ] && h=flood.example.test || h=flood2.example.test
+  r0=$(rss)
+  $CLEAN timeout 30 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" "$h" stall $p "/mcp?m=flood" 6 >"$T/stall-$p" 2>&1 &
+  spid=$!
+  sleep 5
+  r1=$(rss)
+  wait $spid
+  echo "# stall $p: gateway RSS $r0 kB -> $r1 kB; client: $(cat "$T/stall-$p")"
+  if grep -qa __asan_init "$SLUICE"; then
+    echo "# RSS not judged under ASan: its quarantine keeps what the filter frees"
+  else
+    check_match "a stalled $p client: the gateway's RSS grew by less than 24 MiB ($(((r1 - r0) / 1024)) MiB)" '^ok$' \
+      "$([ $((r1 - r0)) -lt 24576 ] && echo ok)"
+  fi
+  sent=$(eventually 20 sh -c "jq -e 'select(.ev == \"flood\" and .host == \"$h\")' '$T/up.jsonl'" &&
+    jq -r "select(.ev == \"flood\" and .host == \"$h\") | .sent" "$T/up.jsonl")
+  check_match "  the upstream could push only ${sent:-?} bytes: the gateway stopped reading, and closed it when the client went" \
+    '^ok$' "$([ -n "$sent" ] && [ "$sent" -lt $((24 << 20)) ] && echo ok)"
+done
+# a stream that does not end (an event every 50 ms for a minute) whose HTTP/1.1 client goes away: the gateway
+# closes the upstream connection at once (it read on for nobody until the upstream ended), and audits why
+$CLEAN timeout 30 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" flood.example.test stall h1 "/mcp?m=trickle" 1 \
+  >"$T/stall-trickle" 2>&1
+gone=$(date +%s.%N)
+check "a client gone from an endless stream: its upstream connection is closed within 3 s" \
+  eventually 3 jq -e 'select(.ev == "trickle")' "$T/up.jsonl"
+at=$(jq -r 'select(.ev == "trickle") | .at' "$T/up.jsonl" 2>/dev/null)
+[ -n "$at" ] && echo "# the endless stream ended $(awk -v a="$at" -v g="$gone" 'BEGIN { d = a - g; printf "%.1f", d < 0 ? 0 : d }') s after the client went"
+check "audit: the cut exchange records that the client went away" audit_wait \
+  '.host=="flood.example.test" and ((.reason // "") | test("client went away"))'
 
 # ---------------------------------------------------------------- the SDK server behind nginx h2
 call() { printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":{"message":"hello"}}}' "$1" "$2"; }
