@@ -44,6 +44,26 @@ def post(c, sid, authority, path, body):
     c.send_data(sid, body, end_stream=True)
 
 
+def take(c, events, status, body, done):
+    """Folds h2 <events> into <status>, <body> and <done> (by stream id: the status, the DATA so far, how the
+    stream ended: its status or "reset CODE"), acknowledging the DATA; false when the connection ended."""
+    alive = True
+    for ev in events:
+        sid = getattr(ev, "stream_id", None)
+        if isinstance(ev, h2.events.ResponseReceived):
+            status[sid] = dict(ev.headers).get(b":status", b"?").decode()
+        elif isinstance(ev, h2.events.DataReceived):
+            body[sid] = body.get(sid, b"") + ev.data
+            c.acknowledge_received_data(ev.flow_controlled_length, sid)
+        elif isinstance(ev, h2.events.StreamEnded):
+            done[sid] = status.get(sid, "?")
+        elif isinstance(ev, h2.events.StreamReset):
+            done[sid] = "reset %d" % ev.error_code
+        elif isinstance(ev, h2.events.ConnectionTerminated):
+            alive = False
+    return alive
+
+
 def rule_of(body):
     try:
         m = json.loads(body)
@@ -102,21 +122,13 @@ def many(port, cafile, authority, paths):
             break
         if not d:
             break
-        for ev in c.receive_data(d):
-            sid = getattr(ev, "stream_id", None)
-            if isinstance(ev, h2.events.ResponseReceived):
-                status[sid] = dict(ev.headers).get(b":status", b"?").decode()
-            elif isinstance(ev, h2.events.DataReceived):
-                body[sid] = body.get(sid, b"") + ev.data
-                c.acknowledge_received_data(ev.flow_controlled_length, sid)
-            elif isinstance(ev, h2.events.StreamEnded):
-                done[sid] = "%s %s" % (status.get(sid, "?"), list_names(body.get(sid, b"")))
-            elif isinstance(ev, h2.events.StreamReset):
-                done[sid] = "reset %d" % ev.error_code
+        if not take(c, c.receive_data(d), status, body, done):
+            break
         out = c.data_to_send()
         if out:
             t.sendall(out)
-    print(" | ".join(done.get(s, "timeout") for s in sids))
+    print(" | ".join("%s %s" % (done[s], list_names(body.get(s, b""))) if s in done and not done[s].startswith("reset")
+                     else done.get(s, "timeout") for s in sids))
 
 
 def stall(port, cafile, authority, proto, path, secs):
@@ -196,19 +208,8 @@ def main():
             break
         if d == b"":
             break
-        for ev in c.receive_data(d) if d else []:
-            sid = getattr(ev, "stream_id", None)
-            if isinstance(ev, h2.events.ResponseReceived):
-                status[sid] = dict(ev.headers).get(b":status", b"?").decode()
-            elif isinstance(ev, h2.events.DataReceived):
-                body[sid] = body.get(sid, b"") + ev.data
-                c.acknowledge_received_data(ev.flow_controlled_length, sid)
-            elif isinstance(ev, h2.events.StreamEnded):
-                done[sid] = status.get(sid, "?")
-            elif isinstance(ev, h2.events.StreamReset):
-                done[sid] = "reset %d" % ev.error_code
-            elif isinstance(ev, h2.events.ConnectionTerminated):
-                end = 0
+        if d and not take(c, c.receive_data(d), status, body, done):
+            end = 0
         # the next answer once the server's request is in and the one before it was answered
         if nxt and b'"srv-1"' in body[1] and (sent is None or sent in done):
             sid, rid = nxt.pop(0)
