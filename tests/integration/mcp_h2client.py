@@ -3,7 +3,7 @@
 
     mcp_h2client.py PROXY_PORT CAFILE AUTHORITY ASK_PATH ACK_PATH
     mcp_h2client.py PROXY_PORT CAFILE AUTHORITY many PATH...
-    mcp_h2client.py PROXY_PORT CAFILE AUTHORITY stall h1|h2 PATH SECS
+    mcp_h2client.py PROXY_PORT CAFILE AUTHORITY stall h1|h2|h2reset PATH SECS
 
 Through the gateway's explicit proxy (h2client.py's connect: CONNECT, TLS with ALPN h2), on one connection:
 stream 1 POSTs a tools/call (keep_a, id 11) to ASK_PATH, whose answer is an event stream that first carries a
@@ -20,8 +20,8 @@ With "many": one tools/list POST per PATH, all at once on one connection (their 
 its end; prints per stream, in order, "STATUS NAMES" joined by " | ", NAMES the tools of the list results in its
 answer (JSON or events) joined by ",", or how it ended ("reset CODE", "timeout").
 With "stall": one tools/list POST to PATH over HTTP/1.1 (h1: reads 16 KiB of the answer, then nothing) or HTTP/2
-(h2: SETTINGS_INITIAL_WINDOW_SIZE 16384 and never a WINDOW_UPDATE), then waits SECS seconds with the connection
-open, reading nothing; prints "read N" (the bytes of the answer it read).
+(h2: SETTINGS_INITIAL_WINDOW_SIZE 16384 and never a WINDOW_UPDATE; h2reset: the same, and the stream reset with
+CANCEL at its first DATA), then waits SECS seconds with the connection open, reading nothing; prints "read N" (the bytes of the answer it read).
 """
 import json
 import socket
@@ -133,7 +133,7 @@ def many(port, cafile, authority, paths):
 
 def stall(port, cafile, authority, proto, path, secs):
     body = json.dumps({"jsonrpc": "2.0", "id": 41, "method": "tools/list"}).encode()
-    if proto == "h2":
+    if proto in ("h2", "h2reset"):
         t, c = connect(port, cafile, authority)
         c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
         post(c, 1, authority, path, body)
@@ -150,6 +150,8 @@ def stall(port, cafile, authority, proto, path, secs):
             for ev in c.receive_data(d):
                 if isinstance(ev, h2.events.DataReceived):
                     got += len(ev.data)  # never acknowledged: the window stays shut
+                    if proto == "h2reset" and got > 0 and 1 in c.streams:
+                        c.reset_stream(1, 8)  # CANCEL: the client goes, its connection stays
             out = c.data_to_send()
             if out:
                 t.sendall(out)

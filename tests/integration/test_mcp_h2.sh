@@ -20,7 +20,7 @@
 # filtered on its own. A pooled upstream connection that closes unanswered: a tools/call is never sent again (502),
 # a GET is, once; an h2 stream refused unprocessed (REFUSED_STREAM) is, once, POST or not. A client that stops
 # reading a flood of list events: the gateway's memory stays bounded; once it goes away (also from a stream that
-# never ends) the upstream connection is closed at once and the cut audited.
+# never ends, and an h2 client that resets that stream) the upstream connection is closed at once and the cut audited.
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
 . "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
@@ -64,7 +64,7 @@ ans_host() { # NAME [PORT]: raw_host, plus the clients' answers to server reques
 GW_RESOLVE=$(for m in $MODES1; do echo "h1c-$m.example.test: $UPADDR"; done
   echo "h2up.example.test: $UPADDR"; echo "h2ans.example.test: $UPADDR"; echo "h1ans.example.test: $UPADDR"
   echo "h1seq.example.test: $UPADDR"; echo "h1many.example.test: $UPADDR"; echo "flood.example.test: $UPADDR"
-  echo "flood2.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
+  echo "flood2.example.test: $UPADDR"; echo "trickle2.example.test: $UPADDR"; echo "h2json.example.test: $NGADDR"; echo "h2sse.example.test: $NGADDR")
 {
   echo "default: deny"
   echo "hosts:"
@@ -73,6 +73,7 @@ GW_RESOLVE=$(for m in $MODES1; do echo "h1c-$m.example.test: $UPADDR"; done
   raw_host h1many.example.test
   raw_host flood.example.test
   raw_host flood2.example.test
+  raw_host trickle2.example.test
   ans_host h2ans.example.test "$HP"
   ans_host h1ans.example.test
   ans_host h1seq.example.test
@@ -261,10 +262,17 @@ $CLEAN timeout 30 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" flood.example
 gone=$(date +%s.%N)
 check "a client gone from an endless stream: its upstream connection is closed within 3 s" \
   eventually 3 jq -e 'select(.ev == "trickle")' "$T/up.jsonl"
-at=$(jq -r 'select(.ev == "trickle") | .at' "$T/up.jsonl" 2>/dev/null)
+at=$(jq -r 'select(.ev == "trickle" and .host == "flood.example.test") | .at' "$T/up.jsonl" 2>/dev/null)
 [ -n "$at" ] && echo "# the endless stream ended $(awk -v a="$at" -v g="$gone" 'BEGIN { d = a - g; printf "%.1f", d < 0 ? 0 : d }') s after the client went"
 check "audit: the cut exchange records that the client went away" audit_wait \
   '.host=="flood.example.test" and ((.reason // "") | test("client went away"))'
+# the same endless stream to an h2 client (HTTP/1.1 upstream) that resets its stream and keeps the connection
+$CLEAN timeout 30 "$PY" "$HERE/mcp_h2client.py" "$PP" "$CA/ca.pem" trickle2.example.test stall h2reset "/mcp?m=trickle" 4 \
+  >"$T/stall-trickle2" 2>&1 &
+spid=$!
+check "an h2 stream reset by its client on an endless stream: its upstream connection is closed within 3 s" \
+  eventually 3 jq -e 'select(.ev == "trickle" and .host == "trickle2.example.test")' "$T/up.jsonl"
+wait $spid
 
 # ---------------------------------------------------------------- the SDK server behind nginx h2
 call() { printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":{"message":"hello"}}}' "$1" "$2"; }
