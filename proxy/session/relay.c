@@ -249,6 +249,34 @@ relay_abort(struct conn *c, const char *why, int status)
 	relay_fail(c, &rf);
 }
 
+/*
+ * May the request of <c> be sent again on a fresh connection, its upstream having ended before a byte of the
+ * answer? Only what the upstream cannot have acted on, or may see twice: an h2 stream still marked reused was
+ * refused unprocessed (REFUSED_STREAM, or beyond a GOAWAY: h2up.c; RFC 9113, section 8.7); on a pooled HTTP/1.1
+ * connection the upstream may have read the request before it closed, so only a request that came without a body
+ * and whose method is idempotent goes again (RFC 9110, section 9.2.2: a proxy MUST NOT automatically retry
+ * non-idempotent requests). A held body (MCP, semantic rules, the secret scan) is forwarded inside up_head with
+ * r->body set to H1_BODY_NONE, so r->body alone cannot tell: r->up_no_reuse says whether it came with one.
+ */
+static int
+retry_allowed(const struct conn *c)
+{
+	static const char *const idempotent[] = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+	const struct req *r = c->req;
+	size_t i;
+
+	if (!c->up->reused || r->up_head == NULL || r->body != H1_BODY_NONE || r->head_copy_sent)
+		return 0;
+	if (c->up->h2s != NULL)
+		return 1;
+	if (r->up_no_reuse)
+		return 0;
+	for (i = 0; i < sizeof(idempotent) / sizeof(idempotent[0]); i++)
+		if (strcmp(r->method, idempotent[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* The response head arrived: 1 when handled, 0 to wait. */
 static int
 response_head(struct conn *c)
@@ -270,7 +298,7 @@ response_head(struct conn *c)
 
 	if (len == 0) {
 		if (c->up_eof) {
-			if (c->up->reused && r->up_head != NULL && r->body == H1_BODY_NONE && !r->head_copy_sent) {
+			if (retry_allowed(c)) {
 				/* a pooled connection the upstream had closed: dial afresh, once */
 				struct refusal rf;
 
@@ -583,6 +611,15 @@ relay_pump(struct conn *c)
 
 	while (progress && c->state == CONN_S_RELAY) {
 		progress = 0;
+		/*
+		 * the client side failed (a reset, a TLS alert, a write that found it gone): what is relayed now is dropped
+		 * unread (cio.c), and an upstream that never ends its answer (an SSE stream) would be read for nobody until
+		 * it does; the exchange ends here, the upstream connection with it
+		 */
+		if (c->io_dead) {
+			http_truncate(c, "the client went away during the exchange");
+			return;
+		}
 		cin = cio_in(c);
 		cout = cio_out(c);
 		uin = bufferevent_get_input(c->up->bev);

@@ -13,6 +13,14 @@ test can count upstream handshakes.  Responses, by path:
   /bad/cl       content-length: 10 with 5 bytes of DATA
   /bad/nul      a field value with a NUL
   /reset        RST_STREAM (INTERNAL_ERROR) instead of an answer
+  /mcp?m=MODE   an MCP server's answers to the JSON-RPC request in the body (the tools and events of
+                mcp_upstream.py, the answer's id the request's): json (application/json, content-length), sse (the
+                event stream in DATA frames of 7 bytes, cutting events and lines anywhere), sse1 (one DATA frame
+                per byte), ssebig (a ping, then an event of 10 MiB, then a list event never reached), ask (a
+                server-to-client request "srv-1" in an event, the stream left open until the answer to it was
+                POSTed (ack) or 4 s passed, then the result "answered" or "unanswered"), ack (202, the answer's id
+                remembered), refuse (the first such request of the process is reset with REFUSED_STREAM, unprocessed;
+                later ones are answered as json)
   anything else "hello h2"
 It allows extended CONNECT (RFC 8441): CONNECT :protocol websocket gets a 200 and then a WebSocket echo, every
 text message answered "echo:<text>", a close answered with a close and END_STREAM.
@@ -23,6 +31,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 
 import h2.config
 import h2.connection
@@ -30,9 +39,11 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+import mcp_upstream
 from upstream_common import latin, listen, mask, seen
 
 COUNTER = [0]
+REFUSED = [0]  # requests of mode refuse reset so far
 LOCK = threading.Lock()
 
 
@@ -47,6 +58,7 @@ class Conn(threading.Thread):
         self.streams = {}   # id -> {"headers", "body", "trailers"}
         self.pending = {}   # id -> [bytes left, trailers or None]
         self.ws = {}        # id -> bytes of client frames not parsed yet
+        self.asks = {}      # id -> (the request's id, when to give up waiting for the answer)
         with LOCK:
             COUNTER[0] += 1
             self.num = COUNTER[0]
@@ -80,6 +92,7 @@ class Conn(threading.Thread):
                 for ev in events:
                     self.event(ev)
                 self.send_pending()
+                self.tick_asks()
                 self.flush()
         except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
             return
@@ -118,6 +131,7 @@ class Conn(threading.Thread):
         elif isinstance(ev, h2.events.StreamReset):
             self.pending.pop(ev.stream_id, None)
             self.ws.pop(ev.stream_id, None)
+            self.asks.pop(ev.stream_id, None)
 
     def ws_frames(self, sid, buf):
         """Client frames (masked) in <buf>: text echoed back unmasked, close answered; the rest kept."""
@@ -159,6 +173,9 @@ class Conn(threading.Thread):
         if path == "/reset":
             self.c.reset_stream(sid, 2)
             return
+        if path.split("?")[0] == "/mcp":
+            self.mcp(sid, path.partition("m=")[2].split("&")[0] or "json", body)
+            return
         if path.startswith("/big/"):
             n = int(path[5:])
             self.c.send_headers(sid, [(":status", "200"), ("content-length", str(n))])
@@ -189,12 +206,54 @@ class Conn(threading.Thread):
         self.c.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
         self.pending[sid] = [b"hello h2\n", None]
 
+    def mcp(self, sid, mode, body):
+        try:
+            rid = json.loads(body).get("id", 1)
+        except (ValueError, AttributeError):
+            rid = 1
+        if mode == "refuse" and REFUSED[0] == 0:
+            REFUSED[0] += 1
+            self.c.reset_stream(sid, 7)  # REFUSED_STREAM: not processed, the client may send it again
+            return
+        if mode == "ack":
+            mcp_upstream.ack(rid)
+            self.c.send_headers(sid, [(":status", "202")], end_stream=True)
+            return
+        if mode == "ask":
+            self.c.send_headers(sid, [(":status", "200"), ("content-type", "text/event-stream")])
+            self.c.send_data(sid, b"data: " + json.dumps(mcp_upstream.ASK).encode() + b"\n\n")
+            self.asks[sid] = (rid, time.time() + 4)
+            return
+        if mode in ("json", "refuse"):
+            b = mcp_upstream.result(rid, mcp_upstream.NAMES)
+            self.c.send_headers(sid, [(":status", "200"), ("content-type", "application/json"),
+                                      ("content-length", str(len(b)))])
+            self.pending[sid] = [b, None]
+            return
+        self.c.send_headers(sid, [(":status", "200"), ("content-type", "text/event-stream")])
+        if mode == "ssebig":
+            s = b": ping\n\ndata: " + b"x" * (10 << 20) + b"\n\ndata: " + mcp_upstream.result(rid, mcp_upstream.NAMES) + b"\n\n"
+            self.pending[sid] = [s, None, 16384]
+        else:
+            self.pending[sid] = [mcp_upstream.stream(rid, b"\n"), None, 1 if mode == "sse1" else 7]
+
+    def tick_asks(self):
+        for sid, (rid, end) in list(self.asks.items()):
+            answered = mcp_upstream.wait_answer("srv-1", 0)
+            if answered or time.time() > end:
+                del self.asks[sid]
+                try:
+                    self.c.send_data(sid, b"data: " + mcp_upstream.ask_final(rid, answered) + b"\n\n", end_stream=True)
+                except h2.exceptions.StreamClosedError:
+                    pass
+
     def send_pending(self):
         for sid in list(self.pending):
-            data, trailers = self.pending[sid]
+            data, trailers = self.pending[sid][:2]
+            frame = self.pending[sid][2] if len(self.pending[sid]) > 2 else 1000
             try:
                 while data:
-                    n = min(len(data), self.c.local_flow_control_window(sid), self.c.max_outbound_frame_size, 1000)
+                    n = min(len(data), self.c.local_flow_control_window(sid), self.c.max_outbound_frame_size, frame)
                     if n <= 0:
                         break
                     self.c.send_data(sid, data[:n])

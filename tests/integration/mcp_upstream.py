@@ -22,10 +22,22 @@ keep_b's description holds STORED (from the environment), a value the gateway mu
     err405    405, application/json: a JSON-RPC error with id null (what the SDK's stateless server answers a GET)
     dup       application/json: a list result with a duplicate "result" key (the second lists every tool)
     ssedup    a ping, then an event whose data is that text
-Log: one {"ev":"req","mode","id"} line per request.
+    ask       text/event-stream until close: a server-to-client request (sampling/createMessage, id "srv-1"), then,
+              once some connection of this process was POSTed the answer to it (mode ack) or after 4 s, the
+              request's result, whose text says which ("answered" or "unanswered")
+    ack       202 Accepted, no body: the body is a client's answer (a JSON-RPC response), its id remembered for ask
+    flood     text/event-stream until close: list events (each a tools/list result of the four tools) as fast as the
+              connection takes them, 64 MiB at most, for 60 s at most; logs {"ev":"flood","host","sent"} at its end
+    trickle   text/event-stream until close: a list event every 50 ms, for 60 s at most; logs {"ev":"trickle","host",
+              "sent"} when it ends (the peer went, or the 60 s)
+    stale     a keep-alive connection the server had closed: on a connection that served a request before, the
+              request is read and the connection closed without an answer; as a connection's first, "fresh" (JSON)
+Log: one {"ev":"req","mode","id","method","nth","host"} line per request (nth: the how-manieth of its connection).
 """
 import json
 import os
+import threading
+import time
 
 from upstream_common import BufConn, serve
 
@@ -42,6 +54,33 @@ def result(rid, names):
 
 
 NAMES = ["keep_a", "drop_x", "keep_b", "other_y"]
+ASK = {"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
+       "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 5}}
+ANSWERED = set()  # ids of the answers POSTed to any connection (mode ack)
+ANSWERED_CV = threading.Condition()
+
+
+def ack(rid):
+    with ANSWERED_CV:
+        ANSWERED.add(rid)
+        ANSWERED_CV.notify_all()
+
+
+def wait_answer(rid, secs):
+    """true once an answer with id <rid> was POSTed, within <secs>; the answer is taken (each one answers once)"""
+    end = time.time() + secs
+    with ANSWERED_CV:
+        while rid not in ANSWERED and time.time() < end:
+            ANSWERED_CV.wait(end - time.time())
+        if rid not in ANSWERED:
+            return False
+        ANSWERED.discard(rid)
+        return True
+
+
+def ask_final(rid, answered):
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [
+        {"type": "text", "text": "answered" if answered else "unanswered"}]}}).encode()
 
 
 def stream(rid, eol):
@@ -67,9 +106,51 @@ class Conn(BufConn):
             rid = json.loads(body).get("id", 1)
         except Exception:  # noqa: BLE001
             rid = 1
-        self.emit({"ev": "req", "mode": mode, "id": rid, "method": method})
+        self.served = getattr(self, "served", 0) + 1
+        self.emit({"ev": "req", "mode": mode, "id": rid, "method": method, "nth": self.served,
+                   "host": hl.get("host", "")})
         c = self.c
-        dup = (b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"result":{"tools":[{"name":"drop_x"}]}}' % (rid if isinstance(rid, int) else 1))
+        dup = (b'{"jsonrpc":"2.0","id":%s,"result":{"tools":[]},"result":{"tools":[{"name":"drop_x"}]}}' % json.dumps(rid).encode())
+        if mode == "stale":
+            if self.served > 1:
+                return False
+            b = b'{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fresh"}]}}' % json.dumps(rid).encode()
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
+            return True
+        if mode == "ack":
+            ack(rid)
+            c.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            return True
+        if mode == "flood":
+            ev = b"data: " + result(rid, NAMES) + b"\n\n"
+            block = ev * (65536 // len(ev))
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            end = time.time() + 60
+            sent = 0
+            try:
+                while sent < (64 << 20) and time.time() < end:
+                    c.sendall(block)
+                    sent += len(block)
+            finally:
+                self.emit({"ev": "flood", "host": hl.get("host", ""), "sent": sent})
+            return False
+        if mode == "trickle":
+            ev = b"data: " + result(rid, NAMES) + b"\n\n"
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            end, sent = time.time() + 60, 0
+            try:
+                while time.time() < end:
+                    c.sendall(ev)
+                    sent += len(ev)
+                    time.sleep(0.05)
+            finally:
+                self.emit({"ev": "trickle", "host": hl.get("host", ""), "sent": sent, "at": time.time()})
+            return False
+        if mode == "ask":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                      b"data: " + json.dumps(ASK).encode() + b"\n\n")
+            c.sendall(b"data: " + ask_final(rid, wait_answer("srv-1", 4)) + b"\n\n")
+            return False
         if mode == "err405":
             b = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}'
             c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"

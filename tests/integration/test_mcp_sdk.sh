@@ -6,28 +6,15 @@
 # absent), calls the allowed tool, and is refused the denied one. @modelcontextprotocol/server-everything (a real
 # server with sessions and the GET stream) runs inside the namespace, listening on every interface there, behind
 # nginx on loopback (TLS, proxy_buffering off): the same client, through the gateway, sees only its echo tool.
-# A raw client (curl) covers the explicit proxy. The SDK client with the sampling capability calls
-# server-everything's trigger-sampling-request: the server's sampling/createMessage comes on the call's SSE answer and
-# the SDK POSTs its answer on another connection while that one waits; the gateway correlates it (one table for the
-# gateway, keyed by sandbox, host and session) and a rule allows answers to sampling/createMessage.
+# A raw client (curl) covers the explicit proxy.
 # The SDK comes from build/node (scripts/deps.sh test: npm ci --ignore-scripts from tests/mcp/package-lock.json).
 . "$(dirname "$(readlink -f "$0")")/lib.sh" "$@"
-HERE=$(dirname "$(readlink -f "$0")")
-ROOT=$(readlink -f "$HERE/../..")
-NODE_DIR=${SLUICE_NODE_DIR:-$ROOT/build/node}
-OUT=$T/test.out
-exec > >(tee -a "$OUT") 2>&1
+. "$(dirname "$(readlink -f "$0")")/mcp_servers.sh"
 
-need_tool node nft ip jq
-[ -d "$NODE_DIR/node_modules/@modelcontextprotocol/sdk" ] ||
-  die "no MCP SDK in $NODE_DIR (run scripts/deps.sh test; tests never install anything themselves)"
-# ESM resolves packages from the script's own directory upward: the scripts run from $T beside a link to them
-ln -s "$NODE_DIR/node_modules" "$T/node_modules"
-cp "$ROOT/tests/mcp/sdk_server.mjs" "$ROOT/tests/mcp/sdk_client.mjs" "$ROOT/tests/mcp/sdk_sampling.mjs" "$T/"
+need_tool nft ip
 
 pki_init
-spawn "$T/sdk_server.log" node "$T/sdk_server.mjs" "$UPADDR" 443 "$PKI/srv.pem" "$PKI/srv.key" api.example.test
-eventually 10 sh -c "ss -ltnH | grep -q ' $UPADDR:443 '" || die "SDK server did not start: $(tail -n 5 "$T/sdk_server.log")"
+mcp_sdk_server_start "$UPADDR" 443 api.example.test
 
 netns_make m
 netns_redirect "443"
@@ -38,68 +25,21 @@ trap 'rm -rf "/etc/netns/$NS"; cleanup' EXIT
 
 # server-everything in the namespace (it listens on every interface: there, only the namespace's own), nginx in
 # front of it on a second loopback address (mcp.example.test), TLS, unbuffered so that its events flow
-EVADDR=$(pick_loopback) EVPORT=$((RANDOM % 20000 + 30000))
-spawn "$T/everything.log" ip netns exec "$NS" env -i PATH=/usr/bin:/bin PORT=$EVPORT \
-  node "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
-eventually 15 sh -c "ip netns exec '$NS' ss -ltnH | grep -q ':$EVPORT '" ||
-  die "server-everything did not start: $(tail -n 5 "$T/everything.log")"
-mkdir -p "$T/evngx/logs" "$T/evngx/tmp"
-cat >"$T/evngx/nginx.conf" <<NGX
-daemon off; user root; worker_processes 1; error_log $T/evngx/logs/error.log; pid $T/evngx/nginx.pid;
-events { worker_connections 256; }
-http {
-  client_body_temp_path $T/evngx/tmp/body; proxy_temp_path $T/evngx/tmp/proxy; fastcgi_temp_path $T/evngx/tmp/fcgi;
-  uwsgi_temp_path $T/evngx/tmp/uwsgi; scgi_temp_path $T/evngx/tmp/scgi; access_log $T/evngx/logs/access.log;
-  server {
-    listen $EVADDR:443 ssl; server_name _;
-    ssl_certificate $PKI/srv.pem; ssl_certificate_key $PKI/srv.key;
-    location / {
-      proxy_pass http://$NS_ADDR:$EVPORT; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_buffering off; proxy_cache off; proxy_read_timeout 60s;
-    }
-  }
-}
-NGX
-spawn "$T/evngx/logs/stdout" nginx -c "$T/evngx/nginx.conf" -p "$T/evngx"
-eventually 5 sh -c "ss -ltnH | grep -q ' $EVADDR:443 '" || die "nginx for server-everything did not start"
-GW_RESOLVE="mcp.example.test: $EVADDR"
+mcp_everything_start
 
-mcp_host() {
-  cat <<YAML
-  $1:
-    allow_private: true
-    mcp: { endpoint: /mcp }
-    rules:
-      - id: lifecycle
-        allow: { method: POST, path: /mcp, mcp: { method: [initialize, notifications/initialized, ping, tools/list] } }
-      - id: stream
-        allow: { method: [GET, DELETE], path: /mcp }
-      - id: keep
-        allow: { method: POST, path: /mcp, mcp: { tool: "keep_*" } }
-      - id: no-drop
-        deny: { method: POST, path: /mcp, mcp: { tool: "drop_*" } }
-YAML
-}
 {
   echo "default: deny"
   echo "hosts:"
-  mcp_host api.example.test
-  mcp_host other.example.test
+  mcp_sdk_host api.example.test
+  mcp_sdk_host other.example.test
+  mcp_everything_host
+  # server-everything's sampling tool (listed only to a client with the sampling capability) and the answers to
+  # the server's sampling/createMessage, judged as answers to that method
   cat <<YAML
-  mcp.example.test:
-    allow_private: true
-    mcp: { endpoint: /mcp }
-    rules:
-      - id: lifecycle
-        allow: { method: POST, path: /mcp, mcp: { method: [initialize, notifications/initialized, ping, tools/list] } }
-      - id: stream
-        allow: { method: [GET, DELETE], path: /mcp }
-      - id: echo
-        allow: { method: POST, path: /mcp, mcp: { tool: [echo, trigger-sampling-request] } }
+      - id: sampling-call
+        allow: { method: POST, path: /mcp, mcp: { tool: trigger-sampling-request } }
       - id: sampling-answers
         allow: { method: POST, path: /mcp, mcp: { method: [sampling/createMessage] } }
-      - id: no-env
-        deny: { method: POST, path: /mcp, mcp: { tool: get-env } }
 YAML
   printf 'sandboxes:\n  local:\n    addresses: [127.0.0.1/32, %s/32]\n' "$NS_ADDR"
 } | gw_conf
@@ -122,13 +62,7 @@ for host in api.example.test other.example.test; do
     ".host==\"$host\" and .mcp_method==\"tools/list\" and .removed==2"
 done
 # server-everything: its own list, read in the namespace directly, against what the client sees through the gateway
-direct=$(cd "$T" && ip netns exec "$NS" env -i PATH=/usr/bin:/bin timeout 60 node -e '
-  import("@modelcontextprotocol/sdk/client/index.js").then(async ({ Client }) => {
-    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
-    const c = new Client({ name: "direct", version: "1" });
-    await c.connect(new StreamableHTTPClientTransport(new URL(process.argv[1])));
-    console.log((await c.listTools()).tools.length); await c.close(); process.exit(0);
-  });' "http://127.0.0.1:$EVPORT/mcp" 2>"$T/direct.err")
+direct=$(mcp_everything_ntools)
 check_match "server-everything lists many tools directly ($direct)" '^[0-9]+$' "$direct"
 [ "${direct:-0}" -gt 2 ] && ok "server-everything: more than two tools without the gateway" || bad "server-everything: $direct tools directly"
 out=$(ns_exec NODE_EXTRA_CA_CERTS="$CA/ca.pem" timeout 60 node "$T/sdk_client.mjs" https://mcp.example.test/mcp echo get-env \
@@ -142,6 +76,7 @@ check "audit: server-everything's list filtered" audit_wait \
   ".host==\"mcp.example.test\" and .mcp_method==\"tools/list\" and .removed == $((direct - 1))"
 
 # sampling: the server's request on the call's stream, the SDK's answer POSTed on another connection
+cp "$ROOT/tests/mcp/sdk_sampling.mjs" "$T/"
 out=$(ns_exec NODE_EXTRA_CA_CERTS="$CA/ca.pem" timeout 60 node "$T/sdk_sampling.mjs" https://mcp.example.test/mcp \
   2>"$T/client-sampling.err")
 echo "$out" >"$T/client-sampling.json"

@@ -17,7 +17,7 @@
  * Content-Length, CL+TE: 400, closed, nothing upstream); the upstream
  * failing before its response head (refused dial, a dial that fails later,
  * an EOF after the head went up: 502, the request freed, the next request
- * served); a stale pooled upstream (the request sent again once); deadlines
+ * served); a stale pooled upstream (a bodyless GET sent again once, a POST never); deadlines
  * (idle, request head, dial, response); plain HTTP through the explicit proxy
  * (absolute-form, each request judged by its own host); a JSON body held for a semantic rule,
  * allowed and denied; a placeholder in an unbound place (403 exfiltration,
@@ -756,6 +756,47 @@ test_deadlines(void **state)
 	assert_int_equal(nf_recs(nf, AUDIT_KIND_RESPONSE) + nf_recs(nf, AUDIT_KIND_REQUEST), 2 + 1 + 2 + 2);
 }
 
+/*
+ * a pooled upstream that closes under a request it may have acted on: a POST is never sent again (RFC 9110,
+ * 9.2.2), neither one whose body was held for a semantic rule (forwarded with its head, r->body then NONE) nor one
+ * without a body; it is a 502 and the connection ends
+ */
+static void
+test_stale_pooled_post(void **state)
+{
+	struct nf *nf = *state;
+	static const char *const reqs[] = {
+		"POST /chat HTTP/1.1\r\nHost: api.example.test\r\nContent-Type: application/json\r\n"
+		"Content-Length: 20\r\n\r\n{\"channel\":\"C0BOTS\"}",
+		"POST /upload HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 0\r\n\r\n",
+	};
+	struct nf_client *cl;
+	struct nf_up *u;
+	size_t i, nups;
+	char *s;
+
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		cl = client(nf);
+		u = served(nf, cl, "GET /v1/a HTTP/1.1\r\nHost: api.example.test\r\n\r\n", NULL, "a");
+		assert_int_equal(u->released, 1);
+		nups = nf->nups;
+		nf_send(cl, reqs[i]);
+		nf_run(nf);
+		assert_int_equal(u->reused, 1);
+		s = nf_up_take(u);
+		assert_true(has(s, "POST /"));
+		free(s);
+		nf_up_close(nf, u, 0);   /* EOF before any response byte: the upstream may have acted on it */
+		assert_int_equal(u->freed, 1);
+		assert_int_equal(nf->nups, nups);   /* no second dial: not sent again */
+		s = nf_rx_take(cl);
+		assert_true(has(s, "HTTP/1.1 502 Bad Gateway\r\n"));
+		free(s);
+		assert_closed(cl);
+		assert_int_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->status, 502);
+	}
+}
+
 /* ---- a body held for a semantic rule ---- */
 
 static void
@@ -863,6 +904,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_upstream_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_pooled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_pooled_post, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_semantic_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_placeholder, setup, teardown),
