@@ -152,7 +152,8 @@ int
 main(int argc, char **argv)
 {
 	static const char *const kinds[] = {"all", "mix", "esc"};
-	int events = argc > 1 ? atoi(argv[1]) : 100000, rounds = argc > 2 ? atoi(argv[2]) : 9, k, i;
+	int events = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 100000, rounds = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 9;
+	int k, i;
 	struct policy *pol = NULL;
 	struct policy_conn_decision cd;
 	char err[512];

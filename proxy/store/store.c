@@ -225,7 +225,7 @@ hs_fail(struct store *s, redisAsyncContext *ac, const char *why)
 	redisAsyncFree(ac);
 }
 
-/* A subscriber's channel: every push it gets (confirmations, messages), until the connection goes. */
+/* A subscriber's channel: every push it receives (confirmations, messages), until the connection goes. */
 static void
 on_sub(redisAsyncContext *ac, void *reply, void *priv)
 {
