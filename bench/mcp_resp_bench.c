@@ -131,10 +131,8 @@ run(struct policy *pol, const struct policy_host *host, const char *s, size_t n,
 		*outn = evbuffer_get_length(out);
 	}
 	t0 = now() - t0;
-	if (filter) {
+	if (filter)
 		mcp_resp_free(&r);
-		mcp_peer_free(&c);
-	}
 	evbuffer_free(in);
 	evbuffer_free(out);
 	return t0;
