@@ -66,7 +66,6 @@ run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out
 		abort();  /* a refusal always says why (it is audited) */
 	(void)mcp_resp_audit(&r, removed);
 	mcp_resp_free(&r);
-	mcp_peer_free(&c);
 	return rc;
 }
 
