@@ -4,6 +4,7 @@
  * in a fixed order, read back with jansson strictly (every member known,
  * none twice, each of its type and bounds).  Pure: no I/O, no globals.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -202,6 +203,40 @@ bad:
 	return NULL;
 }
 
+/*
+ * The string <v> back to the bytes the writer was given: common/json.h
+ * writes each byte >= 0x80 as \u00XX, so each code point up to U+00FF is one
+ * byte (jansson hands it over as UTF-8, two bytes).  A code point above
+ * U+00FF was not written by a gateway: 0, and the record is refused.
+ */
+static int
+to_bytes(json_t *v)
+{
+	const unsigned char *s = (const unsigned char *)json_string_value(v);
+	size_t i, o, n = json_string_length(v);
+	char *b;
+	int ok = 1;
+
+	for (i = 0; i < n && s[i] < 0x80; i++)
+		;
+	if (i == n)
+		return 1;
+	if ((b = malloc(n)) == NULL)
+		return 0;
+	for (i = 0, o = 0; i < n && ok; o++) {
+		if (s[i] < 0x80)
+			b[o] = (char)s[i++];
+		else if ((s[i] == 0xc2 || s[i] == 0xc3) && i + 1 < n && (s[i + 1] & 0xc0) == 0x80) {
+			b[o] = (char)((s[i] & 0x03) << 6 | (s[i + 1] & 0x3f));
+			i += 2;
+		} else
+			ok = 0;
+	}
+	ok = ok && json_string_setn_nocheck(v, b, o) == 0;
+	free(b);
+	return ok;
+}
+
 /* Member <k> of <o>: a string without NUL of at most <max> bytes (0: any), or NULL (*<bad> set unless <opt>). */
 static const char *
 str_of(json_t *o, const char *k, size_t max, int opt, int *bad)
@@ -211,7 +246,7 @@ str_of(json_t *o, const char *k, size_t max, int opt, int *bad)
 
 	if (v == NULL && opt)
 		return NULL;
-	if (!json_is_string(v)) {
+	if (!json_is_string(v) || !to_bytes(v)) {
 		*bad = 1;
 		return NULL;
 	}
