@@ -21,7 +21,7 @@
 
 #include "common/log.h"
 #include "common/sluice.h"
-#include "store_conn.h"
+#include "store_conn_int.h"
 #include "secrets/secrets.h"
 
 #define NUM_MAX 24                  /* decimal text of one argument (an int64, with its NUL) */

@@ -1,5 +1,5 @@
 /*
- * proxy/store/store_conn.c - the store's connection (store_conn.h): connect
+ * proxy/store/store_conn.c - the store's connection (store_conn_int.h): connect
  * (TCP or a unix socket), the handshake (AUTH, SELECT, the eviction check,
  * SCRIPT LOAD, SUBSCRIBE for a subscriber), reconnecting with backoff, and
  * the store's life (store.h: store_create, store_create_sub, store_destroy
@@ -17,7 +17,7 @@
 
 #include "common/log.h"
 #include "common/sluice.h"
-#include "store_conn.h"
+#include "store_conn_int.h"
 #include "secrets/secrets.h"
 
 enum hs_step {

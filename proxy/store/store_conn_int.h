@@ -1,11 +1,11 @@
 /*
- * proxy/store/store_conn.h - inside the store (store.c, store_conn.c): the
+ * proxy/store/store_conn_int.h - inside the store (store.c, store_conn.c): the
  * store itself, shared by its connection (store_conn.c: connect, handshake,
  * backoff, subscribe, the store's life) and its operations (store.c: the
  * commands and their timers).  Not a public header: store.h is the contract.
  */
-#ifndef SLUICE_PROXY_STORE_CONN_H
-#define SLUICE_PROXY_STORE_CONN_H
+#ifndef SLUICE_PROXY_STORE_CONN_INT_H
+#define SLUICE_PROXY_STORE_CONN_INT_H
 
 #include <stdint.h>
 #include <stdio.h>
