@@ -204,6 +204,13 @@ void relay_abort(struct conn *c, const char *why, int status);
  * whole, going out slowly), so the exchange is not stalled; else 0.
  */
 int relay_up_progress(struct conn *c);
+/*
+ * An MCP answer's bytes through its filter, then to the client (relay.c): 0,
+ * or -1 when the answer was refused or the stream cut (audited).
+ */
+int relay_mcp(struct conn *c, int end);
+/* resp_head.c: the response head arrived in RELAY: 1 when handled (sent on, refused, retried), 0 to wait. */
+int relay_response_head(struct conn *c);
 void http_req_reset(struct conn *c);
 void http_upstream_event(struct conn *c, short what);
 void http_timeout(struct conn *c);
