@@ -16,16 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz_mcp_common.h"
 #include "policy/mcp.h"
 
-static const char policy_yaml[] =
-	"ca: /x\n"
-	"hosts:\n"
-	"  m.test:\n"
-	"    mcp: { endpoint: /mcp }\n"
-	"    rules:\n"
-	"      - { deny: { path: /mcp, mcp: { tool: \"d*\" } } }\n"
-	"      - { allow: { path: /mcp, mcp: { tool: [\"a*\", \"file:///x/*\"] } } }\n";
+static const char policy_yaml[] = FUZZ_MCP_POLICY;
 
 static struct policy *pol;
 static const struct policy_host *host;
@@ -66,15 +60,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ra, rb;
 	size_t i;
 
-	if (pol == NULL) {
-		struct policy_conn_decision cd;
-		char err[512];
-
-		if (policy_load_buffer("f.yaml", policy_yaml, strlen(policy_yaml), NULL, &pol, err, sizeof(err)) != 0)
-			abort();
-		policy_decide_conn(pol, "m.test", 443, &cd);
-		host = cd.host;
-	}
+	pol = fuzz_mcp_policy(policy_yaml, &host);
 	ra = policy_mcp_parse((const char *)data, size, &a, &ea);
 	rb = policy_mcp_parse((const char *)data, size, &b, &eb);
 	if (ra != rb || ea != eb || (ra == 0) != (ea == POLICY_MCP_OK))

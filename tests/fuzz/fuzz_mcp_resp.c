@@ -18,17 +18,11 @@
 #include <string.h>
 #include <event2/buffer.h>
 
+#include "tests/fuzz/fuzz_mcp_common.h"
 #include "policy/judge.h"
 #include "tests/unit/proxy/mcp_resp_harness.h"
 
-static const char policy_yaml[] =
-	"ca: /x\n"
-	"hosts:\n"
-	"  m.test:\n"
-	"    mcp: { endpoint: /mcp }\n"
-	"    rules:\n"
-	"      - { deny: { path: /mcp, mcp: { tool: \"d*\" } } }\n"
-	"      - { allow: { path: /mcp, mcp: { tool: [\"a*\", \"file:///x/*\"] } } }\n";
+static const char policy_yaml[] = FUZZ_MCP_POLICY;
 
 static struct policy *pol;
 static const struct policy_host *host;
@@ -78,15 +72,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long ra = 0, rb = 0;
 	int json;
 
-	if (pol == NULL) {
-		struct policy_conn_decision cd;
-		char err[512];
-
-		if (policy_load_buffer("f.yaml", policy_yaml, strlen(policy_yaml), NULL, &pol, err, sizeof(err)) != 0)
-			abort();
-		policy_decide_conn(pol, "m.test", 443, &cd);
-		host = cd.host;
-	}
+	pol = fuzz_mcp_policy(policy_yaml, &host);
 	if (size < 1 || size > (1u << 20))
 		return 0;
 	json = data[0] & 1;

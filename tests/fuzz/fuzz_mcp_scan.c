@@ -16,18 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz_mcp_common.h"
 #include "policy/mcp.h"
 #include "policy/policy.h"
 #include "tests/unit/policy/mcp_scan_diff.h"
 
-static const char policy_yaml[] =
-	"ca: /x\n"
-	"hosts:\n"
-	"  m.test:\n"
-	"    mcp: { endpoint: /mcp }\n"
-	"    rules:\n"
-	"      - { deny: { path: /mcp, mcp: { tool: \"d*\" } } }\n"
-	"      - { allow: { path: /mcp, mcp: { tool: [\"a*\", \"file:///x/*\", \"p\"] } } }\n";
+static const char policy_yaml[] = FUZZ_MCP_POLICY_HEAD ", \"p\"] } } }\n";
 
 static struct policy *pol;
 static const struct policy_host *host;
@@ -44,13 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *text;
 
 	if (pol == NULL) {
-		struct policy_conn_decision cd;
-		char err[512];
-
-		if (policy_load_buffer("f.yaml", policy_yaml, strlen(policy_yaml), NULL, &pol, err, sizeof(err)) != 0)
-			abort();
-		policy_decide_conn(pol, "m.test", 443, &cd);
-		host = cd.host;
+		pol = fuzz_mcp_policy(policy_yaml, &host);
 		policy_mcp_scan_init(&sc);
 	}
 	if (size < 1 || size > (1u << 20))
