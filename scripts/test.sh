@@ -4,7 +4,7 @@
 # Release ctest, unit, integration and docs, run there), scripts/package-check.sh (the Debian package, installed
 # into another fresh root), then on this machine the same unit and integration tests under
 # AddressSanitizer + UndefinedBehaviorSanitizer, a banned-function check, and each libFuzzer target for a short,
-# bounded time.  Run as root from the checkout (integration tests create network namespaces and nft tables).
+# bounded time (beside the sanitized tests, at the lowest priority).  Run as root from the checkout (integration tests create network namespaces and nft tables).
 # Environment: FUZZ_SECONDS (per fuzzer, default 20), JOBS (default 2), FRESH=0 (skip the fresh root and run the
 # Release ctest on this machine instead: for a quick local run, never in CI).
 set -euo pipefail
@@ -34,25 +34,48 @@ release_tests=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\)$/\1/p
 echo "== the Debian package (scripts/package-check.sh: build, lintian, install into a fresh root, the unit)"
 scripts/package-check.sh
 
-echo "== ASan + UBSan build + unit + integration tests"
+echo "== ASan + UBSan build, the fuzzers' build"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
 cmake --build build/asan -j"$JOBS"
+CC=clang cmake -S . -B build/fuzz -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/fuzz -j"$JOBS"
+
+# The fuzzers run one after another beside the sanitized tests, at the lowest priority: the integration tests
+# mostly wait (on peers, timers), the fuzzers take what CPU is left, so neither step waits for the other (CI's
+# time) and the tests' timing is not the fuzzers' to disturb. Each fuzzer runs FUZZ_SECONDS of wall time.
+fuzz_all() {
+  local f name corpus seeds
+  for f in build/fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    corpus=build/fuzz/corpus/$name; mkdir -p "$corpus"
+    seeds=tests/fuzz/corpus/$name
+    [ -d "$seeds" ] || seeds=
+    rc=0
+    nice -n 19 "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 "$corpus" $seeds \
+      >"build/fuzz/$name.log" 2>&1 || rc=$?
+    echo "$rc" >"build/fuzz/$name.rc"
+  done
+}
+rm -f build/fuzz/fuzz_*.rc
+fuzz_all &
+FUZZ_PID=$!
+trap 'kill "$FUZZ_PID" 2>/dev/null; pkill -P "$FUZZ_PID" 2>/dev/null || true' EXIT
+
+echo "== ASan + UBSan unit + integration tests (the fuzzers, ${FUZZ_SECONDS}s each, beside them)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure
 
 echo "== fuzzers (${FUZZ_SECONDS}s each)"
-CC=clang cmake -S . -B build/fuzz -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/fuzz -j"$JOBS"
+wait "$FUZZ_PID"
+trap - EXIT
 fuzzed=0
 for f in build/fuzz/tests/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
   name=$(basename "$f")
-  corpus=build/fuzz/corpus/$name; mkdir -p "$corpus"
-  seeds=tests/fuzz/corpus/$name
-  [ -d "$seeds" ] || seeds=
-  echo "-- $name"
-  "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 "$corpus" $seeds \
-    >"build/fuzz/$name.log" 2>&1 || { tail -n 40 "build/fuzz/$name.log"; echo "fuzzer $name failed"; exit 1; }
+  rc=$(cat "build/fuzz/$name.rc" 2>/dev/null || echo "did not run")
+  echo "-- $name: exit $rc"
+  [ "$rc" = 0 ] || { tail -n 40 "build/fuzz/$name.log"; echo "fuzzer $name failed"; exit 1; }
   fuzzed=$((fuzzed + 1))
 done
 [ "$fuzzed" -gt 0 ] || { echo "no fuzzers were built"; exit 1; }
