@@ -67,7 +67,11 @@ enum fleet_err {
 	FLEET_EINVAL = -4,   /* sealing: a field out of its bounds */
 };
 
-/* One hold as published.  Strings borrowed (seal) or owned by <_json> (open: fleet_hold_dispose). */
+/*
+ * One hold as published.  Strings borrowed (seal) or owned by <_json> and
+ * <_fields> (open: fleet_hold_dispose).  An opened hold points at nothing
+ * inside itself, so it may be copied (moved) as a value: dispose one copy.
+ */
 struct fleet_hold {
 	char id[FLEET_ID_LEN + 1];
 	char gw[FLEET_GW_MAX + 1];       /* the holding gateway */
@@ -75,7 +79,7 @@ struct fleet_hold {
 	const char *method, *host, *path;
 	const struct policy_field *fields;
 	size_t nfields;                  /* <= POLICY_FIELDS_MAX */
-	struct policy_field _fields[POLICY_FIELDS_MAX];
+	struct policy_field *_fields;    /* open: the array <fields> is (heap), NULL when none */
 	char body_sha256[65];            /* hex */
 	int64_t created_ms, expiry_ms;   /* Unix ms of the holding gateway's clock */
 	void *_json;

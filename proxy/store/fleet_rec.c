@@ -314,6 +314,8 @@ fleet_hold_open(const char *rec, size_t len, const uint8_t *key, size_t keylen, 
 	if (bad || !only_members(o, known, sizeof(known) / sizeof(known[0])) || !id_ok(id) || !gw_ok(gw, strlen(gw)) ||
 	    !sha_ok(sha) || !json_is_array(fields) || json_array_size(fields) > POLICY_FIELDS_MAX)
 		goto bad;
+	if (json_array_size(fields) > 0)
+		h->_fields = xcalloc(json_array_size(fields), sizeof(*h->_fields));
 	json_array_foreach(fields, i, f) {
 		static const char *const fknown[] = {"place", "value"};
 
@@ -333,6 +335,7 @@ fleet_hold_open(const char *rec, size_t len, const uint8_t *key, size_t keylen, 
 	return FLEET_OK;
 bad:
 	json_decref(o);
+	free(h->_fields);
 	memset(h, 0, sizeof(*h));
 	return FLEET_EPARSE;
 }
@@ -343,6 +346,7 @@ fleet_hold_dispose(struct fleet_hold *h)
 	if (h == NULL)
 		return;
 	json_decref(h->_json);
+	free(h->_fields);
 	memset(h, 0, sizeof(*h));
 }
 

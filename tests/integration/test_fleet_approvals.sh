@@ -5,6 +5,7 @@
 #     upstream on gateway 1; a hold rejected from gateway 2 gets the refusal (403); both gateways audit the decision
 #     (the holder: by uid:0(root)@gwN; the decider: gateway gw1); a second decision is refused; two gateways
 #     deciding one hold at once: exactly one takes it (SET NX), the other is told 409;
+#   - a field of bytes >= 0x80 (a form value decoded to c3 a9 ff) is listed by gateway 3 as the same bytes as by gateway 1;
 #   - written into Redis by hand, without the fleet key: a decision (SET and PUBLISH) releases nothing, a genuine
 #     decision replayed under another hold's key releases nothing, a hold record is listed "unverified" and cannot
 #     be decided (409);
@@ -36,6 +37,7 @@ hosts:
     rules:
       - { id: pay-hold, hold: { method: POST, path: /pay, timeout: 60s } }
       - { id: gone-hold, hold: { method: POST, path: /gone, timeout: 8s } }
+      - { id: note-hold, hold: { method: POST, path: /note, form: { note: { exists: true } }, timeout: 60s } }
 YAML
 }
 declare -A GPP GPID GAUD GADM GLOG GCONF
@@ -130,6 +132,21 @@ check_eq "  the client on gateway 1 gets the winner's outcome" "$want" \
   "$(cat "$T/b.code") $(jq -r --arg id "$IDB" 'select(.type == "approval" and .id == $id) | .decision' "${GAUD[1]}")"
 check_eq "  one approval record on the holder, one on the winner, none on the loser" "1 $(( r2 == 0 ? 1 : 0 )) $(( r3 == 0 ? 1 : 0 ))" \
   "$(for n in 1 2 3; do jq -c --arg id "$IDB" 'select(.type == "approval" and .id == $id)' "${GAUD[$n]}" | wc -l; done | tr '\n' ' ' | sed 's/ $//')"
+
+# ---------------------------------------------------------------- bytes >= 0x80 cross the fleet as they are
+# the form field's value is the bytes "caf" c3 a9 ff: the holder lists each byte >= 0x80 as one \u00XX, and so must
+# every other gateway (the sealed record read back to the same bytes, not to their UTF-8 re-encoded)
+$CLEAN curl -sS --max-time 90 -x "http://127.0.0.1:${GPP[1]}" --cacert "$CA/ca.pem" -o "$T/u.body" -w '%{http_code}' \
+  --data-binary 'amount=7&note=caf%C3%A9%FF' "https://api.example.test:$PYP/note?c=bytes" >"$T/u.code" 2>/dev/null &
+CU=$!
+IDU=$(wait_entry 3 "/note?c=bytes" pending)
+# note_of N: the code points of the note field as gateway N lists the hold
+note_of() { list "$1" | jq -r --arg id "$IDU" '.[] | select(.id == $id) | .fields[] | select(.place == "form:note") | .value | explode | map(tostring) | join(",")' 2>/dev/null; }
+check_eq "a hold whose field has bytes >= 0x80: gateway 1 lists one code point a byte" "99,97,102,195,169,255" "$(note_of 1)"
+check_eq "  gateway 3 lists the very same bytes" "$(note_of 1)" "$(note_of 3)"
+decide 3 reject "$IDU" >/dev/null
+wait "$CU"
+check_eq "  rejected from gateway 3: 403 on gateway 1" 403 "$(cat "$T/u.code")"
 
 # ---------------------------------------------------------------- what Redis alone cannot do
 hold 1 f "/pay?c=forged"; CF1=$LASTCLIENT

@@ -77,7 +77,17 @@ test_hold_roundtrip(void **state)
 	assert_string_equal(o.body_sha256, h.body_sha256);
 	assert_int_equal(o.created_ms, h.created_ms);
 	assert_int_equal(o.expiry_ms, h.expiry_ms);
-	fleet_hold_dispose(&o);
+	{
+		/* an opened hold is a value: moved (as the fleet's listing moves its entries), the copy's fields are
+		 * its own, whatever becomes of the original's bytes (it used to point into the original) */
+		struct fleet_hold c = o;
+
+		memset(&o, 0xa5, sizeof(o));
+		assert_int_equal(c.nfields, 2);
+		assert_string_equal(c.fields[0].place, "json:amount");
+		assert_string_equal(c.fields[1].value, "a\"b\\c");
+		fleet_hold_dispose(&c);
+	}
 	/* no sandbox, no rule, no fields */
 	h.sandbox = NULL;
 	h.rule = NULL;
