@@ -18,21 +18,32 @@ if git grep -nE '\b(strcpy|strcat|sprintf|vsprintf|strtok|atoi|atol|gets|strncpy
   echo "banned functions found (STYLE.md section 5)"; exit 1
 fi
 
+# The fresh root runs in the background, beside the steps on this machine: its tests run in a network namespace
+# of their own (scripts/fresh-check.sh: loopback, nft, veths and namespaces apart from this machine's), in a mount
+# and PID namespace of their own, so the two suites cannot meet; its log is printed when it is done.
 if [ "${FRESH:-1}" = 0 ]; then
   echo "== release build + unit + integration tests (on this machine: FRESH=0)"
   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build/release -j"$JOBS"
   ctest --test-dir build/release --output-on-failure | tee build/release-ctest.log
+  FRESH_PID=
 else
-  echo "== a fresh Debian 12 root: the demo, deps.sh test, release build + unit + integration tests"
+  echo "== a fresh Debian 12 root (in the background): the demo, deps.sh test, release build + unit + integration tests"
   mkdir -p build
-  scripts/fresh-check.sh | tee build/release-ctest.log
+  scripts/fresh-check.sh >build/release-ctest.log 2>&1 &
+  FRESH_PID=$!
+  trap 'kill ${FRESH_PID:-} 2>/dev/null || true' EXIT   # it removes its root and namespaces on SIGTERM
 fi
-release_tests=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\)$/\1/p' build/release-ctest.log | tail -n 1)
-[ -n "$release_tests" ] || { echo "the release ctest reported no result"; exit 1; }
-
-echo "== the Debian package (scripts/package-check.sh: build, lintian, install into a fresh root, the unit)"
-scripts/package-check.sh
+# fresh_done: waits for the fresh root, prints its log; its exit status
+fresh_done() {
+  local rc=0
+  [ -n "$FRESH_PID" ] || return 0
+  wait "$FRESH_PID" || rc=$?
+  FRESH_PID=
+  echo "== the fresh Debian 12 root's log"
+  cat build/release-ctest.log
+  return $rc
+}
 
 echo "== ASan + UBSan build, the fuzzers' build"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
@@ -58,13 +69,23 @@ fuzz_all() {
   done
 }
 rm -f build/fuzz/fuzz_*.rc
+echo "== the Debian package (scripts/package-check.sh: build, lintian, install into a fresh root, the unit)"
+scripts/package-check.sh || { fresh_done >/dev/null 2>&1 || true; exit 1; }
+
 fuzz_all &
 FUZZ_PID=$!
-trap 'kill "$FUZZ_PID" 2>/dev/null; pkill -P "$FUZZ_PID" 2>/dev/null || true' EXIT
+trap 'kill "$FUZZ_PID" ${FRESH_PID:-} 2>/dev/null; pkill -P "$FUZZ_PID" 2>/dev/null || true' EXIT
 
 echo "== ASan + UBSan unit + integration tests (the fuzzers, ${FUZZ_SECONDS}s each, beside them)"
+asan_rc=0
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure
+  ctest --test-dir build/asan --output-on-failure || asan_rc=$?
+fresh_rc=0
+fresh_done || fresh_rc=$?
+[ "$fresh_rc" = 0 ] || { echo "the fresh Debian 12 root failed (exit $fresh_rc): its log is above"; exit 1; }
+release_tests=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\)$/\1/p' build/release-ctest.log | tail -n 1)
+[ -n "$release_tests" ] || { echo "the release ctest reported no result"; exit 1; }
+[ "$asan_rc" = 0 ] || { echo "the ASan + UBSan tests failed (exit $asan_rc)"; exit 1; }
 
 echo "== fuzzers (${FUZZ_SECONDS}s each)"
 wait "$FUZZ_PID"
