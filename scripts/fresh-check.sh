@@ -171,7 +171,9 @@ for s in $STEPS; do
 		# devices): what they make (listeners, nft tables, veths, namespaces, the guard's counters) never meets
 		# this machine's, nor scripts/test.sh's sanitized tests that run beside them; no test needs more than
 		# loopback and what it makes
-		ctest) run_step ctest "unshare --net --mount -- bash -c 'mount -t sysfs sysfs /sys && ip link set lo up && exec ctest --test-dir build/release --output-on-failure ${FRESH_CTEST_ARGS:-}'" ;;
+		# (the QEMU tests' kernel and initramfs come from the Debian archive: scripts/vm-image.sh makes them
+		# first, with the network, into the cache the tests read)
+		ctest) run_step ctest "bash scripts/vm-image.sh \${SLUICE_VM_CACHE:-/var/cache/sluice-test-vm} && unshare --net --mount -- bash -c 'mount -t sysfs sysfs /sys && ip link set lo up && exec ctest --test-dir build/release --output-on-failure ${FRESH_CTEST_ARGS:-}'" ;;
 		*) die "unknown step $s" ;;
 	esac
 done

@@ -58,7 +58,9 @@ GO=$T/go
 cp "$CA/ca.pem" "$T/ca-copy.pem" && chmod 644 "$T/ca-copy.pem"  # the fake runs as uid 1000: $CA is root's
 jq -n --argjson uid 1000 --arg k "$VM/vmlinux" --arg i "$VM/initrd.gz" --arg ca "$T/ca-copy.pem" --arg go "$GO" \
   '{uid: $uid, kernel: $k, initrd: $i, ca: $ca, memory: 192, go: $go}' >"$T/expect.json"
-printf '#!/bin/sh\nexec /usr/bin/python3 %s --vm %s "$@"\n' "$HERE/fake_firecracker.py" "$T/expect.json" >"$T/bin/firecracker"
+# the fake runs as uid 1000, which may not reach the checkout (a clone in a 0700 directory): a copy in $T
+install -m 0644 "$HERE/fake_firecracker.py" "$T/fake_firecracker.py"
+printf '#!/bin/sh\nexec /usr/bin/python3 %s --vm %s "$@"\n' "$T/fake_firecracker.py" "$T/expect.json" >"$T/bin/firecracker"
 chmod 755 "$T/bin/firecracker"
 chmod 644 "$T/expect.json"
 FCPATH="$T/bin:/usr/sbin:/usr/bin:/sbin:/bin"

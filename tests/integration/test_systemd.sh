@@ -95,8 +95,10 @@ YAML
 chmod 0644 "$GWCONF"
 check "policy check accepts a \$CREDENTIALS_DIRECTORY source" "$SLUICE" policy check "$GWCONF"
 echo "# --- as nobody, user: daemon" >>"$GWLOG"
+# nobody may not reach the build tree (a clone in a 0700 directory): a copy of the binary in $T
+install -m 0755 "$SLUICE" "$T/sluice-nobody"
 setpriv --reuid=nobody --regid=nogroup --clear-groups env NOTIFY_SOCKET="$NSOCK" CREDENTIALS_DIRECTORY="$NB/creds" \
-  "$SLUICE" serve -c "$GWCONF" >>"$GWLOG" 2>&1 &
+  "$T/sluice-nobody" serve -c "$GWCONF" >>"$GWLOG" 2>&1 &
 GWPID=$!; PIDS+=("$GWPID")
 wait_listen "$PP" 10 || die "the gateway did not listen as nobody: $(tail -n 5 "$GWLOG")"
 check_match "not root: user: is named as having no effect" "not started as root: running as uid 65534, user: 'daemon' has no effect" "$(cat "$GWLOG")"
