@@ -85,6 +85,7 @@
 #                                   bytes, ...), an "exfiltration_attempt" with its request's path, method, ...
 #   audit_get JQ_EXPR               prints the matching records of that view (compact JSON)
 #   audit_view                      that view: every record, requests joined with their responses
+#   audit_n JQ_EXPR                 how many records match (a half-written last line is not counted)
 # Guard and namespaces
 #   guard_install                   own nft table dropping and counting output to 169.254.0.0/16, 10.0.0.0/8 (but
 #                                   not 10.200.0.0/16), 100.64.0.0/10, 127.0.0.1, ::1, fe80::/10, ::ffff:0:0/96,
@@ -596,6 +597,9 @@ AUDIT_JOIN='def bare: del(.type, .seq, .time, .prev, .mac);
           elif .type == "exfiltration_attempt" and .id != null and $q[.id] != null then ($q[.id] | bare) + .
           else . end'
 audit_view() { jq -c -s "$AUDIT_JOIN" "$AUDIT" 2>/dev/null; }
+# audit_n JQ_EXPR: how many records match, line by line: a line the writer is still appending (read half
+# written) is not counted, and does not make the count 0
+audit_n() { jq -nR "[inputs | fromjson? | select($1)] | length" "$AUDIT" 2>/dev/null || echo 0; }
 audit_has() { audit_view | jq -e -s "map(select($1)) | length > 0" >/dev/null 2>&1; }
 audit_wait() { eventually "${2:-5}" audit_has "$1"; }
 audit_get() { audit_view | jq -c "select($1)" 2>/dev/null; }

@@ -31,7 +31,6 @@ check_json() {
   local b; b=$(printf '%s\n' "$3" | sed 1d)
   if printf '%s\n' "$b" | jq -e "$2" >/dev/null 2>&1; then ok "$1"; else bad "$1 (body [$(printf '%s' "$b" | head -c 300)])"; fi
 }
-audit_n() { jq -s "map(select($1)) | length" "$AUDIT" 2>/dev/null || echo 0; }
 up_saw() { grep -F "\"target\": \"$1\"" "$UPLOG" 2>/dev/null; }
 alive_check() { # a normal request from another client still succeeds
   check_eq "  and then a normal request from another client succeeds" "up 0" "$(pcurl --interface 127.0.0.2 https://api.example.test/ok/after)"

@@ -31,7 +31,6 @@ policy | gw_conf
 gw_start
 
 rc() { $CLEAN timeout 40 "$PY" "$RAW" --proxy "127.0.0.1:$PP" --cafile "$CA/ca.pem" --timeout 15 "$@"; }
-audit_n() { jq -s "map(select($1)) | length" "$AUDIT" 2>/dev/null || echo 0; }
 check_json() {
   local b; b=$(printf '%s\n' "$3" | sed 1d)
   if printf '%s\n' "$b" | jq -e "$2" >/dev/null 2>&1; then ok "$1"; else bad "$1 (body [$(printf '%s' "$b" | head -c 300)])"; fi

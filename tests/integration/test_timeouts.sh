@@ -23,7 +23,6 @@ gw_start
 
 rc() { $CLEAN timeout 30 "$PY" "$RAW" --proxy "127.0.0.1:$PP" --cafile "$CA/ca.pem" --timeout 15 --end "$@"; }
 nsrc() { ns_exec timeout 30 "$PY" "$RAW" --direct "$NS_HOST:443" --cafile "$CA/ca.pem" --timeout 15 --end "$@"; }
-audit_n() { jq -s "map(select($1)) | length" "$AUDIT" 2>/dev/null || echo 0; }
 alive_check() {
   check_eq "  and then a normal request from another client succeeds" hello "$(pcurl --interface 127.0.0.2 https://api.example.test/ok/after)"
   check_eq "  and a transparent one too" hello "$(ns_exec curl -sS --max-time 10 --cacert "$CA/ca.pem" \
