@@ -221,8 +221,7 @@ to_bytes(json_t *v)
 		;
 	if (i == n)
 		return 1;
-	if ((b = malloc(n)) == NULL)
-		return 0;
+	b = xmalloc(n);
 	for (i = 0, o = 0; i < n && ok; o++) {
 		if (s[i] < 0x80)
 			b[o] = (char)s[i++];
