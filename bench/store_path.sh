@@ -81,6 +81,8 @@ for b in file redis; do
   awk -v g="${CPU_GW[$b]}" -v r="${CPU_RD[$b]}" -v n="${NREQ[$b]}" -v hz="$hz" -v b="$b" 'BEGIN {
     if (n > 0) printf "CPU per request in the throughput runs, %s: gateway %.1f us, redis-server %.1f us\n", b, g * 1e6 / hz / n, r * 1e6 / hz / n }'
 done
+redis-cli -s "$T/redis.sock" info stats | grep -E 'total_(reads|writes|commands)_processed' || true
+redis-cli -s "$T/redis.sock" info commandstats | grep '^cmdstat' || true
 ops=$(timeout 5 curl -s --unix-socket "$T/admin-redis.sock" http://sluice/metrics | sed -n 's/^sluice_store_operations_total //p')
 echo "store operations (the redis gateway): ${ops:-?}"
 finish >/dev/null

@@ -8,6 +8,18 @@
  * not cancelled); it goes back to the free list when neither does.  hiredis
  * calls every pending reply callback with a NULL reply when a connection
  * goes away, so each operation is handed back exactly once.
+ *
+ * Rate batches.  A rate take does not go to hiredis at once: it joins the
+ * open batch of its counter (the same key, count and period) made in this
+ * loop round, or opens one (s->open, newest first; the last BATCH_SCAN
+ * opened are looked at).  At the round's end (s->batch_ev, an event made
+ * active) each batch goes as one EVALSHA asking for all its takes; the
+ * reply grants the first k of them, in the order they were made.  The
+ * leader (the op that opened the batch) is the reply's privdata; its
+ * followers hang from it (_follow, in order) and, like it, count as held
+ * (_in_redis) from the moment they join until the reply (or the loss of
+ * the connection) hands each of them back.  Each keeps its own timer and
+ * can be cancelled alone.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +38,7 @@
 
 #define NUM_MAX 24                  /* decimal text of one argument (an int64, with its NUL) */
 #define FREE_OPS_MAX 256            /* operations kept on the free list; more are freed */
+#define BATCH_SCAN 8                /* open batches a rate take looks at for its counter */
 
 const uint64_t store_latency_bounds_us[STORE_LATENCY_BUCKETS] = {
 	50, 100, 150, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, UINT64_MAX,
@@ -41,7 +54,12 @@ struct store_op {
 	struct event _timer;
 	enum store_script _sc;
 	uint32_t _period_s;              /* budget take: bounds its reply */
-	int _in_redis;                   /* hiredis holds it as privdata */
+	int _in_redis;                   /* hiredis holds it as privdata, or a rate batch does */
+	struct store_op *_follow;        /* rate batch: the next take of the leader's batch (in order) */
+	struct store_op *_tail;          /* leader: the last take of its batch */
+	struct store_op *_open_next;     /* leader, before it is sent: the next open batch (s->open) */
+	uint32_t _nbatch;                /* leader: takes in its batch, itself included */
+	uint32_t _count;                 /* rate take: the limit's count (with the key and period: the counter) */
 	int _done;                       /* delivered or cancelled: the caller no longer holds it */
 	int _retried;                    /* NOSCRIPT: loaded and sent again once */
 	uint64_t _sent_us;               /* monotonic, when sent */
@@ -106,6 +124,43 @@ latency(struct store *s, uint64_t us)
 
 static int op_send(struct store_op *op);
 
+/* 1 when no take of <lead>'s batch (a single op: itself) still waits for its outcome. */
+static int
+batch_done(const struct store_op *lead)
+{
+	const struct store_op *o;
+
+	for (o = lead; o != NULL; o = o->_follow)
+		if (!o->_done)
+			return 0;
+	return 1;
+}
+
+/*
+ * Hands back every take of <lead>'s batch, leader first: an outcome < 0
+ * goes to each; else the first res->granted are ALLOWED and the others
+ * REFUSED with the reply's retry.  Each op is freed as it is handed back.
+ */
+static void
+batch_finish(struct store_op *lead, const struct store_result *res)
+{
+	struct store_op *o = lead, *next;
+	struct store_result one;
+	uint32_t i = 0;
+
+	for (; o != NULL; o = next, i++) {
+		next = o->_follow;
+		one = *res;
+		if (res->outcome >= 0) {
+			one.outcome = i < res->granted ? STORE_ALLOWED : STORE_REFUSED;
+			one.retry_after_ms = i < res->granted ? 0 : res->retry_after_ms;
+		}
+		one.granted = 0;
+		o->_in_redis = 0;
+		op_finish(o, &one, NULL);
+	}
+}
+
 static void
 on_loaded(redisAsyncContext *ac, void *reply, void *priv)
 {
@@ -140,9 +195,9 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		op_finish(op, &res, reply);
 		return;
 	}
-	store_reply_script(op->_sc, op->_period_s, reply, &res);
+	store_reply_script(op->_sc, op->_sc == STORE_SCRIPT_RATE ? op->_nbatch : op->_period_s, reply, &res);
 	if (res.outcome == STORE_ENOSCRIPT) {
-		if (!op->_retried && !op->_done && s->ac != NULL && s->ac == ac && s->state == STORE_S_READY) {
+		if (!op->_retried && !batch_done(op) && s->ac != NULL && s->ac == ac && s->state == STORE_S_READY) {
 			op->_retried = 1;
 			count(&s->st.noscript, 1);
 			if (redisAsyncCommand(ac, on_loaded, (void *)(uintptr_t)op->_sc, "SCRIPT LOAD %s",
@@ -153,7 +208,7 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 	}
 	if (reply == NULL)
 		res.outcome = s->closing ? STORE_ESHUTDOWN : STORE_EDOWN;
-	if (res.outcome == STORE_EREPLY && !op->_done && may_log(s, LOG_REPLY)) {
+	if (res.outcome == STORE_EREPLY && !batch_done(op) && may_log(s, LOG_REPLY)) {
 		const redisReply *r = reply;
 		char e[128];
 
@@ -161,7 +216,10 @@ on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		          r->type == REDIS_REPLY_ERROR ? ": " : "",
 		          r->type == REDIS_REPLY_ERROR ? log_escape(e, sizeof(e), r->str, r->len) : "");
 	}
-	op_finish(op, &res, reply);
+	if (op->_sc == STORE_SCRIPT_RATE)
+		batch_finish(op, &res);
+	else
+		op_finish(op, &res, reply);
 }
 
 static void
@@ -232,6 +290,11 @@ op_alloc(struct store *s, int *ret)
 	op->_in_redis = 0;
 	op->_done = 0;
 	op->_retried = 0;
+	op->_follow = NULL;
+	op->_tail = op;
+	op->_open_next = NULL;
+	op->_nbatch = 1;
+	op->_count = 0;
 	s->pending++;
 	return op;
 }
@@ -336,6 +399,66 @@ store_raw(struct store *s, int argc, const char **argv, const size_t *argl, stor
 	return 0;
 }
 
+static void
+on_batch(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	store_batches_send(arg);
+}
+
+/* Adds rate take <op> to the open batch of its counter, or opens one (and arms the round's send). */
+static void
+batch_join(struct store *s, struct store_op *op)
+{
+	struct store_op *lead;
+	int i = 0;
+
+	for (lead = s->open; lead != NULL && i < BATCH_SCAN; lead = lead->_open_next, i++) {
+		if (lead->_nbatch < STORE_BATCH_MAX && lead->_count == op->_count && lead->_period_s == op->_period_s &&
+		    lead->_argl[3] == op->_argl[3] && memcmp(lead->_key, op->_key, op->_argl[3]) == 0) {
+			lead->_tail->_follow = op;
+			lead->_tail = op;
+			lead->_nbatch++;
+			return;
+		}
+	}
+	if (s->batch_ev == NULL && (s->batch_ev = event_new(s->base, -1, 0, on_batch, s)) == NULL)
+		fatalx("store: out of memory");
+	if (s->open == NULL)
+		event_active(s->batch_ev, EV_TIMEOUT, 1);
+	op->_open_next = s->open;
+	s->open = op;
+}
+
+void
+store_batches_send(struct store *s)
+{
+	struct store_op *lead, *next, *first = NULL;
+	struct store_result res;
+
+	/* s->open is newest first: sent oldest first, so that the takes made first are granted first.  A
+	 * callback below (a batch that fails) may make takes: they open batches of the next send. */
+	for (lead = s->open, s->open = NULL; lead != NULL; lead = next) {
+		next = lead->_open_next;
+		lead->_open_next = first;
+		first = lead;
+	}
+	while ((lead = first) != NULL) {
+		first = lead->_open_next;
+		lead->_open_next = NULL;
+		op_num(lead, 4, lead->_count);
+		op_num(lead, 5, lead->_period_s);
+		op_num(lead, 6, lead->_nbatch);
+		lead->_argc = 7;
+		if (s->state == STORE_S_READY && s->ac != NULL && op_send(lead) == 0)
+			continue;
+		memset(&res, 0, sizeof(res));
+		res.outcome = s->closing ? STORE_ESHUTDOWN : STORE_EDOWN;
+		batch_finish(lead, &res);
+	}
+}
+
 int
 store_rate_take(struct store *s, const struct policy_limit *lim, const char *sandbox, store_cb *cb, void *arg,
                 struct store_op **out)
@@ -348,10 +471,16 @@ store_rate_take(struct store *s, const struct policy_limit *lim, const char *san
 		return refuse(s, STORE_EINVAL, out);
 	if ((op = op_new(s, STORE_SCRIPT_RATE, lim->key, lim->scope, sandbox, cb, &ret)) == NULL)
 		return refuse(s, ret, out);
-	op_num(op, 4, lim->count);
-	op_num(op, 5, lim->period_s);
-	op->_argc = 6;
-	return op_start(op, arg, out);
+	op->_arg = arg;
+	op->_count = lim->count;
+	op->_period_s = lim->period_s;
+	batch_join(s, op);
+	op->_in_redis = 1;              /* held by its batch from now on */
+	op->_sent_us = mono_us();
+	op->_conn = s->conn;
+	op_arm(op);
+	*out = op;
+	return 0;
 }
 
 int
@@ -411,6 +540,9 @@ store_ops_free(struct store *s)
 {
 	struct store_op *op;
 
+	if (s->batch_ev != NULL)
+		event_free(s->batch_ev);
+	s->batch_ev = NULL;
 	while ((op = s->free_ops) != NULL) {
 		s->free_ops = op->_next;
 		free(op);

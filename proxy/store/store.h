@@ -11,7 +11,11 @@
  *     count) microseconds and a burst of count tokens (a request is allowed
  *     while its theoretical arrival time stays within count * T of now); the
  *     same bucket as limits.h's token bucket of count tokens refilled over
- *     period, never faster;
+ *     period, never faster.  The rate takes of one counter made in one
+ *     event-loop round go to Redis as one EVALSHA asking for all of them
+ *     (at most STORE_BATCH_MAX): the script grants the first k that fit, in
+ *     the order they were made, exactly as k single takes at that instant
+ *     would; each take still gets its own callback, timer and cancel;
  *   - store_budget_take: a fixed window aligned to Redis's TIME (start =
  *     now - now % period_s, so UTC hours and days); the amount is added with
  *     INCRBY only if the window's sum stays <= max, otherwise nothing is
@@ -121,6 +125,8 @@ struct store_result {
 	                           * ALLOWED budget take: ms left in its window; else 0 */
 	uint64_t window_s;        /* budget take (ALLOWED or REFUSED): the window's start, Redis TIME in UTC
 	                           * seconds; pass it to store_budget_refund.  Else 0 */
+	uint32_t granted;         /* inside the store: the takes of a rate batch that passed; callers read
+	                           * <outcome> */
 };
 
 /* Called once per operation, on the store's thread, unless the operation was cancelled.  <res> is borrowed

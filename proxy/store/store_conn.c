@@ -438,6 +438,7 @@ store_destroy(struct store *s)
 	if (s == NULL)
 		return;
 	s->closing = 1;
+	store_batches_send(s);
 	store_conn_drop(s);  /* every operation waiting gets STORE_ESHUTDOWN through on_reply */
 	evtimer_del(s->retry_ev);
 	event_free(s->retry_ev);

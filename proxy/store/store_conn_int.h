@@ -41,6 +41,8 @@ struct store {
 	size_t pending;                  /* operations not yet given back */
 	struct store_op *free_ops;
 	size_t nfree;
+	struct store_op *open;           /* rate batches of this loop round not yet sent (their leaders) */
+	struct event *batch_ev;          /* active while <open> is not empty: sends them at the round's end */
 	time_t last_log[NLOG];
 	struct store_stats st;           /* relaxed atomics (store_stats_get reads from any thread) */
 	char *channel;                   /* store_create_sub: <prefix><channel>, SUBSCRIBEd after the handshake */
@@ -58,6 +60,9 @@ void store_conn_drop(struct store *s);
 
 /* What the store's operations take: free on destroy (store.c). */
 void store_ops_free(struct store *s);
+/* Sends the open rate batches now (store_destroy, before it drops the connection, so that they are handed
+ * back with the others); on a store that is not ready they fail (STORE_ESHUTDOWN when closing, else EDOWN). */
+void store_batches_send(struct store *s);
 
 static inline uint64_t
 mono_us(void)

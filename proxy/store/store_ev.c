@@ -18,6 +18,11 @@
  * made at the end of the current loop round instead (an event made active,
  * so the commands of one round still share one write(2)); only what the
  * socket does not take waits for the write event.
+ *
+ * Reads.  hiredis asks for the read event again after every read and every
+ * write.  The read event here persists, so that asking is a no-op for an
+ * event already pending; a read event that fired and was asked for again
+ * would cost an epoll_ctl to remove it and one to put it back, each reply.
  */
 #include <stdlib.h>
 
@@ -147,7 +152,7 @@ store_ev_attach(redisAsyncContext *ac, struct event_base *base, size_t max_unrea
 	e->max_unread = max_unread;
 	e->overflow = overflow;
 	e->arg = arg;
-	e->rev = event_new(base, ac->c.fd, EV_READ, on_read, e);
+	e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_read, e);
 	e->wev = event_new(base, ac->c.fd, EV_WRITE, on_write, e);
 	e->flush = event_new(base, -1, 0, on_flush, e);
 	if (e->rev == NULL || e->wev == NULL || e->flush == NULL) {

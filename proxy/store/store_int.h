@@ -20,7 +20,7 @@
 #include "proxy/store/store.h"
 
 enum store_script {
-	STORE_SCRIPT_RATE = 0,      /* KEYS[1] the counter; ARGV count, period_s -> {allowed, retry_ms} */
+	STORE_SCRIPT_RATE = 0,      /* KEYS[1] the counter; ARGV count, period_s, takes -> {granted, retry_ms} */
 	STORE_SCRIPT_TAKE = 1,      /* KEYS[1] the budget's base; ARGV amount, max, period_s, grace_s -> {allowed, ms, window} */
 	STORE_SCRIPT_REFUND = 2,    /* KEYS[1] the budget's base; ARGV amount, window -> {existed} */
 	STORE_NSCRIPT = 3,
@@ -36,10 +36,14 @@ const char *store_script_text(enum store_script sc);
  * Reads the reply to EVALSHA of <sc> into *<out>: STORE_ALLOWED or
  * STORE_REFUSED with its fields.  Returns out->outcome: also STORE_ENOSCRIPT
  * for an error reply starting "NOSCRIPT", STORE_EREPLY for any other error
- * or shape, STORE_EDOWN for NULL.  <period_s> bounds the budget's answers
- * (ms left <= period, window a multiple of it).
+ * or shape, STORE_EDOWN for NULL.  <bound>: for a budget take its period_s
+ * (ms left <= period, window a multiple of it); for a rate take the number
+ * of takes asked at once (1..STORE_BATCH_MAX): out->granted is how many of
+ * them passed (0..bound), the outcome ALLOWED when at least one did, and
+ * retry_after_ms is for the first refused one (0 when none was).
  */
-enum store_outcome store_reply_script(enum store_script sc, uint32_t period_s, const redisReply *r,
+#define STORE_BATCH_MAX 64          /* rate takes of one counter sent as one EVALSHA (store.c) */
+enum store_outcome store_reply_script(enum store_script sc, uint32_t bound, const redisReply *r,
                                       struct store_result *out);
 
 /* A status reply "OK" (AUTH, SELECT): 0, else STORE_EREPLY (or STORE_EDOWN for NULL). */

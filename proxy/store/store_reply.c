@@ -12,10 +12,17 @@
 /*
  * GCRA in microseconds of Redis's TIME.  T = ceil(period / count) and the
  * tolerance is count * T, so from an empty counter exactly count takes pass
- * at once and then one per T: never more than count per period.  The TAT is
- * written with %.0f (Lua 5.1's tostring keeps only 14 digits) and expires
- * when the bucket would be full again.  A value that is not a number (a
- * Redis written by someone else) is a script error: the take fails closed.
+ * at once and then one per T: never more than count per period.  ARGV[3]
+ * takes are asked at once (a batch of one loop round, store.c): take j
+ * (1-based) passes when tat + j * T - now <= count * T, so the first
+ * floor((now + count * T - tat) / T) of them pass (none past ARGV[3]): the
+ * same as that many single takes at this instant, in order.  The answer is
+ * {takes granted, ms until the next one could pass (0 when all passed)}.
+ * Every value is an integer below 2^53 (microseconds, T at most a period),
+ * so the arithmetic is exact.  The TAT is written with %.0f (Lua 5.1's
+ * tostring keeps only 14 digits) and expires when the bucket would be full
+ * again.  A value that is not a number (a Redis written by someone else) is
+ * a script error: the take fails closed.
  */
 static const char rate_lua[] =
 	"if redis.replicate_commands then redis.replicate_commands() end\n"
@@ -23,14 +30,20 @@ static const char rate_lua[] =
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local n = tonumber(ARGV[1])\n"
 	"local tt = math.ceil(tonumber(ARGV[2]) * 1000000 / n)\n"
+	"local want = tonumber(ARGV[3])\n"
 	"local v = redis.call('GET', KEYS[1])\n"
 	"local tat = now\n"
 	"if v then tat = tonumber(v) if tat == nil then return redis.error_reply('ERR sluice: counter is not a number') end end\n"
 	"if tat < now then tat = now end\n"
-	"local nt = tat + tt\n"
-	"if nt - now > n * tt then return {0, math.ceil((nt - now - n * tt) / 1000)} end\n"
-	"redis.call('SET', KEYS[1], string.format('%.0f', nt), 'PX', math.ceil((nt - now) / 1000))\n"
-	"return {1, 0}\n";
+	"local k = math.floor((now + n * tt - tat) / tt)\n"
+	"if k > want then k = want end\n"
+	"if k < 0 then k = 0 end\n"
+	"if k > 0 then\n"
+	"  tat = tat + k * tt\n"
+	"  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000))\n"
+	"end\n"
+	"if k == want then return {k, 0} end\n"
+	"return {k, math.ceil((tat + tt - now - n * tt) / 1000)}\n";
 
 /*
  * A fixed window of Redis's TIME: the key is KEYS[1] .. ':' .. start.  The
@@ -126,9 +139,10 @@ is_error_prefix(const redisReply *r, const char *lit)
 }
 
 enum store_outcome
-store_reply_script(enum store_script sc, uint32_t period_s, const redisReply *r, struct store_result *out)
+store_reply_script(enum store_script sc, uint32_t bound, const redisReply *r, struct store_result *out)
 {
 	static const size_t want[STORE_NSCRIPT] = {2, 3, 1};
+	uint32_t period_s = bound;
 	long long a, b, w;
 
 	memset(out, 0, sizeof(*out));
@@ -139,14 +153,18 @@ store_reply_script(enum store_script sc, uint32_t period_s, const redisReply *r,
 		return out->outcome = STORE_ENOSCRIPT;
 	if ((unsigned)sc >= STORE_NSCRIPT || r->type != REDIS_REPLY_ARRAY || r->elements != want[sc])
 		return out->outcome;
+	if (sc == STORE_SCRIPT_RATE) {
+		/* {granted, retry_ms}: granted of <bound> takes asked; a retry only when some were refused */
+		if (bound < 1 || bound > STORE_BATCH_MAX || elem_int(r, 0, 0, bound, &a) != 0 ||
+		    elem_int(r, 1, 0, (long long)STORE_RETRY_MAX_MS, &b) != 0 || (a == bound && b != 0))
+			return out->outcome;
+		out->granted = (uint32_t)a;
+		out->retry_after_ms = a == bound ? 0 : (uint64_t)b;
+		return out->outcome = a > 0 ? STORE_ALLOWED : STORE_REFUSED;
+	}
 	if (elem_int(r, 0, 0, 1, &a) != 0)
 		return out->outcome;
 	switch (sc) {
-	case STORE_SCRIPT_RATE:
-		if (elem_int(r, 1, 0, (long long)STORE_RETRY_MAX_MS, &b) != 0 || (a == 1 && b != 0))
-			return out->outcome;
-		out->retry_after_ms = (uint64_t)b;
-		break;
 	case STORE_SCRIPT_TAKE:
 		if (period_s == 0 || elem_int(r, 1, 0, (long long)period_s * 1000, &b) != 0 ||
 		    elem_int(r, 2, 0, INT64_MAX, &w) != 0 || w % period_s != 0)

@@ -49,9 +49,15 @@ check(const redisReply *r, uint32_t period)
 	int sc;
 
 	for (sc = 0; sc <= STORE_NSCRIPT; sc++) {
-		enum store_outcome o = store_reply_script((enum store_script)sc, period, r, &res);
+		/* a rate take's bound is the takes asked at once: the period's value, folded into 0..65 */
+		uint32_t bound = sc == STORE_SCRIPT_RATE ? period % (STORE_BATCH_MAX + 2) : period;
+		enum store_outcome o = store_reply_script((enum store_script)sc, bound, r, &res);
 
 		if (o != res.outcome)
+			abort();
+		if (sc == STORE_SCRIPT_RATE && o >= 0 &&
+		    (bound < 1 || bound > STORE_BATCH_MAX || res.granted > bound || (o == STORE_ALLOWED) != (res.granted > 0) ||
+		     (res.granted == bound && res.retry_after_ms != 0)))
 			abort();
 		if (o == STORE_ALLOWED || o == STORE_REFUSED) {
 			if (r == NULL || r->type != REDIS_REPLY_ARRAY || sc == STORE_NSCRIPT)

@@ -5,7 +5,8 @@
  * process if it crashes).  (Keys and the reply readers, which need no
  * Redis, are in test_store_reply.c.)  Two event bases and 200
  * concurrent takes on one cap of 50 (exactly 50 allowed, for a budget and
- * for a rate limit); refunds; windows and buckets that roll with Redis's
+ * for a rate limit); rate takes of one round batched into one script per
+ * counter, granted in order; refunds; windows and buckets that roll with Redis's
  * TIME; NOSCRIPT after SCRIPT FLUSH; a stopped Redis (SIGSTOP) giving
  * STORE_ETIMEOUT, then recovering; kill and restart; an evicting
  * maxmemory-policy refused for budgets (through CONFIG GET and, with CONFIG
@@ -289,6 +290,127 @@ test_concurrent_cap(void **state)
 		assert_int_equal(w[0].t.allowed + w[1].t.allowed, 50);
 		assert_int_equal(w[0].t.refused + w[1].t.refused, 150);
 	}
+}
+
+/* The EVALSHA calls Redis has run since the last CONFIG RESETSTAT (INFO commandstats), or -1. */
+static long
+evalsha_calls(void)
+{
+	redisContext *c = rfx_admin(&rs);
+	redisReply *rep;
+	const char *p;
+	long n = -1;
+
+	if (c == NULL)
+		return -1;
+	rep = redisCommand(c, "INFO commandstats");
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING)
+		n = (p = strstr(rep->str, "cmdstat_evalsha:calls=")) != NULL ? strtol(p + 22, NULL, 10) : 0;
+	if (rep != NULL)
+		freeReplyObject(rep);
+	redisFree(c);
+	return n;
+}
+
+/*
+ * Rate takes made in one loop round go as one EVALSHA per counter (at most
+ * STORE_BATCH_MAX takes each): 150 takes on a limit of 100 and 10 on a
+ * per-sandbox limit of 3, interleaved, are 3 + 1 scripts; exactly the first
+ * 100 and the first 3 pass, in the order they were made, and the refused
+ * ones get the time until a token; a cancelled leader and a cancelled
+ * follower get no callback (their tokens are still taken); the next round
+ * starts a new batch on the state the last one left.
+ */
+struct ordered {
+	int done, allowed, refused;
+	int max_allowed, min_refused;   /* indexes of the takes: every allowed one was made before every refused one */
+	uint64_t retry;
+};
+struct slot {
+	struct ordered *o;
+	int idx;
+};
+
+static void
+ordered_cb(const struct store_result *res, void *arg)
+{
+	const struct slot *sl = arg;
+	struct ordered *o = sl->o;
+
+	if (res->outcome == STORE_ALLOWED) {
+		o->allowed++;
+		if (sl->idx > o->max_allowed)
+			o->max_allowed = sl->idx;
+	} else if (res->outcome == STORE_REFUSED) {
+		o->refused++;
+		o->retry = res->retry_after_ms;
+		if (sl->idx < o->min_refused)
+			o->min_refused = sl->idx;
+	}
+	o->done++;
+}
+
+static void
+test_batch(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct store *s = ready_store(base, 0);
+	struct policy_limit l = rate("limit:batch", 100, 3600, POLICY_SCOPE_GLOBAL);
+	struct policy_limit per = rate("limit:batch-sb", 3, 3600, POLICY_SCOPE_SANDBOX);
+	struct ordered g = {.max_allowed = -1, .min_refused = 1000}, sb = g, other = g;
+	struct slot gs[150], ss[10], os = {&other, 0};
+	struct tally *gone = xcalloc(1, sizeof(*gone));
+	struct store_op *op, *lead = NULL, *mid = NULL;
+	int i, all;
+
+	(void)state;
+	assert_int_equal(rfx_cmd(&rs, "CONFIG RESETSTAT"), 0);
+	for (i = 0; i < 150; i++) {
+		/* take 0 leads the first batch; take 1 follows it: both cancelled, both still counted in Redis */
+		gs[i] = (struct slot){&g, i};
+		assert_int_equal(store_rate_take(s, &l, NULL, i < 2 ? tally_cb : ordered_cb, i < 2 ? (void *)gone : &gs[i],
+		                                 &op), 0);
+		if (i == 0)
+			lead = op;
+		else if (i == 1)
+			mid = op;
+		if (i % 15 == 0) {
+			ss[i / 15] = (struct slot){&sb, i / 15};
+			assert_int_equal(store_rate_take(s, &per, "sb-a", ordered_cb, &ss[i / 15], &op), 0);
+		}
+	}
+	assert_int_equal(store_rate_take(s, &per, "sb-b", ordered_cb, &os, &op), 0);  /* another counter */
+	store_cancel(lead);
+	store_cancel(mid);
+	free(gone);   /* a callback for either would now be a use after free (ASan) */
+	all = 0;
+	while (g.done < 148 || sb.done < 10 || other.done < 1) {
+		assert_true(run_until(base, &g.done, 148, WAIT_MS));
+		assert_true(run_until(base, &sb.done, 10, WAIT_MS));
+		assert_true(run_until(base, &other.done, 1, WAIT_MS));
+		assert_true(++all < 3);
+	}
+	assert_int_equal(g.allowed, 98);      /* 100 tokens: two went to the cancelled takes */
+	assert_int_equal(g.refused, 50);
+	assert_int_equal(g.max_allowed, 99);  /* in the order made: takes 0..99 passed, 100..149 did not */
+	assert_int_equal(g.min_refused, 100);
+	assert_true(g.retry > 0 && g.retry <= 36000);  /* one token is T = 36 s */
+	assert_int_equal(sb.allowed, 3);
+	assert_int_equal(sb.refused, 7);
+	assert_int_equal(sb.max_allowed, 2);
+	assert_int_equal(sb.min_refused, 3);
+	assert_int_equal(other.allowed, 1);
+	/* 150 takes: 64 + 64 + 22; the per-sandbox counters: one script each */
+	assert_int_equal(evalsha_calls(), 5);
+	/* the next round: a batch of its own, on what the first left (no token left) */
+	g = (struct ordered){.max_allowed = -1, .min_refused = 1000};
+	for (i = 0; i < 3; i++)
+		assert_int_equal(store_rate_take(s, &l, NULL, ordered_cb, &gs[i + 2], &op), 0);
+	assert_true(run_until(base, &g.done, 3, WAIT_MS));
+	assert_int_equal(g.refused, 3);
+	assert_int_equal(evalsha_calls(), 6);
+	store_destroy(s);
+	event_base_free(base);
 }
 
 /* Refunds give capacity back to the take's window, never below zero; per-sandbox budgets are apart. */
@@ -892,6 +1014,7 @@ main(void)
 		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_tcp_loopback),
 		cmocka_unit_test(test_concurrent_cap),
+		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_refund),
 		cmocka_unit_test(test_windows_roll),
 		cmocka_unit_test(test_noscript),

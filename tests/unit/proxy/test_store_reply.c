@@ -155,7 +155,9 @@ test_replies(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = parse(cases[i].resp);
-		assert_int_equal(store_reply_script(cases[i].sc, 3600, r, &res), cases[i].want);
+		/* a rate take's bound is the takes asked (one here), a budget's its period */
+		assert_int_equal(store_reply_script(cases[i].sc, cases[i].sc == STORE_SCRIPT_RATE ? 1 : 3600, r, &res),
+		                 cases[i].want);
 		assert_int_equal(res.outcome, cases[i].want);
 		if (cases[i].want >= 0) {
 			assert_int_equal(res.retry_after_ms, cases[i].retry);
@@ -163,7 +165,35 @@ test_replies(void **state)
 		}
 		freeReplyObject(r);
 	}
-	assert_int_equal(store_reply_script(STORE_SCRIPT_RATE, 3600, NULL, &res), STORE_EDOWN);
+	assert_int_equal(store_reply_script(STORE_SCRIPT_RATE, 1, NULL, &res), STORE_EDOWN);
+	/* a batch of 5 rate takes: {granted, retry}; the retry only when some were refused */
+	{
+		static const struct {
+			uint32_t asked;
+			const char *resp;
+			enum store_outcome want;
+			uint32_t granted;
+			uint64_t retry;
+		} b[] = {
+			{5, "*2\r\n:3\r\n:250\r\n", STORE_ALLOWED, 3, 250},
+			{5, "*2\r\n:5\r\n:0\r\n", STORE_ALLOWED, 5, 0},
+			{5, "*2\r\n:0\r\n:100\r\n", STORE_REFUSED, 0, 100},
+			{5, "*2\r\n:5\r\n:7\r\n", STORE_EREPLY, 0, 0},   /* all granted, yet a retry */
+			{5, "*2\r\n:6\r\n:0\r\n", STORE_EREPLY, 0, 0},   /* more granted than asked */
+			{0, "*2\r\n:0\r\n:0\r\n", STORE_EREPLY, 0, 0},   /* none asked */
+			{STORE_BATCH_MAX + 1, "*2\r\n:1\r\n:9\r\n", STORE_EREPLY, 0, 0},
+			{STORE_BATCH_MAX, "*2\r\n:64\r\n:0\r\n", STORE_ALLOWED, 64, 0},
+		};
+		for (i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+			r = parse(b[i].resp);
+			assert_int_equal(store_reply_script(STORE_SCRIPT_RATE, b[i].asked, r, &res), b[i].want);
+			if (b[i].want >= 0) {
+				assert_int_equal(res.granted, b[i].granted);
+				assert_int_equal(res.retry_after_ms, b[i].retry);
+			}
+			freeReplyObject(r);
+		}
+	}
 	r = parse("*3\r\n:1\r\n:0\r\n:0\r\n");
 	assert_int_equal(store_reply_script(STORE_SCRIPT_TAKE, 0, r, &res), STORE_EREPLY);  /* no period: no bound */
 	freeReplyObject(r);
