@@ -5,7 +5,7 @@
 # Client: curl over one keep-alive connection through the explicit proxy listener (per-request times from
 # curl's time_total: its p50 is the request's round trip) and C such clients at once for throughput.
 # A crude client (curl, not wrk: wrk cannot use a proxy), so the absolute figures carry curl's own cost; the
-# difference between the two gateways is the figure. The two alternate, STORE_BENCH_ROUNDS rounds (5), and the
+# difference between the two gateways is the figure. The two alternate, STORE_BENCH_ROUNDS rounds (11: five-round medians swing by 0.2x here), and the
 # medians are compared. Loopback only; bounded in count and time.
 #   bench/store_path.sh build/release/cli/sluice [N per client] [C clients]
 . "$(dirname "$(readlink -f "$0")")/../tests/integration/lib.sh" "$1"
@@ -49,7 +49,7 @@ one() { # BACKEND OUT: N keep-alive requests on one connection; time_total of ea
 p50_ms() { awk '$1 == 200 { print $2 }' "$1" | sort -n | awk '{ a[NR] = $1 } END { if (NR) printf "%.3f", a[int((NR + 1) / 2)] * 1000 }'; }
 ok_count() { awk '$1 == 200' "$@" | wc -l; }
 declare -A LAT TPUT NREQ
-ROUNDS=${STORE_BENCH_ROUNDS:-5}
+ROUNDS=${STORE_BENCH_ROUNDS:-11}
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR) { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f", (a[NR / 2] + a[NR / 2 + 1]) / 2 } }'; }
 for round in $(seq 1 "$ROUNDS"); do
   for b in file redis; do
