@@ -5,8 +5,8 @@
 # Client: curl over one keep-alive connection through the explicit proxy listener (per-request times from
 # curl's time_total: its p50 is the request's round trip) and C such clients at once for throughput.
 # A crude client (curl, not wrk: wrk cannot use a proxy), so the absolute figures carry curl's own cost; the
-# difference between the two gateways is the figure. The two alternate, STORE_BENCH_ROUNDS rounds (11: five-round medians swing by 0.2x here), and the
-# medians are compared. Loopback only; bounded in count and time.
+# difference between the two gateways is the figure. The two alternate, STORE_BENCH_ROUNDS rounds (11: medians
+# of five swung by 0.2x between runs here), and the medians are compared. Loopback only; bounded in count and time.
 #   bench/store_path.sh build/release/cli/sluice [N per client] [C clients]
 . "$(dirname "$(readlink -f "$0")")/../tests/integration/lib.sh" "$1"
 N=${2:-400} C=${3:-8}
