@@ -142,7 +142,6 @@ enum store_outcome
 store_reply_script(enum store_script sc, uint32_t bound, const redisReply *r, struct store_result *out)
 {
 	static const size_t want[STORE_NSCRIPT] = {2, 3, 1};
-	uint32_t period_s = bound;
 	long long a, b, w;
 
 	memset(out, 0, sizeof(*out));
@@ -165,9 +164,9 @@ store_reply_script(enum store_script sc, uint32_t bound, const redisReply *r, st
 	if (elem_int(r, 0, 0, 1, &a) != 0)
 		return out->outcome;
 	switch (sc) {
-	case STORE_SCRIPT_TAKE:
-		if (period_s == 0 || elem_int(r, 1, 0, (long long)period_s * 1000, &b) != 0 ||
-		    elem_int(r, 2, 0, INT64_MAX, &w) != 0 || w % period_s != 0)
+	case STORE_SCRIPT_TAKE:  /* <bound> is the budget's period_s */
+		if (bound == 0 || elem_int(r, 1, 0, (long long)bound * 1000, &b) != 0 ||
+		    elem_int(r, 2, 0, INT64_MAX, &w) != 0 || w % bound != 0)
 			return out->outcome;
 		out->retry_after_ms = (uint64_t)b;
 		out->window_s = (uint64_t)w;
