@@ -12,6 +12,7 @@
 #include "proxy/core/body.h"
 #include "proxy/core/conn.h"
 #include "proxy/core/refusal.h"
+#include "proxy/core/h1_out.h"
 
 #define BODY_CHUNK_PULL 16384   /* bytes made contiguous for one chunked-decoder step */
 
@@ -70,7 +71,7 @@ body_chunked_step(struct evbuffer *in, struct evbuffer *out, struct h1_chunked *
 	off = dlen > 0 ? (size_t)(data - p) : 0;
 	if (dlen > 0) {
 		if (reencode)
-			evbuffer_add_printf(out, "%zx\r\n", dlen);
+			h1_out_chunk_size(out, dlen);
 		evbuffer_drain(in, off);
 		evbuffer_remove_buffer(in, out, dlen);
 		if (reencode)

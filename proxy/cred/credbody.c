@@ -42,6 +42,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 #include "secrets/detect.h"
 
 #define JSON_PLACE_MAX 1024   /* bytes of a concrete JSON path named in a place */
@@ -702,7 +703,7 @@ cred_body_finish(struct conn *c, struct refusal *rf)
 	r->body = H1_BODY_NONE;  /* read whole: a refusal can keep the connection */
 	if (policy_secret_count(c->pol) == 0) {
 		/* nothing to search for (a body held for a semantic rule): it goes as it came */
-		evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
+		h1_out_uint_field(r->up_head, SLUICE_LIT("Content-Length"), len, 1);
 		evbuffer_add_buffer(r->up_head, r->hold);
 		r->bytes_up = len;
 		evbuffer_free(r->hold);
@@ -725,7 +726,7 @@ cred_body_finish(struct conn *c, struct refusal *rf)
 	if (len > r->cred->hold_max)
 		evbuffer_add(out, body, len);  /* searched: nothing to inject */
 	len = evbuffer_get_length(out);
-	evbuffer_add_printf(r->up_head, "Content-Length: %zu\r\n\r\n", len);
+	h1_out_uint_field(r->up_head, SLUICE_LIT("Content-Length"), len, 1);
 	evbuffer_add_buffer(r->up_head, out);  /* sent with the head, wiped with it (cred_release) */
 	evbuffer_free(out);
 	r->bytes_up = len;
@@ -741,7 +742,7 @@ cred_body_stream(struct conn *c, struct refusal *rf)
 	size_t len = evbuffer_get_length(r->hold);
 
 	if (r->body == H1_BODY_LENGTH)
-		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n\r\n", (unsigned long long)r->body_total);
+		h1_out_uint_field(r->up_head, SLUICE_LIT("Content-Length"), r->body_total, 1);
 	else
 		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n\r\n"));
 	if (policy_secret_count(c->pol) > 0) {
@@ -751,7 +752,7 @@ cred_body_stream(struct conn *c, struct refusal *rf)
 		evbuffer_add_buffer(r->cred->scan_in, r->hold);
 	} else {
 		if (r->body == H1_BODY_CHUNKED && len > 0)
-			evbuffer_add_printf(r->up_head, "%zx\r\n", len);
+			h1_out_chunk_size(r->up_head, len);
 		evbuffer_add_buffer(r->up_head, r->hold);
 		if (r->body == H1_BODY_CHUNKED && len > 0)
 			evbuffer_add(r->up_head, SLUICE_LIT("\r\n"));

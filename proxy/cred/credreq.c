@@ -21,6 +21,7 @@
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 #include "secrets/scrub.h"
 
 #define BASIC_MAX CREDHEAD_BASIC_MAX   /* the longest Basic credential decoded and searched */
@@ -378,7 +379,7 @@ cred_scan_pump(struct conn *c, struct evbuffer *uout, int end)
 	/* what can no longer be part of a placeholder goes up; at the end, everything */
 	n = end ? len : len - ph_stream_held(r->cred->scan);
 	if (n > 0 && r->body == H1_BODY_CHUNKED)
-		evbuffer_add_printf(uout, "%zx\r\n", n);
+		h1_out_chunk_size(uout, n);
 	evbuffer_remove_buffer(r->cred->scan_in, uout, n);
 	r->cred->scan_fed -= n;
 	if (n > 0 && r->body == H1_BODY_CHUNKED)

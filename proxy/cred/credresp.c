@@ -24,6 +24,7 @@
 #include "proxy/core/body.h"
 #include "proxy/net/net.h"
 #include "proxy/cred/cred.h"
+#include "proxy/core/h1_out.h"
 #include "secrets/scrub.h"
 
 #define SCRUB_STEP 16384               /* bytes taken from the decoded queue per round */
@@ -221,7 +222,7 @@ emit(struct req *r, struct evbuffer *cout)
 	if (n == 0 || r->cred->scrub_whole)
 		return;  /* nothing yet, or a body held whole until its end (whole_end) */
 	if (r->cred->scrub_chunked)
-		evbuffer_add_printf(cout, "%zx\r\n", n);
+		h1_out_chunk_size(cout, n);
 	evbuffer_add_buffer(cout, r->cred->scrub_out);
 	if (r->cred->scrub_chunked)
 		evbuffer_add(cout, SLUICE_LIT("\r\n"));
@@ -355,7 +356,7 @@ cred_resp_pump(struct conn *c, int end)
 	if (r->cred->scrub_whole) {
 		/* the whole scrubbed body: now its length is known, and the head goes out with it */
 		evbuffer_add_buffer(cout, r->cred->scrub_head);
-		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(r->cred->scrub_out));
+		h1_out_uint_field(cout, SLUICE_LIT("Content-Length"), evbuffer_get_length(r->cred->scrub_out), 1);
 		evbuffer_add_buffer(cout, r->cred->scrub_out);
 		evbuffer_free(r->cred->scrub_head);
 		r->cred->scrub_head = NULL;

@@ -59,6 +59,7 @@
 #include "proxy/metrics.h"
 #include "proxy/judge/semantic.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 
 /* ---- the virtual connection of a stream ---- */
 
@@ -510,7 +511,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 		return 0;
 	}
 	if (st->chunked)
-		evbuffer_add_printf(st->in, "%zx\r\n", len);
+		h1_out_chunk_size(st->in, len);
 	evbuffer_add(st->in, data, len);
 	if (st->chunked)
 		evbuffer_add(st->in, SLUICE_LIT("\r\n"));

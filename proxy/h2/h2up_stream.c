@@ -11,6 +11,7 @@
 #include "common/sluice.h"
 #include "h2up_int.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 
 /*
  * The request's chunked trailers as a trailing HEADERS (nghttp2 allows this
@@ -344,7 +345,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *dat
 	out = bufferevent_get_output(st->pb);
 	st->unacked += len;  /* before the write: the pair may hand it over at once (pb_out_cb) */
 	if (st->resp_chunked)
-		evbuffer_add_printf(out, "%zx\r\n", len);
+		h1_out_chunk_size(out, len);
 	evbuffer_add(out, data, len);
 	if (st->resp_chunked)
 		evbuffer_add(out, SLUICE_LIT("\r\n"));

@@ -23,6 +23,7 @@
 #include "audit/writer.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/core/refusal.h"
+#include "proxy/core/h1_out.h"
 
 #define AE_SCRUBBABLE "Accept-Encoding: gzip, deflate\r\n"  /* what the scrubber decodes (credresp.c) */
 
@@ -77,10 +78,38 @@ req_new(struct conn *c)
 	return c->req;
 }
 
+/* "<method> <path><query> HTTP/1.1\r\n" into r->up_head. */
+static void
+up_request_line(struct req *r)
+{
+	const struct h1_out_piece pc[] = {{r->method, strlen(r->method)}, {" ", 1}, {r->path, strlen(r->path)},
+	                                  {r->query, r->query != NULL ? strlen(r->query) : 0}, {SLUICE_LIT(" HTTP/1.1\r\n")}};
+
+	h1_out_pieces(r->up_head, pc, sizeof(pc) / sizeof(pc[0]));
+}
+
+/* A Host field for a request that had none: the host, with its port when it is not the scheme's. */
+static void
+up_host(const struct conn *c, struct evbuffer *out)
+{
+	char num[H1_OUT_NUM_MAX];
+	size_t nl, hl = strlen(c->host);
+	const char *port = h1_out_utoa(num, sizeof(num), c->port, 10, &nl);
+	const int v6 = memchr(c->host, ':', hl) != NULL;
+
+	if ((c->tls && c->port == 443) || (!c->tls && c->port == 80)) {
+		h1_out_field(out, SLUICE_LIT("Host"), c->host, hl);
+		return;
+	}
+	const struct h1_out_piece pc[] = {{SLUICE_LIT("Host: ")}, {"[", v6}, {c->host, hl}, {"]", v6}, {":", 1},
+	                                  {port, nl}, {"\r\n", 2}};
+	h1_out_pieces(out, pc, sizeof(pc) / sizeof(pc[0]));
+}
+
 int
 http_append_header(struct evbuffer *out, const struct h1_header *h)
 {
-	return evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name, (int)h->value_len, h->value);
+	return h1_out_field(out, h->name, h->name_len, h->value, h->value_len);
 }
 
 /* Copies the end-to-end headers of <m>, minus the <nskip> names of <skip> (NULL entries skip nothing). */
@@ -389,14 +418,11 @@ read_request(struct conn *c)
 	}
 	/* build the head we send upstream while the parsed views are valid */
 	r->up_head = evbuffer_new();
-	evbuffer_add_printf(r->up_head, "%s %s%s HTTP/1.1\r\n", r->method, r->path, r->query ? r->query : "");
+	up_request_line(r);
 	if (m->host != NULL)
 		http_append_header(r->up_head, m->host);
-	else if ((c->tls && c->port == 443) || (!c->tls && c->port == 80))
-		evbuffer_add_printf(r->up_head, "Host: %s\r\n", c->host);
 	else
-		evbuffer_add_printf(r->up_head, strchr(c->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", c->host,
-		                    c->port);
+		up_host(c, r->up_head);
 	/*
 	 * A held body is answered with our own 100; with secrets, no WebSocket
 	 * extension (frames stay searchable); toward a host secrets are bound to,
@@ -422,7 +448,7 @@ read_request(struct conn *c)
 	if (hold)
 		;  /* the framing follows the body (credbody.c) */
 	else if (r->body == H1_BODY_LENGTH)
-		evbuffer_add_printf(r->up_head, "Content-Length: %llu\r\n", (unsigned long long)r->body_left);
+		h1_out_uint_field(r->up_head, SLUICE_LIT("Content-Length"), r->body_left, 0);
 	else if (r->body == H1_BODY_CHUNKED)
 		evbuffer_add(r->up_head, SLUICE_LIT("Transfer-Encoding: chunked\r\n"));
 	if (r->websocket) {

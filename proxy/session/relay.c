@@ -17,6 +17,7 @@
 #include "proxy/judge/semantic.h"
 #include "proxy/store/store.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 #include "audit/writer.h"
 
 static void dial_done(struct upstream *up, const char *err, int status, void *arg);
@@ -279,12 +280,12 @@ relay_mcp(struct conn *c, int end)
 		evbuffer_add_buffer(cout, f->head);
 		evbuffer_free(f->head);
 		f->head = NULL;
-		evbuffer_add_printf(cout, "Content-Length: %zu\r\n\r\n", n);
+		h1_out_uint_field(cout, SLUICE_LIT("Content-Length"), n, 1);
 		evbuffer_add_buffer(cout, out);
 		return 0;
 	}
 	if (n > 0 && f->chunked)
-		evbuffer_add_printf(cout, "%zx\r\n", n);
+		h1_out_chunk_size(cout, n);
 	evbuffer_add_buffer(cout, out);
 	if (n > 0 && f->chunked)
 		evbuffer_add(cout, SLUICE_LIT("\r\n"));
@@ -428,7 +429,7 @@ relay_pump(struct conn *c)
 			} else {  /* until close */
 				size_t n = evbuffer_get_length(uin);
 				if (r->resp_chunked_out)
-					evbuffer_add_printf(cout, "%zx\r\n", n);
+					h1_out_chunk_size(cout, n);
 				evbuffer_remove_buffer(uin, bout, n);
 				if (r->resp_chunked_out)
 					evbuffer_add(cout, SLUICE_LIT("\r\n"));

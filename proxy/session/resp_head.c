@@ -15,6 +15,7 @@
 #include "proxy/session/session.h"
 #include "proxy/session/conn_ops.h"
 #include "proxy/core/context.h"
+#include "proxy/core/h1_out.h"
 #include "audit/writer.h"
 
 #define RESP_HEAD_MIN 32768
@@ -118,7 +119,7 @@ relay_response_head(struct conn *c)
 				evbuffer_add(hout, SLUICE_LIT("HTTP/1.1 200 OK\r\n"));
 				http_copy_headers(hout, m, "sec-websocket-accept", NULL);
 			} else {
-				evbuffer_add_printf(hout, "HTTP/1.1 101 %.*s\r\n", (int)m->reason_len, m->reason);
+				h1_out_status(hout, 101, m->reason, m->reason_len);
 				http_copy_headers(hout, m, NULL, NULL);
 				evbuffer_add(hout, SLUICE_LIT("Connection: Upgrade\r\n"));
 				if ((cl = h1_find_header(m, "upgrade")) != NULL)
@@ -153,7 +154,7 @@ relay_response_head(struct conn *c)
 		if (r->minor_version == 1 || conn_ops(c)->interim) {  /* interim responses (100, 103): HTTP/1.1 and h2 clients */
 			/* a 103's Link fields, or any field of a 1xx, can echo a value too */
 			hout = r->cred->hscrub != NULL ? evbuffer_new() : cout;
-			evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+			h1_out_status(hout, m->status, m->reason, m->reason_len);
 			http_copy_headers(hout, m, NULL, NULL);
 			evbuffer_add(hout, SLUICE_LIT("\r\n"));
 			if (hout != cout) {
@@ -208,7 +209,7 @@ relay_response_head(struct conn *c)
 	h1_chunked_init(&r->resp_chunk, PROXY_TRAILER_MAX);
 	/* from a host secrets are bound to, the head is built aside and scrubbed on its way out (credresp.c) */
 	hout = r->cred->hscrub != NULL || mk != MCP_RESP_NONE ? evbuffer_new() : cout;
-	evbuffer_add_printf(hout, "HTTP/1.1 %d %.*s\r\n", m->status, (int)m->reason_len, m->reason);
+	h1_out_status(hout, m->status, m->reason, m->reason_len);
 	if ((r->cred->hscrub != NULL || mk != MCP_RESP_NONE) && m->framing != H1_BODY_NONE) {
 		/*
 		 * the body is decoded and scrubbed, or filtered: lengths change, so it goes out chunked, unencoded;
@@ -231,7 +232,7 @@ relay_response_head(struct conn *c)
 	http_copy_headers(hout, m, NULL, NULL);
 	switch (m->framing) {
 	case H1_BODY_LENGTH:
-		evbuffer_add_printf(hout, "Content-Length: %llu\r\n", (unsigned long long)m->content_length);
+		h1_out_uint_field(hout, SLUICE_LIT("Content-Length"), m->content_length, 0);
 		break;
 	case H1_BODY_CHUNKED:
 	case H1_BODY_UNTIL_CLOSE:
