@@ -118,13 +118,22 @@ one() { # ROW SIDE(f|u): one measurement
   call:f) call_run api ;; call:u) call_run other ;;
   esac
 }
+# CPU (utime + stime, clock ticks) of the gateway, all its threads
+ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$GWPID/stat" 2>/dev/null || echo 0; }
+HZ=$(getconf CLK_TCK)
+timed() { # ROW SIDE: one measurement into V, and the gateway's CPU per unit (ns) of it appended to C[ROW:SIDE]
+  local t0
+  t0=$(ticks); V=$(one "$1" "$2")
+  C[$1:$2]="${C[$1:$2]:-} $(awk -v a="$t0" -v b="$(ticks)" -v hz="$HZ" -v n="$([ "$1" = call ] && echo "$CALLS" || echo "$N")" \
+    'BEGIN { printf "%.0f", (b - a) * 1e9 / hz / n }')"
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A F U R
+declare -A F U R C
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $N events a stream, $CALLS POSTs a run, $RUNS pairs a row"
 for i in $(seq 1 "$RUNS"); do
   for row in $ROWS; do
-    if [ $((i % 2)) -eq 1 ]; then f=$(one "$row" f); u=$(one "$row" u); else u=$(one "$row" u); f=$(one "$row" f); fi
+    if [ $((i % 2)) -eq 1 ]; then timed "$row" f; f=$V; timed "$row" u; u=$V; else timed "$row" u; u=$V; timed "$row" f; f=$V; fi
     F[$row]="${F[$row]:-} $f" U[$row]="${U[$row]:-} $u"
     R[$row]="${R[$row]:-} $(awk -v a="$f" -v b="$u" 'BEGIN { printf "%.3f", a / b }')"
   done
@@ -139,6 +148,9 @@ for row in $ROWS; do
   printf '%-9s median %.0f / %.0f %s; ratio median %.2fx (pairs %s to %s; goal >= %sx)\n' "$row" \
     "$(median ${F[$row]})" "$(median ${U[$row]})" "$unit" "$(median ${R[$row]})" \
     "$(printf '%s\n' ${R[$row]} | sort -g | head -n 1)" "$(printf '%s\n' ${R[$row]} | sort -g | tail -n 1)" "$goal"
+  # shellcheck disable=SC2086
+  printf '%-9s gateway CPU per %s: filtered %s ns, unfiltered %s ns (medians; clock ticks of %s ms)\n' "$row" \
+    "$([ "$row" = call ] && echo request || echo event)" "$(median ${C[$row:f]})" "$(median ${C[$row:u]})" "$((1000 / HZ))"
 done
 for m in all mix; do
   for h in api flushapi; do

@@ -10,33 +10,19 @@
  * starts and ends inside one call's input is handed out in place; only a
  * unit split across calls is copied, into a buffer capped at the bound.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytescan.h"
 #include "proxy/codec/sse.h"
 
 static const unsigned char bom[3] = {0xef, 0xbb, 0xbf};
 
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-#define ZERO_BYTE(x) (((x) - ONES) & ~(x) & HIGHS) /* nonzero iff a byte of <x> is 0 */
-
-/* The first CR or LF in <s>[<i>..<n>), or <n>: eight bytes a step while none is among them. */
+/* The first CR or LF in <s>[<i>..<n>), or <n> (common/bytescan.h: 16 bytes a step). */
 static size_t
 eol_find(const char *s, size_t i, size_t n)
 {
-	while (n - i >= 8) {
-		uint64_t w;
-
-		memcpy(&w, s + i, 8);
-		if (ZERO_BYTE(w ^ (ONES * '\n')) | ZERO_BYTE(w ^ (ONES * '\r')))
-			break;
-		i += 8;
-	}
-	while (i < n && s[i] != '\n' && s[i] != '\r')
-		i++;
-	return i;
+	return i + bytescan2(s + i, n - i, '\n', '\r');
 }
 
 void
@@ -95,10 +81,12 @@ line_at(const char *s, const char *e, size_t *term)
 static size_t
 field_of(const char *s, size_t n, const char **val, size_t *vlen)
 {
-	const char *colon = memchr(s, ':', n);
+	const char *colon = s, *e = s + n;
 	size_t k;
 
-	if (colon == NULL) {
+	while (colon < e && *colon != ':')
+		colon++; /* a field's name is short: a loop, not a call */
+	if (colon == e) {
 		*val = s + n;
 		*vlen = 0;
 		return n;

@@ -17,6 +17,7 @@ int test_fold_run(void);
 int test_encode_run(void);
 int test_admin_client_run(void);
 int test_jcs_run(void);
+int test_bytescan_run(void);
 
 int
 main(void)
@@ -32,5 +33,6 @@ main(void)
 	failed += test_encode_run();
 	failed += test_admin_client_run();
 	failed += test_jcs_run();
+	failed += test_bytescan_run();
 	return failed == 0 ? 0 : 1;
 }
