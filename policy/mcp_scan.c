@@ -693,6 +693,9 @@ policy_mcp_scan_filter(struct policy_mcp_scan *sc, enum policy_mcp_method list)
 	o += sc->_n - sc->_cand[which].close;
 	sc->out[o] = '\0';
 	sc->outlen = o;
+	/* the id is a member of the message, so outside the list's brackets: copied before them or after */
+	k = (size_t)(sc->id - sc->_s);
+	sc->id_out = k < sc->_cand[which].open ? k : k - sc->_cand[which].close + (o - (sc->_n - sc->_cand[which].close));
 	sc->list = lists[which];
 	return removed;
 }

@@ -612,6 +612,18 @@ mcp_req_method_of(const struct req *r, const json_t *id)
 	return m;
 }
 
+int
+mcp_req_awaits(const struct req *r)
+{
+	const struct mcp_req *mr = r->mcp;
+	size_t i;
+
+	for (i = 0; mr != NULL && i < mr->n; i++)
+		if (mr->m[i].kind == POLICY_MCP_REQUEST && mr->m[i].id != NULL)
+			return 1;
+	return 0;
+}
+
 void
 mcp_req_free(struct req *r)
 {

@@ -162,6 +162,8 @@ void mcp_req_audit_fill(struct req *r, struct audit_rec *a);
  * (a response's id), POLICY_MCP_M_NONE when no request of it has that id.
  */
 enum policy_mcp_method mcp_req_method_of(const struct req *r, const json_t *id);
+/* 1 when the request of <r> holds a JSON-RPC request (a message with an id) that an answer can correlate to. */
+int mcp_req_awaits(const struct req *r);
 
 /* Frees r->mcp (NULL: nothing). */
 void mcp_req_free(struct req *r);

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <event2/buffer.h>
 
+#include "common/bytescan.h"
 #include "common/fold.h"
 #include "common/log.h"
 #include "common/sluice.h"
@@ -18,6 +19,30 @@
 #include "proxy/net/net.h"
 #include "proxy/judge/mcp_resp.h"
 #include "proxy/judge/mcp_req.h"
+
+/*
+ * The last text the scanner decided, kept to answer its repeats: a text that
+ * differs from it only in the id (a server answering tools/list again, and
+ * every event of a stream of list results) gets the same decision without
+ * being read again (repeat_of).  Texts of at most MCP_RESP_LAST_MAX bytes.
+ */
+#define MCP_RESP_LAST_MAX 4096u
+#define MCP_RESP_LAST_ID_MAX 64u /* bytes of an id token a repeat may have */
+
+struct mcp_resp_last {
+	const struct policy *pol;         /* the snapshot and host it was decided under (the conn's, for the answer) */
+	const struct policy_host *entry;
+	char *in;                         /* the text (capacity MCP_RESP_LAST_MAX); inlen 0: none kept */
+	size_t inlen;
+	size_t id_at, id_len;             /* its id token */
+	int id_string;
+	int put;                          /* what filter_scan answered: 0 passed as it is, 1 rewritten */
+	char *out;                        /* put 1: what it became (capacity MCP_RESP_LAST_MAX), the id at out_id */
+	size_t outlen, out_id;
+	long removed;
+	enum policy_mcp_method list;
+	char *hit;                        /* the rendering of the last repeat (capacity MCP_RESP_LAST_MAX + ID_MAX) */
+};
 
 struct mcp_resp {
 	enum mcp_resp_kind kind;
@@ -29,6 +54,7 @@ struct mcp_resp {
 	struct mcp_frame frame;         /* the relay's */
 	struct policy_mcp_scan scan;    /* the list-result scanner, reused for every text of the answer */
 	char *dumped;                   /* the jansson path's last rewritten text */
+	struct mcp_resp_last last;      /* the scanner's last decision, for its repeats */
 };
 
 /* The media type of <m>'s Content-Type is <type> (case-insensitive, parameters ignored). */
@@ -142,19 +168,6 @@ shape_of(const json_t *result)
 	return POLICY_MCP_M_NONE;
 }
 
-/* The byte sequence of LONG S (U+017F), which folds to 's' (common/fold.h). */
-static int
-has_long_s(const char *t, size_t n)
-{
-	const char *p = t, *e = t + n;
-
-	while ((p = memchr(p, 0xc5, (size_t)(e - p))) != NULL) {
-		if (++p < e && (unsigned char)*p == 0xbf)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * 1 when JSON text <t>/<n> may hold a list result or a server request: the
  * rest (tool results, notifications: most events of a stream) need not be
@@ -162,11 +175,24 @@ has_long_s(const char *t, size_t n)
  * it is spelled as it is, so a list result has the keys "result" and
  * "tools", "resources" or "prompts", and a request "method" and "id"; with
  * one (a key may be written with \u escapes) every text is read.
- * Case-folding clients read "Result" or "reſult" (LONG S) as result: keys
- * are matched without case, and a text with a LONG S is read.  A text that
- * is not JSON is no list to any client.  One look per colon (fewer than
- * quotes), back over white space to the key that ends there.
+ * Case-folding clients read "Result" or "reſult" (LONG S, C5 BF in UTF-8) as
+ * result: keys are matched without case, and a text with a LONG S is read.
+ * A text that is not JSON is no list to any client.  One pass over the text
+ * for the three bytes that matter (common/bytescan.h); at each colon, back
+ * over white space to the key that ends there.
  */
+/* 1 when <s> is the lowercase letters <w>/<n> in any case (for letters, x | 0x20 is x in lowercase). */
+static int
+word_at(const char *s, const char *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (((unsigned char)s[i] | 0x20) != (unsigned char)w[i])
+			return 0;
+	return 1;
+}
+
 static int
 may_matter(const char *t, size_t n)
 {
@@ -176,19 +202,20 @@ may_matter(const char *t, size_t n)
 	unsigned seen = 0;  /* bit k: the key words[k] seen */
 	size_t k;
 
-	if (memchr(t, '\\', n) != NULL || has_long_s(t, n))
-		return 1;
-	for (; (p = memchr(p, ':', (size_t)(e - p))) != NULL; p++) {
+	for (; (p += bytescan3(p, (size_t)(e - p), ':', '\\', 0xc5)) < e; p++) {
 		const char *q = p;  /* back to the quote that closes the key */
 
+		if (*p == '\\' || (*p == (char)0xc5 && p + 1 < e && p[1] == (char)0xbf))
+			return 1;
+		if (*p != ':')
+			continue;
 		while (q > t && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n' || q[-1] == '\r'))
 			q--;
 		if (q == t || q[-1] != '"')
 			continue;
 		q--;
 		for (k = 0; k < 6; k++)
-			if ((size_t)(q - t) > wlen[k] && q[-(ptrdiff_t)wlen[k] - 1] == '"' &&
-			    (q[-(ptrdiff_t)wlen[k]] | 0x20) == words[k][0] && strncasecmp(q - wlen[k], words[k], wlen[k]) == 0)
+			if ((size_t)(q - t) > wlen[k] && q[-(ptrdiff_t)wlen[k] - 1] == '"' && word_at(q - wlen[k], words[k], wlen[k]))
 				seen |= 1u << k;
 		if ((seen & 3) == 3 || ((seen & 4) && (seen & 0x38)))
 			return 1;
@@ -259,13 +286,117 @@ scan_id(const struct policy_mcp_scan *sc)
 }
 
 /*
+ * 1 when <t>/<n> is an id token that the scanner reads as <string> says and
+ * that changes nothing else about a text: an integer of at most 18 digits
+ * without a sign on zero, or a string of printable ASCII without escapes.
+ */
+static int
+id_token_ok(const char *t, size_t n, int string)
+{
+	size_t i = 0;
+
+	if (string) {
+		if (n < 2 || t[0] != '"' || t[n - 1] != '"')
+			return 0;
+		for (i = 1; i + 1 < n; i++)
+			if ((unsigned char)t[i] < 0x20 || (unsigned char)t[i] > 0x7e || t[i] == '"' || t[i] == '\\')
+				return 0;
+		return 1;
+	}
+	if (n > 0 && t[0] == '-')
+		i++;
+	if (n - i == 0 || n - i > 18 || (t[i] == '0' && n != 1))
+		return 0;  /* no digits, too many, a leading zero, or -0 */
+	for (; i < n; i++)
+		if (t[i] < '0' || t[i] > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * Keeps what the scanner just decided about <t>/<n> (<put>: 0 passes, 1
+ * rewritten to s->scan.out with <removed> entries of <list> removed), for
+ * repeat_of.  Not kept (and the last one
+ * forgotten) when the text is long or its id is not a plain token.
+ */
+static void
+remember(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int put, long removed,
+         enum policy_mcp_method list)
+{
+	struct mcp_resp_last *l = &s->last;
+	const struct policy_mcp_scan *sc = &s->scan;
+
+	l->inlen = 0;
+	if (n > MCP_RESP_LAST_MAX || (put && sc->outlen > MCP_RESP_LAST_MAX) || sc->id == NULL ||
+	    sc->id_len > MCP_RESP_LAST_ID_MAX || !id_token_ok(sc->id, sc->id_len, sc->id_string))
+		return;
+	if (l->in == NULL && ((l->in = malloc(MCP_RESP_LAST_MAX)) == NULL || (l->out = malloc(MCP_RESP_LAST_MAX)) == NULL ||
+	                      (l->hit = malloc(MCP_RESP_LAST_MAX + MCP_RESP_LAST_ID_MAX)) == NULL)) {
+		free(l->in);
+		free(l->out);
+		l->in = l->out = NULL;
+		return;  /* no memory for it: every text is read */
+	}
+	l->pol = c->pol;
+	l->entry = c->entry;
+	memcpy(l->in, t, n);
+	l->id_at = (size_t)(sc->id - t);
+	l->id_len = sc->id_len;
+	l->id_string = sc->id_string;
+	l->put = put;
+	l->outlen = 0;
+	if (put) {
+		memcpy(l->out, sc->out, sc->outlen);
+		l->outlen = sc->outlen;
+		l->out_id = sc->id_out;
+	}
+	l->removed = removed;
+	l->list = list;
+	l->inlen = n;
+}
+
+/*
+ * When <t>/<n> is the last text the scanner decided with another id in its
+ * place (the same bytes before and after the id, and an id token that reads
+ * as one; under the same snapshot and host, and with no request to correlate
+ * the id with): the decision again, 0 passes or 1 with *<out>/<outlen> the
+ * last rewriting with this id; else -1 (the text is read).  Sound because
+ * the rest of the text is the same bytes, so it reads the same, and nothing
+ * the filter decides depends on an uncorrelated id.  O(n), no allocation.
+ */
+static int
+repeat_of(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const char **out, size_t *outlen)
+{
+	const struct mcp_resp_last *l = &s->last;
+	size_t rest, tok;
+
+	if (l->inlen == 0 || l->pol != c->pol || l->entry != c->entry)
+		return -1;
+	rest = l->inlen - l->id_len;  /* the bytes around the id */
+	if (n <= rest || (tok = n - rest) > MCP_RESP_LAST_ID_MAX || memcmp(t, l->in, l->id_at) != 0 ||
+	    memcmp(t + l->id_at + tok, l->in + l->id_at + l->id_len, rest - l->id_at) != 0 ||
+	    !id_token_ok(t + l->id_at, tok, l->id_string))
+		return -1;
+	if (!l->put)
+		return 0;
+	memcpy(s->last.hit, l->out, l->out_id);
+	memcpy(s->last.hit + l->out_id, t + l->id_at, tok);
+	memcpy(s->last.hit + l->out_id + tok, l->out + l->out_id + l->id_len, l->outlen - l->out_id - l->id_len);
+	*out = s->last.hit;
+	*outlen = l->outlen - l->id_len + tok;
+	s->removed += l->removed;
+	s->list = l->list;
+	return 1;
+}
+
+/*
  * The fast path of filter_text: the scanner (policy/mcp.h) on a text that
  * starts with '{'.  1 filtered (*<out> the scanner's), 0 passes as it is,
  * -1 refused (*<why>), -2 not sure: the jansson path reads it.
  */
 static int
-filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const char **out, size_t *outlen,
-            const char **why)
+filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int uncorrelated, const char **out,
+            size_t *outlen, const char **why)
 {
 	enum policy_mcp_method list;
 	json_t *id;
@@ -278,8 +409,9 @@ filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const c
 		*why = "out of memory filtering an MCP answer";
 		return -1;
 	}
-	if (c->req == NULL || c->req->mcp == NULL) {
-		list = POLICY_MCP_M_NONE;  /* no request read (a GET stream): nothing to correlate, no id to build */
+	if (uncorrelated) {
+		/* no request read (a GET stream) or none with an id: nothing to correlate, no id to build */
+		list = POLICY_MCP_M_NONE;
 	} else {
 		if ((id = scan_id(&s->scan)) == NULL) {
 			*why = "out of memory filtering an MCP answer";
@@ -289,6 +421,8 @@ filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const c
 		json_decref(id);
 	}
 	x = policy_mcp_scan_filter(&s->scan, list);
+	if (x == 0 && uncorrelated)
+		remember(c, s, t, n, 0, 0, POLICY_MCP_M_NONE);
 	if (x == -2 || x == 0)
 		return (int)x;
 	if (x < 0) {
@@ -297,6 +431,8 @@ filter_scan(struct conn *c, struct mcp_resp *s, const char *t, size_t n, const c
 	}
 	s->removed += x;
 	s->list = list != POLICY_MCP_M_NONE ? list : s->scan.list;
+	if (uncorrelated)
+		remember(c, s, t, n, 1, x, s->list);
 	*out = s->scan.out;
 	*outlen = s->scan.outlen;
 	return 1;
@@ -319,8 +455,10 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 	enum policy_mcp_method list;
 	size_t i, k = 0;
 	long x, total = 0;
-	int ret = 0;
+	int ret = 0, uncorrelated = c->req == NULL || !mcp_req_awaits(c->req);
 
+	if (uncorrelated && (ret = repeat_of(c, s, t, n, out, outlen)) >= 0)
+		return ret;
 	while (k < n && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\n'))
 		k++;
 	if (k == n || !may_matter(t + k, n - k))
@@ -331,7 +469,7 @@ filter_text(struct conn *c, struct mcp_resp *s, const char *t, size_t n, int str
 		*why = "an MCP answer that is not JSON";
 		return -1;
 	}
-	if (t[k] == '{' && (ret = filter_scan(c, s, t, n, out, outlen, why)) != -2)
+	if (t[k] == '{' && (ret = filter_scan(c, s, t, n, uncorrelated, out, outlen, why)) != -2)
 		return ret;
 	ret = 0;
 	if (policy_mcp_parse(t, n, &b, &err) != 0) {
@@ -520,6 +658,9 @@ mcp_resp_free(struct req *r)
 	if (s->kind == MCP_RESP_SSE)
 		sse_parser_dispose(&s->sse);
 	policy_mcp_scan_dispose(&s->scan);
+	free(s->last.in);
+	free(s->last.out);
+	free(s->last.hit);
 	free(s->dumped);
 	evbuffer_free(s->in);
 	evbuffer_free(s->out);

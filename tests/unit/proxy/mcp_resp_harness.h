@@ -1,10 +1,10 @@
 /*
  * tests/unit/proxy/mcp_resp_harness.h - proxy/judge/mcp_resp.c linked alone,
  * for tests/fuzz/fuzz_mcp_resp.c and bench/mcp_resp_bench.c: the request
- * side's mcp_req_method_of (no request in flight: every list result is
- * filtered by its shape) and mcp_req_peer_add (no server request is
+ * side's mcp_req_method_of and mcp_req_awaits (no request in flight: every
+ * list result is filtered by its shape) and mcp_req_peer_add (no server request is
  * remembered), and an answer begun on the endpoint /mcp.  Include it in one
- * translation unit of a program (it defines those two).
+ * translation unit of a program (it defines those three).
  */
 #ifndef SLUICE_TESTS_UNIT_PROXY_MCP_RESP_HARNESS_H
 #define SLUICE_TESTS_UNIT_PROXY_MCP_RESP_HARNESS_H
@@ -23,6 +23,13 @@ mcp_req_method_of(const struct req *r, const json_t *id)
 	(void)r;
 	(void)id;
 	return POLICY_MCP_M_NONE;
+}
+
+int
+mcp_req_awaits(const struct req *r)
+{
+	(void)r;
+	return 0;
 }
 
 /* The gateway's table of server requests (proxy/judge/mcp_peer.c) is not linked: none is remembered. */

@@ -402,6 +402,73 @@ test_left_to_jansson(void **state)
 	                    "an MCP list result with a number the filter cannot rewrite exactly");
 }
 
+/* The data of one event <ev> in one chunk on <u>; what <cl> got (the caller frees it). */
+static char *
+event(struct nf *nf, struct nf_client *cl, struct nf_up *u, const char *ev)
+{
+	char chunk[512];
+
+	snprintf(chunk, sizeof(chunk), "%zx\r\ndata: %s\n\n\r\n", strlen(ev) + 8, ev);
+	nf_up_send(u, chunk);
+	nf_run(nf);
+	return nf_rx_take(cl);
+}
+
+#define LIST_ID(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":{\"tools\":[{\"name\":\"keep_a\"},{\"name\":\"drop_b\"}]}}"
+#define KEPT_ID(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":{\"tools\":[{\"name\":\"keep_a\"}]}}"
+
+/*
+ * A stream of list results that differ only in the id is answered from the
+ * last decision (mcp_resp.c, repeat_of): each event comes out as the scanner
+ * would have written it, with its own id; a text that differs anywhere else
+ * (one byte of a name, the id's type, white space beside the id) is read
+ * again, and an id token the scanner would not read as one (a leading zero)
+ * is no repeat: the stream is refused there (jansson reads no JSON-RPC message).
+ */
+static void
+test_repeats(void **state)
+{
+	static const char *const same[][2] = {
+		{LIST_ID("1"), "data: " KEPT_ID("1") "\n\n"},
+		{LIST_ID("2"), "data: " KEPT_ID("2") "\n\n"},
+		{LIST_ID("123456789012345678"), "data: " KEPT_ID("123456789012345678") "\n\n"},
+		{LIST_ID("-7"), "data: " KEPT_ID("-7") "\n\n"},
+		{LIST_ID("\"a-1\""), "data: " KEPT_ID("\"a-1\"") "\n\n"},  /* a string: read, and kept */
+		{LIST_ID("\"zz\""), "data: " KEPT_ID("\"zz\"") "\n\n"},
+		{LIST_ID("\"a,\\\"b\""), "data: " KEPT_ID("\"a,\\\"b\"") "\n\n"},  /* an escape: read */
+		{LIST_ID("3 "), "data: " KEPT_ID("3 ") "\n\n"},                  /* white space: read */
+		/* a byte of a name: now both are shown */
+		{"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"tools\":[{\"name\":\"keep_a\"},{\"name\":\"keep_b\"}]}}",
+		 "data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"tools\":[{\"name\":\"keep_a\"},{\"name\":\"keep_b\"}]}}\n\n"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"tools\":[{\"name\":\"drop_a\"},{\"name\":\"keep_b\"}]}}",
+		 "data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"tools\":[{\"name\":\"keep_b\"}]}}\n\n"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":55,\"result\":{\"tools\":[{\"name\":\"drop_a\"},{\"name\":\"keep_c\"}]}}",
+		 "data: {\"jsonrpc\":\"2.0\",\"id\":55,\"result\":{\"tools\":[{\"name\":\"keep_c\"}]}}\n\n"},
+	};
+	struct nf *nf = *state;
+	struct nf_client *cl = client(nf);
+	struct nf_up *u = sent(nf, cl, GET_MCP);
+	char want[512], *s;
+	size_t i;
+
+	nf_up_send(u, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+	nf_run(nf);
+	free(nf_rx_take(cl));
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		s = event(nf, cl, u, same[i][0]);
+		snprintf(want, sizeof(want), "%zx\r\n%s\r\n", strlen(same[i][1]), same[i][1]);
+		assert_string_equal(s, want);
+		free(s);
+	}
+	/* not JSON (an integer with a leading zero) though the rest is the last event's bytes: refused */
+	s = event(nf, cl, u, LIST_ID("055"));
+	assert_null(strstr(s, "drop"));
+	assert_null(strstr(s, "055"));
+	free(s);
+	assert_string_equal(nf_rec_last(nf, AUDIT_KIND_RESPONSE)->reason,
+	                    "an MCP answer that is not a JSON-RPC message the gateway reads");
+}
+
 int
 main(void)
 {
@@ -412,6 +479,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_batch_budget_refund, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folded_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_left_to_jansson, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repeats, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
