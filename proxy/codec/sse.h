@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 #define SSE_EVENT_MAX_DEFAULT (1u << 20) /* bytes of one unit, unless the caller says otherwise */
+#define SSE_LINES_MAX 8                  /* field lines of an event the parser notes as it scans (more: read again) */
 
 enum sse_unit_kind {
 	SSE_UNIT_EVENT = 1,
@@ -60,6 +61,14 @@ struct sse_parser {
 	int _failed;
 	unsigned long long _pos;  /* bytes of the stream seen (for the BOM) */
 	int _bom;                 /* leading BOM bytes matched: 0..2 so far, 3 all, -1 none */
+	/* the field lines of the pending unit, found as its bytes were scanned, so that its fields are read
+	 * without a second pass over it: offset in the unit's bytes and length; _nlines > SSE_LINES_MAX when
+	 * more came than fit (then they are found again by a walk over the unit) */
+	struct {
+		size_t at, len;
+	} _lines[SSE_LINES_MAX];
+	unsigned _nlines;
+	unsigned long long _unit_at; /* _pos where the pending unit starts */
 };
 
 /* Prepares <p> (caller storage) for one stream; units longer than <max> bytes (0: SSE_EVENT_MAX_DEFAULT) fail. */

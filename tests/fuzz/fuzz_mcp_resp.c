@@ -10,7 +10,11 @@
  *     byte for byte the same and removes nothing (the filter is idempotent,
  *     and every unit it re-emits is one it would pass);
  *   - no entry a rule denies ("d*") is in what came out of a filtered
- *     answer's list events (checked on the second pass: nothing removed).
+ *     answer's list events (checked on the second pass: nothing removed);
+ *   - a stream's events are judged alone: each complete unit through a
+ *     filter of its own gives the bytes the stream's filter gave for it
+ *     (what the filter remembers between events, its repeat of the last
+ *     list result, changes nothing that leaves).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +24,7 @@
 
 #include "tests/fuzz/fuzz_mcp_common.h"
 #include "policy/judge.h"
+#include "proxy/codec/sse.h"
 #include "tests/unit/proxy/mcp_resp_harness.h"
 
 static const char policy_yaml[] = FUZZ_MCP_POLICY;
@@ -63,6 +68,33 @@ run(int json, const uint8_t *body, size_t n, unsigned seed, struct evbuffer *out
 	return rc;
 }
 
+/*
+ * The complete units of the stream <body>/<n>, each through a filter of its
+ * own, into <out>: 0, -1 when one is refused (the stream's filter refused
+ * it too: not compared), or 1 when a unit after the first opens with 0xEF (a
+ * filter of its own would read a byte order mark there: not compared).
+ */
+static int
+run_units(const uint8_t *body, size_t n, struct evbuffer *out)
+{
+	struct sse_parser p;
+	struct sse_unit u;
+	size_t off = 0;
+	long r, removed;
+	int rc = 0;
+
+	sse_parser_init(&p, 0);
+	while (rc == 0 && off < n && (r = sse_parse(&p, (const char *)body + off, n - off, &u)) > 0) {
+		if (off > 0 && (unsigned char)u.raw[0] == 0xef)
+			rc = 1;
+		else if (run(0, (const uint8_t *)u.raw, u.raw_len, 96, out, &removed) != 0)
+			rc = -1;  /* in one piece (1 + 96 % 97 = 97 bytes a piece at most: the split does not matter) */
+		off += (size_t)r;
+	}
+	sse_parser_dispose(&p);
+	return rc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -85,6 +117,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* filtered for good: again, whole, the same bytes and nothing removed */
 		if (run(json, p, n, 7, b, &rb) != 0 || rb != 0 || evbuffer_get_length(b) != n ||
 		    (n > 0 && memcmp(evbuffer_pullup(b, -1), p, n) != 0))
+			abort();
+		/* each event alone: the same bytes */
+		evbuffer_drain(b, evbuffer_get_length(b));
+		if (!json && run_units(data + 1, size - 1, b) == 0 &&
+		    (evbuffer_get_length(b) != n || (n > 0 && memcmp(evbuffer_pullup(b, -1), p, n) != 0)))
 			abort();
 	}
 	evbuffer_free(a);

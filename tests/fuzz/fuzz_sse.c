@@ -9,6 +9,9 @@
  *   - the units are the stream: their bytes concatenated are a prefix of it,
  *     and all of it up to what is pending when nothing failed;
  *   - no unit is over the bound; data is never longer than the unit;
+ *   - an event's fields are what a reading of its bytes by the
+ *     specification's rules gives (check_fields, apart from the parser:
+ *     the lines the parser notes while scanning must say the same);
  *   - an event rewritten with its own data parses back to the same data.
  */
 #include <stddef.h>
@@ -84,6 +87,58 @@ same_field(const char *a, size_t an, const char *b, size_t bn)
 	return (a == NULL) == (b == NULL) && (a == NULL || (an == bn && memcmp(a, b, an) == 0));
 }
 
+/*
+ * Aborts unless <u>'s fields are those of its bytes read line by line (CRLF,
+ * CR or LF; comments skipped; the value after the first colon, less one
+ * space; data lines joined by LF; the last event, the last id without NUL).
+ */
+static void
+check_fields(const struct sse_unit *u)
+{
+	const char *s = u->raw + u->_skip, *e = u->raw + u->raw_len, *ev = NULL, *id = NULL;
+	char *data = malloc(u->raw_len + 1);
+	size_t dn = 0, evn = 0, idn = 0, nd = 0;
+
+	if (data == NULL)
+		abort();
+	while (s < e) {
+		const char *q = s, *c, *v;
+		size_t n, k, vn;
+
+		while (q < e && *q != '\r' && *q != '\n')
+			q++;
+		if ((n = (size_t)(q - s)) == 0)
+			break;
+		if (s[0] != ':') {
+			c = memchr(s, ':', n);
+			k = c != NULL ? (size_t)(c - s) : n;
+			v = c != NULL ? c + 1 : s + n;
+			vn = c != NULL ? n - k - 1 : 0;
+			if (vn > 0 && *v == ' ') {
+				v++;
+				vn--;
+			}
+			if (k == 4 && memcmp(s, "data", 4) == 0) {
+				if (nd++ > 0)
+					data[dn++] = '\n';
+				memcpy(data + dn, v, vn);
+				dn += vn;
+			} else if (k == 5 && memcmp(s, "event", 5) == 0) {
+				ev = v;
+				evn = vn;
+			} else if (k == 2 && memcmp(s, "id", 2) == 0 && memchr(v, '\0', vn) == NULL) {
+				id = v;
+				idn = vn;
+			}
+		}
+		s = q == e ? e : (*q == '\r' && q + 1 < e && q[1] == '\n') ? q + 2 : q + 1;
+	}
+	if ((nd > 0) != (u->has_data != 0) || (nd > 0 && (dn != u->data_len || memcmp(data, u->data, dn) != 0)) ||
+	    !same_field(ev, evn, u->event, u->event_len) || !same_field(id, idn, u->id, u->id_len))
+		abort();
+	free(data);
+}
+
 static void
 check_rewrite(const struct sse_unit *u, size_t max)
 {
@@ -152,6 +207,7 @@ feed(const uint8_t *s, size_t n, size_t piece, size_t max, struct log *l, int re
 				add_field(l, u.data, u.data_len, u.has_data);
 				add_field(l, u.event, u.event_len, u.event != NULL);
 				add_field(l, u.id, u.id_len, u.id != NULL);
+				check_fields(&u);
 				if (rewrite && u.has_data)
 					check_rewrite(&u, max);
 			} else if (u.has_data || u.event != NULL || u.id != NULL) {

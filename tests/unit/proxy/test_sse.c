@@ -81,18 +81,22 @@ test_events(void **state)
 	                        "event: message\nid: 7\ndata: {\"a\":1}\n\n"
 	                        "data: line1\ndata: line2\ndata\n\n"
 	                        "retry: 1000\nid: 8\n\n"
-	                        "data:no-space\ndata:  two-spaces\n\n";
+	                        "data:no-space\ndata:  two-spaces\n\n"
+	                        "data\ndata: after-empty\n\n";
 	struct transcript t;
 
 	(void)state;
 	run(s, sizeof(s) - 1, 0, 0, &t);
 	assert_int_equal(t.failed, 0);
-	assert_int_equal(t.units, 5);
-	assert_int_equal(t.events, 4);
+	assert_int_equal(t.units, 6);
+	assert_int_equal(t.events, 5);
 	assert_string_equal(t.data[0], "{\"a\":1}");
 	assert_string_equal(t.data[1], "line1\nline2\n");
 	assert_string_equal(t.data[2], "");
 	assert_string_equal(t.data[3], "no-space\n two-spaces");
+	/* a leading empty data line is a line of the data (before: dropped, so the gateway judged "after-empty"
+	 * where a client reads "\nafter-empty") */
+	assert_string_equal(t.data[4], "\nafter-empty");
 	assert_non_null(strstr(t.s, "P[||]{: hello\n}"));
 	assert_non_null(strstr(t.s, "E[{\"a\":1}|message|7]"));
 	assert_non_null(strstr(t.s, "E[||8]{retry: 1000\nid: 8\n\n}")); /* no data: has_data 0 */
@@ -368,6 +372,46 @@ test_many_events(void **state)
 	sse_parser_dispose(&p);
 }
 
+/*
+ * Fields read from the lines the parser noted while scanning (up to
+ * SSE_LINES_MAX) and from the walk over the event (more lines than that)
+ * agree: the same event with comment lines among its fields, written with
+ * each line ending, with a BOM and with a partial BOM, fed whole and one byte
+ * at a time, padded to SSE_LINES_MAX lines and past them.
+ */
+static void
+test_noted_lines(void **state)
+{
+	static const char *const ends[] = {"\n", "\r\n", "\r"};
+	static const char *const heads[] = {"", "\xef\xbb\xbf", "\xef\xbb"};
+	char s[1024];
+	struct transcript a, b;
+	size_t e, h, pad, i, n;
+
+	(void)state;
+	for (e = 0; e < 3; e++)
+		for (h = 0; h < 3; h++)
+			for (pad = SSE_LINES_MAX - 4; pad <= SSE_LINES_MAX + 1; pad++) {
+				/* four field lines of note, a comment among them, and <pad> unknown fields after */
+				n = (size_t)snprintf(s, sizeof(s), "%sid: 3%s: note%sevent: e1%sdata: x%sdata:y", heads[h], ends[e],
+				                     ends[e], ends[e], ends[e]);
+				for (i = 0; i < pad; i++)
+					n += (size_t)snprintf(s + n, sizeof(s) - n, "%sf%zu: v", ends[e], i);
+				n += (size_t)snprintf(s + n, sizeof(s) - n, "%s%s", ends[e], ends[e]);
+				run(s, n, 0, 0, &a);
+				run(s, n, 1, 0, &b);
+				assert_int_equal(a.failed, 0);
+				assert_int_equal(a.events, 1);
+				if (h == 2) {
+					/* a partial BOM is the first line's bytes: that line is "\xef\xbbid", no id */
+					assert_non_null(strstr(a.s, "E[x\ny|e1|]"));
+				} else {
+					assert_non_null(strstr(a.s, "E[x\ny|e1|3]"));
+				}
+				assert_string_equal(a.s, b.s);
+			}
+}
+
 int
 main(void)
 {
@@ -380,6 +424,7 @@ main(void)
 		cmocka_unit_test(test_rewrite),
 		cmocka_unit_test(test_rewrite_in_stream),
 		cmocka_unit_test(test_many_events),
+		cmocka_unit_test(test_noted_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
