@@ -197,10 +197,10 @@ static int
 may_matter(const char *t, size_t n)
 {
 	static const char *const words[6] = {"method", "id", "result", "tools", "resources", "prompts"};
-	static const size_t wlen[6] = {6, 2, 6, 5, 9, 7};
 	const char *p = t, *e = t + n;
 	unsigned seen = 0;  /* bit k: the key words[k] seen */
 	size_t k;
+	ptrdiff_t len;
 
 	for (; (p += bytescan3(p, (size_t)(e - p), ':', '\\', 0xc5)) < e; p++) {
 		const char *q = p;  /* back to the quote that closes the key */
@@ -214,9 +214,20 @@ may_matter(const char *t, size_t n)
 		if (q == t || q[-1] != '"')
 			continue;
 		q--;
-		for (k = 0; k < 6; k++)
-			if ((size_t)(q - t) > wlen[k] && q[-(ptrdiff_t)wlen[k] - 1] == '"' && word_at(q - wlen[k], words[k], wlen[k]))
-				seen |= 1u << k;
+		/* the key's length: back to its opening quote (the last one: no backslash, so none is escaped); the
+		 * longest word is 9 bytes */
+		for (len = 0; len < 10 && q - len > t && q[-(ptrdiff_t)len - 1] != '"'; len++)
+			;
+		switch (len) {
+		case 2: k = 1; break;
+		case 5: k = 3; break;
+		case 6: k = (*(q - 6) | 0x20) == 'm' ? 0 : 2; break;
+		case 7: k = 5; break;
+		case 9: k = 4; break;
+		default: continue;
+		}
+		if (q - len > t && word_at(q - len, words[k], len))
+			seen |= 1u << k;
 		if ((seen & 3) == 3 || ((seen & 4) && (seen & 0x38)))
 			return 1;
 	}
